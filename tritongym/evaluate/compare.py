@@ -1,0 +1,227 @@
+"""Compare a candidate's outputs with the reference's: structure, dtype, NaN/Inf, tolerance.
+
+Pure functions of tensors. Two policies:
+
+* ``float64`` (default): the error of the candidate against a float64 run of the reference must be
+  at most ``factor`` times PyTorch's own error at the problem's dtype (never less than one rounding
+  unit of the output's scale), plus ``abs_floor``. A candidate that fails this but is within
+  KernelBench's loose 1e-2 tolerance is reported as ``precision`` (e.g. tf32 or bf16 arithmetic
+  for a float32 problem), not ``mismatch``.
+* ``fixed``: ``|got - ref| <= atol + rtol * |ref|`` against the reference at its own dtype
+  (KernelBench's numbers: 1e-4 for fp32, 1e-2 for fp16/bf16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tritongym.evaluate.result import ErrorStats, Verdict
+
+LOOSE_TOLERANCE = 1e-2
+"""atol = rtol of the loose check that separates ``precision`` from ``mismatch``."""
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    policy: str = "float64"
+    factor: float = 32.0
+    abs_floor: float = 1e-6
+    atol: float | None = None
+    rtol: float | None = None
+
+
+@dataclass
+class Comparison:
+    verdict: Verdict
+    message: str = ""
+    stats: ErrorStats | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is Verdict.OK
+
+
+def fixed_tolerances(dtype: torch.dtype) -> tuple[float, float]:
+    """KernelBench's (atol, rtol) for an output dtype."""
+    return (1e-2, 1e-2) if dtype in (torch.float16, torch.bfloat16) else (1e-4, 1e-4)
+
+
+def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
+    if isinstance(value, (tuple, list)):
+        out = []
+        for i, item in enumerate(value):
+            out += _leaves(item, f"{path}[{i}]")
+        return out
+    return [(path, value)]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor of shape {tuple(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__} of {len(value)}"
+    return type(value).__name__
+
+
+def _structure_error(got: Any, expected: Any, path: str) -> str | None:
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)):
+            return f"{path}: expected a {type(expected).__name__} of {len(expected)} values, got {_describe(got)}"
+        if len(got) != len(expected):
+            return f"{path}: expected {len(expected)} values, got {len(got)}"
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            error = _structure_error(g, e, f"{path}[{i}]")
+            if error:
+                return error
+        return None
+    if isinstance(expected, torch.Tensor):
+        if type(got) is not torch.Tensor:
+            return f"{path}: expected a torch.Tensor, got {_describe(got)}"
+        if got.shape != expected.shape:
+            return f"{path}: shape {tuple(got.shape)} differs from the expected {tuple(expected.shape)}"
+        if got.device != expected.device:
+            return f"{path}: on device {got.device}, expected {expected.device}"
+        return None
+    if isinstance(got, torch.Tensor) or not isinstance(got, type(expected)):
+        return f"{path}: expected a {type(expected).__name__}, got {_describe(got)}"
+    return None
+
+
+def _index(flat_index: int, shape: torch.Size) -> list[int]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat_index % size)
+        flat_index //= size
+    return list(reversed(index))
+
+
+def _fmt_index(index: list[int]) -> str:
+    return "(" + ", ".join(map(str, index)) + ")" if index else "()"
+
+
+def _nonfinite_error(got: torch.Tensor, expected: torch.Tensor, path: str) -> str | None:
+    """Require NaN where the reference has NaN, and the same infinities; finite elsewhere."""
+    g_nan, e_nan = torch.isnan(got), torch.isnan(expected)
+    g_inf, e_inf = torch.isinf(got), torch.isinf(expected)
+    bad = (g_nan != e_nan) | (g_inf != e_inf) | (e_inf & (got != expected))
+    if not bool(bad.any()):
+        return None
+    i = int(bad.flatten().nonzero()[0])
+    index = _fmt_index(_index(i, got.shape))
+    count = int(bad.sum())
+    return (
+        f"{path}: got {got.flatten()[i].item()} at index {index}, expected {expected.flatten()[i].item()} "
+        f"({count} element{'s' if count > 1 else ''} with NaN/Inf where the reference differs)"
+    )
+
+
+def _stats(path: str, got64, expected64, allowed, reference_error=None) -> ErrorStats:
+    err = (got64 - expected64).abs()
+    i = int(err.flatten().argmax()) if err.numel() else 0
+    rel = err / expected64.abs().clamp_min(1e-12)
+    return ErrorStats(
+        output=path,
+        max_abs_error=float(err.max()) if err.numel() else 0.0,
+        max_rel_error=float(rel.max()) if rel.numel() else 0.0,
+        allowed_abs_error=float(allowed) if not isinstance(allowed, torch.Tensor) else float(allowed.flatten()[i]),
+        worst_index=_index(i, got64.shape),
+        got=float(got64.flatten()[i]) if err.numel() else 0.0,
+        expected=float(expected64.flatten()[i]) if err.numel() else 0.0,
+        mismatched=int((err > allowed).sum()),
+        numel=err.numel(),
+        reference_error=reference_error,
+    )
+
+
+def _mismatch_message(stats: ErrorStats, verdict: Verdict) -> str:
+    share = 100.0 * stats.mismatched / max(stats.numel, 1)
+    text = (
+        f"{stats.output}: max abs error {stats.max_abs_error:.3g} at index {_fmt_index(stats.worst_index)} "
+        f"(got {stats.got:.6g}, expected {stats.expected:.6g}; allowed {stats.allowed_abs_error:.3g}); "
+        f"{stats.mismatched} of {stats.numel} elements ({share:.3g}%) out of tolerance"
+    )
+    if verdict is Verdict.PRECISION:
+        text += (
+            f". The result is close but far less accurate than PyTorch's own "
+            f"(error {stats.reference_error:.3g}): compute and accumulate at the problem's precision "
+            f"(for tl.dot on float32 use input_precision='ieee', not tf32)"
+        )
+    return text
+
+
+def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expected64, tol: Tolerance):
+    nonfinite = _nonfinite_error(got, expected64 if expected64 is not None else expected, path)
+    if nonfinite:
+        return Comparison(Verdict.MISMATCH, nonfinite)
+    finite = torch.isfinite(expected64 if expected64 is not None else expected)
+    got64 = torch.where(finite, got.double(), 0.0)
+    if tol.policy == "fixed":
+        atol, rtol = fixed_tolerances(got.dtype)
+        atol = tol.atol if tol.atol is not None else atol
+        rtol = tol.rtol if tol.rtol is not None else rtol
+        ref = torch.where(finite, expected.double(), 0.0)
+        allowed = atol + rtol * ref.abs()
+        stats = _stats(path, got64, ref, allowed)
+        if stats.mismatched:
+            return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
+        return Comparison(Verdict.OK, stats=stats)
+    ref64 = torch.where(finite, expected64, 0.0)
+    native64 = torch.where(finite, expected.double(), 0.0)
+    reference_error = float((native64 - ref64).abs().max()) if ref64.numel() else 0.0
+    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
+    unit = torch.finfo(got.dtype).eps * scale
+    allowed = tol.factor * max(reference_error, unit) + tol.abs_floor
+    stats = _stats(path, got64, ref64, allowed, reference_error)
+    if not stats.mismatched:
+        return Comparison(Verdict.OK, stats=stats)
+    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (1 + ref64.abs())
+    verdict = Verdict.PRECISION if bool(loose.all()) else Verdict.MISMATCH
+    return Comparison(verdict, _mismatch_message(stats, verdict), stats)
+
+
+def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comparison:
+    bad = got != expected
+    if not bool(bad.any()):
+        return Comparison(Verdict.OK)
+    i = int(bad.flatten().nonzero()[0])
+    count = int(bad.sum())
+    return Comparison(
+        Verdict.MISMATCH,
+        f"{path}: got {got.flatten()[i].item()} at index {_fmt_index(_index(i, got.shape))}, "
+        f"expected {expected.flatten()[i].item()} ({count} of {got.numel()} elements differ; "
+        f"{got.dtype} outputs must match exactly)",
+    )
+
+
+def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) -> Comparison:
+    """Compare a candidate's output with the reference's (``expected64``: float64 run, or None).
+
+    Returns the first failing leaf's verdict, else ``ok`` with the stats of the worst leaf.
+    """
+    structure = _structure_error(got, expected, "output")
+    if structure:
+        return Comparison(Verdict.WRONG_SHAPE, structure)
+    leaves64 = _leaves(expected64, "output") if expected64 is not None else None
+    worst: ErrorStats | None = None
+    for n, ((path, g), (_, e)) in enumerate(zip(_leaves(got, "output"), _leaves(expected, "output"), strict=True)):
+        e64 = leaves64[n][1] if leaves64 is not None else None
+        if not isinstance(e, torch.Tensor):
+            g, e = torch.tensor(g), torch.tensor(e)
+            e64 = e.double() if e.is_floating_point() else None
+        if g.dtype != e.dtype:
+            return Comparison(Verdict.WRONG_DTYPE, f"{path}: dtype {g.dtype} differs from the expected {e.dtype}")
+        if g.is_complex():
+            g, e = torch.view_as_real(g), torch.view_as_real(e)
+            e64 = torch.view_as_real(e64) if e64 is not None else None
+        if g.is_floating_point():
+            result = _compare_float(path, g, e, e64 if tol.policy == "float64" else None, tol)
+        else:
+            result = _compare_exact(path, g, e)
+        if not result.ok:
+            return result
+        if result.stats and (worst is None or result.stats.max_abs_error > worst.max_abs_error):
+            worst = result.stats
+    return Comparison(Verdict.OK, stats=worst)

@@ -1,0 +1,69 @@
+"""EvalConfig: how one candidate is evaluated. Every field is documented; CLI flags map onto them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Literal
+
+from tritongym.errors import ConfigError
+
+
+def _doc(text: str, **kwargs):
+    return field(metadata={"help": text}, **kwargs)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Settings of one evaluation. ``EvalConfig.help(name)`` returns a field's documentation."""
+
+    trials: int = _doc("Correctness trials, each on fresh inputs from a fresh secret seed.", default=5)
+    tolerance: Literal["float64", "fixed"] = _doc(
+        "'float64': the candidate's error against a float64 run of the reference may be at most "
+        "error_factor x PyTorch's own error at the problem's dtype. 'fixed': KernelBench's "
+        "atol/rtol against the reference at its own dtype.",
+        default="float64",
+    )
+    error_factor: float = _doc(
+        "How many times PyTorch's own error (vs float64) a candidate may have (float64 policy).",
+        default=32.0,
+    )
+    abs_floor: float = _doc(
+        "Absolute error always allowed, for outputs near zero (float64 policy).", default=1e-6
+    )
+    atol: float | None = _doc(
+        "Absolute tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
+    )
+    rtol: float | None = _doc(
+        "Relative tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
+    )
+    timeout_s: float = _doc("Wall-clock limit of the whole evaluation in its sandbox.", default=180.0)
+    memory_limit_mb: int = _doc("Host memory the sandbox may use (resident set).", default=8192)
+    output_limit_bytes: int = _doc(
+        "Bytes of the candidate's stdout and of its stderr kept in the result (the rest is dropped).",
+        default=16384,
+    )
+    max_source_bytes: int = _doc("Largest candidate source accepted.", default=262144)
+    device: str = _doc(
+        "'auto' (a CUDA GPU if there is one, else the CPU with Triton's interpreter), 'cpu', "
+        "'cuda' or 'cuda:N'.",
+        default="auto",
+    )
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ConfigError(f"trials must be at least 1, not {self.trials}")
+        if self.tolerance not in ("float64", "fixed"):
+            raise ConfigError(f"tolerance must be 'float64' or 'fixed', not {self.tolerance!r}")
+        for name in ("error_factor", "timeout_s", "memory_limit_mb", "output_limit_bytes", "max_source_bytes"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
+        for name in ("abs_floor", "atol", "rtol"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"{name} must not be negative, not {value}")
+        if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
+            raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {self.device!r}")
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        return next(f.metadata["help"] for f in fields(cls) if f.name == name)

@@ -1,0 +1,426 @@
+"""The sandbox side of an evaluation: ``python -m tritongym.evaluate.harness``.
+
+Runs in a child process that the caller can kill at any time. It reads one job (JSON) from stdin,
+reports progress and the result as JSON lines on the file descriptor named in the job, and never
+lets an exception escape as a traceback. Order matters: every reference output (native dtype and
+float64) is computed *before* the candidate is imported, so candidate code cannot touch it, and
+the seeds are dropped before the import.
+
+Imports stay light: the standard library, torch, triton, and tritongym's stdlib-only modules.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import inspect
+import json
+import os
+import platform
+import resource
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tritongym.evaluate.result import Verdict
+
+_STAGES: dict[str, float] = {}
+
+
+class Failure(Exception):
+    """Ends the evaluation with a verdict (raised by the stages below, caught in ``main``)."""
+
+    def __init__(self, verdict: Verdict, feedback: str, detail: str = ""):
+        super().__init__(feedback)
+        self.verdict, self.feedback, self.detail = verdict, feedback, detail
+
+
+class Channel:
+    """JSON lines to the parent on an inherited pipe; only the original process may write."""
+
+    def __init__(self, fd: int):
+        self._fd, self._pid = fd, os.getpid()
+
+    def send(self, message: dict[str, Any]) -> None:
+        if os.getpid() != self._pid:  # a fork of the candidate's must not speak for the harness
+            os._exit(0)
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(self._fd, data) :]
+
+    def stage(self, name: str) -> None:
+        self.send({"stage": name})
+
+
+class _Timer:
+    def __init__(self, channel: Channel, name: str):
+        self.channel, self.name = channel, name
+
+    def __enter__(self):
+        self.channel.stage(self.name)
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc):
+        _STAGES[self.name] = round(time.perf_counter() - self.start, 4)
+
+
+def _limit_resources(job: dict) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    size = job["file_size_limit"]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    if job["device"] == "cpu":  # CUDA reserves huge virtual ranges; the parent watches RSS there
+        limit = job["memory_limit_mb"] << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+# --- locating the candidate's lines in errors -------------------------------------------------
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    chain = []
+    while exc is not None and exc not in chain:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return chain
+
+
+def candidate_location(exc: BaseException, path: str) -> str:
+    """``line N: <code>`` of the innermost frame in the candidate's file, over the cause chain."""
+    for error in _exception_chain(exc):
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
+        if frames:
+            frame = frames[-1]
+            return f"line {frame.lineno}: {(frame.line or '').strip()}"
+    return ""
+
+
+def _detail(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))[-8000:]
+
+
+def _short(exc: BaseException, limit: int = 1500) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _is_triton_error(exc: BaseException) -> bool:
+    return any(type(e).__module__.split(".")[0] == "triton" for e in _exception_chain(exc))
+
+
+def _is_oom(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+
+
+def classify_failure(exc: BaseException, path: str, what: str) -> Failure:
+    """Turn an exception raised by candidate code into a verdict with actionable feedback."""
+    where = candidate_location(exc, path)
+    at = f" ({where})" if where else ""
+    if _is_oom(exc):
+        return Failure(Verdict.OUT_OF_MEMORY, f"Out of memory {what}: {_short(exc, 300)}{at}", _detail(exc))
+    if _is_triton_error(exc):
+        cause = next(e for e in _exception_chain(exc) if type(e).__module__.split(".")[0] == "triton")
+        return Failure(
+            Verdict.COMPILE_ERROR,
+            f"A Triton kernel failed to compile or launch {what}{at}: {_short(cause)}",
+            _detail(exc),
+        )
+    return Failure(Verdict.RUNTIME_ERROR, f"{_short(exc)} {what}{at}", _detail(exc))
+
+
+# --- the reference ------------------------------------------------------------------------------
+
+
+def _import_file(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def split_init_inputs(value: Any) -> tuple[list, dict]:
+    """KernelBook's ``[args, kwargs]`` form, or KernelBench's plain list of positional arguments."""
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and isinstance(value[0], (list, tuple))
+        and isinstance(value[1], dict)
+    ):
+        return list(value[0]), dict(value[1])
+    return list(value), {}
+
+
+def _map_tensors(value: Any, fn) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_tensors(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
+    return value
+
+
+def _to_double(t):
+    return t.double() if t.is_floating_point() else t
+
+
+def _detach(value: Any) -> Any:
+    return _map_tensors(value, lambda t: t.detach())
+
+
+class Reference:
+    """The reference model, init inputs and, per trial, inputs with native and float64 outputs."""
+
+    def __init__(self, job: dict, device):
+        import torch
+
+        self.path = Path(job["workdir"]) / "reference.py"
+        self.path.write_text(job["problem_source"], encoding="utf-8")
+        self.entry_point = job["entry_point"]
+        seeds = job.pop("seeds")
+        try:
+            module = _import_file(self.path, "reference")
+            cls = getattr(module, self.entry_point, None)
+            if cls is None:
+                raise LookupError(f"the problem defines no class {self.entry_point!r}")
+            torch.manual_seed(seeds[0])
+            with torch.device(device):
+                self.init_args, self.init_kwargs = split_init_inputs(module.get_init_inputs())
+                self.model = cls(*self.init_args, **self.init_kwargs).to(device).eval()
+            self.cls = cls
+            self.float64_note = ""
+            model64 = None
+            if job["tolerance"] == "float64":
+                model64 = copy.deepcopy(self.model).double()
+            self.trials = []
+            with torch.no_grad():
+                for seed in seeds[1:]:
+                    torch.manual_seed(seed)
+                    with torch.device(device):
+                        inputs = list(module.get_inputs())
+                    inputs = _map_tensors(inputs, lambda t: t.to(device))
+                    out = _detach(self.model(*_map_tensors(inputs, torch.clone)))
+                    out64 = None
+                    if model64 is not None:
+                        try:
+                            out64 = _detach(model64(*_map_tensors(inputs, _to_double)))
+                        except Exception as exc:  # some ops have no float64 kernel: fall back
+                            model64 = None
+                            self.float64_note = f"float64 reference unavailable ({_short(exc, 200)})"
+                    self.trials.append((inputs, out, out64))
+            if model64 is None and job["tolerance"] == "float64":
+                self.trials = [(i, o, None) for i, o, _ in self.trials]
+        except Exception as exc:
+            raise Failure(
+                Verdict.INFRASTRUCTURE_ERROR,
+                f"The reference problem itself failed: {_short(exc)}",
+                _detail(exc),
+            ) from exc
+
+
+# --- the candidate ------------------------------------------------------------------------------
+
+
+def load_candidate(path: Path, class_name: str):
+    source = path.read_text(encoding="utf-8")
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        code = (exc.text or "").rstrip()
+        raise Failure(
+            Verdict.SYNTAX_ERROR,
+            f"SyntaxError at line {exc.lineno}: {exc.msg}" + (f"\n    {code}" if code else ""),
+        ) from None
+    except ValueError as exc:  # e.g. null bytes
+        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {exc}") from None
+    try:
+        module = _import_file(path, "candidate")
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
+        where = candidate_location(exc, str(path))
+        raise Failure(
+            Verdict.IMPORT_ERROR,
+            f"Importing the solution failed: {_short(exc)}" + (f" ({where})" if where else ""),
+            _detail(exc),
+        ) from None
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        classes = [n for n, v in vars(module).items() if inspect.isclass(v) and v.__module__ == "candidate"]
+        found = f" (classes defined: {', '.join(classes)})" if classes else " (it defines no class)"
+        raise Failure(Verdict.INTERFACE_ERROR, f"The solution defines no class `{class_name}`{found}.")
+    import torch
+
+    if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
+        raise Failure(Verdict.INTERFACE_ERROR, f"`{class_name}` must be a subclass of torch.nn.Module.")
+    return cls
+
+
+def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError as exc:
+        return f"{what}{signature} does not accept the problem's arguments ({len(args)} positional" + (
+            f", keywords {sorted(kwargs)}" if kwargs else ""
+        ) + f"): {exc}"
+    return None
+
+
+def build_candidate(cls, reference: Reference, path: Path, device):
+    import torch
+
+    class_name = cls.__name__
+    error = _signature_error(cls.__init__, reference.init_args, reference.init_kwargs, f"{class_name}.__init__")
+    if error:
+        raise Failure(Verdict.INTERFACE_ERROR, error)
+    sample_inputs = reference.trials[0][0]
+    error = _signature_error(cls.forward, sample_inputs, {}, f"{class_name}.forward")
+    if error:
+        raise Failure(Verdict.INTERFACE_ERROR, error)
+    try:
+        with torch.device(device):
+            model = cls(*reference.init_args, **reference.init_kwargs)
+        model = model.to(device).eval()
+    except BaseException as exc:
+        raise classify_failure(exc, str(path), f"while constructing {class_name}") from None
+    copied = copy_matching_state(reference.model, model)
+    return model, copied
+
+
+def copy_matching_state(source, target) -> int:
+    """Copy the reference's parameters and buffers into the candidate where name and shape match."""
+    import torch
+
+    target_state = target.state_dict(keep_vars=True)
+    copied = 0
+    with torch.no_grad():
+        for name, value in source.state_dict().items():
+            slot = target_state.get(name)
+            if isinstance(slot, torch.Tensor) and slot.shape == value.shape:
+                slot.copy_(value.to(slot.dtype))
+                copied += 1
+    return copied
+
+
+def _inputs_changed(before: list, after: list) -> str | None:
+    import torch
+
+    for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        if not isinstance(b, torch.Tensor):
+            continue
+        same = a.shape == b.shape and bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+        if not same:
+            return f"forward modified its input argument {i} in place; the reference leaves inputs unchanged"
+    return None
+
+
+def _synchronize(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_trials(model, reference: Reference, path: Path, device, tolerance, channel: Channel) -> dict:
+    import torch
+
+    from tritongym.evaluate.compare import compare_outputs
+
+    worst = None
+    for n, (inputs, expected, expected64) in enumerate(reference.trials, start=1):
+        channel.stage(f"trial {n}")
+        given = _map_tensors(inputs, torch.clone)
+        what = f"in forward (trial {n} of {len(reference.trials)})"
+        try:
+            with torch.no_grad():
+                got = model(*given)
+            _synchronize(device)
+        except BaseException as exc:
+            raise classify_failure(exc, str(path), what) from None
+        changed = _inputs_changed(inputs, given)
+        if changed:
+            raise Failure(Verdict.HACK_INPUT_MUTATION, f"Trial {n}: {changed}.")
+        comparison = compare_outputs(got, expected, expected64, tolerance)
+        if not comparison.ok:
+            return {
+                "verdict": comparison.verdict,
+                "feedback": f"Trial {n} of {len(reference.trials)}: {comparison.message}",
+                "trials_passed": n - 1,
+                "errors": comparison.stats,
+            }
+        if comparison.stats and (worst is None or comparison.stats.max_abs_error > worst.max_abs_error):
+            worst = comparison.stats
+    return {
+        "verdict": Verdict.OK,
+        "feedback": f"Correct on all {len(reference.trials)} trials.",
+        "trials_passed": len(reference.trials),
+        "errors": worst,
+    }
+
+
+def describe_device(device) -> str:
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.machine()}, Triton interpreter)"
+
+
+def evaluate(job: dict, channel: Channel) -> dict:
+    with _Timer(channel, "setup"):
+        import torch
+        import triton
+
+        from tritongym.evaluate.compare import Tolerance
+
+        device = torch.device(job["device"])
+        versions = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+        tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
+    result: dict[str, Any] = {"device": describe_device(device), "versions": versions, "trials": job["trials"]}
+    with _Timer(channel, "reference"):
+        reference = Reference(job, device)
+    if reference.float64_note:
+        tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
+        result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
+    path = Path(job["candidate_path"])
+    with _Timer(channel, "import"):
+        cls = load_candidate(path, job["solution_class"])
+    with _Timer(channel, "build"):
+        model, _ = build_candidate(cls, reference, path, device)
+    with _Timer(channel, "correctness"):
+        result |= run_trials(model, reference, path, device, tolerance, channel)
+    return result
+
+
+def main() -> None:
+    job = json.loads(sys.stdin.readline())
+    sys.stdin.close()
+    channel = Channel(job["channel_fd"])
+    _limit_resources(job)
+    start = time.perf_counter()
+    try:
+        result = evaluate(job, channel)
+    except Failure as failure:
+        result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
+    except BaseException as exc:  # a bug here or candidate code escaping: never a bare traceback
+        failure = classify_failure(exc, job["candidate_path"], "in the evaluation")
+        result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
+    if result.get("errors") is not None and not isinstance(result["errors"], dict):
+        result["errors"] = asdict(result["errors"])
+    _STAGES["total"] = round(time.perf_counter() - start, 4)
+    result["stage_seconds"] = dict(_STAGES)
+    channel.send({"result": result})
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown (atexit hooks the candidate may have registered)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Verdicts and the result of evaluating one candidate (JSON-serialisable, stdlib only)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    """One verdict per evaluation; ``ok`` is the only passing one."""
+
+    OK = "ok"
+    INVALID_SOURCE = "invalid_source"
+    """Empty, binary, oversized or non-UTF-8 candidate text: nothing was run."""
+    SYNTAX_ERROR = "syntax_error"
+    IMPORT_ERROR = "import_error"
+    """The module raised while being imported (missing module, error at top level)."""
+    INTERFACE_ERROR = "interface_error"
+    """No solution class, not an nn.Module, or a constructor/forward signature that does not fit."""
+    COMPILE_ERROR = "compile_error"
+    """A Triton kernel failed to compile or launch (the interpreter's errors count too)."""
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    """The sandbox process died (segfault, ``os._exit``, abort) or broke its protocol."""
+    OUT_OF_MEMORY = "out_of_memory"
+    WRONG_SHAPE = "wrong_shape"
+    """Output structure, shape or device differs from the reference."""
+    WRONG_DTYPE = "wrong_dtype"
+    MISMATCH = "mismatch"
+    PRECISION = "precision"
+    """Close to the reference, but far less accurate than PyTorch at the problem's dtype."""
+    HACK_INPUT_MUTATION = "hack_input_mutation"
+    """forward changed one of its inputs in place."""
+    INFRASTRUCTURE_ERROR = "infrastructure_error"
+    """Not the candidate's fault (broken problem, sandbox could not start); never a reward."""
+
+    @property
+    def compiled(self) -> bool:
+        """Whether a verdict implies the candidate loaded and its kernels ran."""
+        return self not in _NOT_COMPILED
+
+
+_NOT_COMPILED = {
+    Verdict.INVALID_SOURCE,
+    Verdict.SYNTAX_ERROR,
+    Verdict.IMPORT_ERROR,
+    Verdict.INTERFACE_ERROR,
+    Verdict.COMPILE_ERROR,
+    Verdict.INFRASTRUCTURE_ERROR,
+}
+
+
+@dataclass
+class Finding:
+    """Something a check noticed, with the name of the check."""
+
+    check: str
+    message: str
+
+
+@dataclass
+class ErrorStats:
+    """Numerical error of the worst output tensor of the worst trial."""
+
+    output: str
+    """Which output: ``output`` or ``output[1]``."""
+    max_abs_error: float
+    max_rel_error: float
+    allowed_abs_error: float
+    worst_index: list[int]
+    got: float
+    expected: float
+    mismatched: int
+    """Elements over the allowed error."""
+    numel: int
+    reference_error: float | None = None
+    """PyTorch's own max error at the problem's dtype against float64 (float64 policy only)."""
+
+
+@dataclass
+class EvalResult:
+    """The outcome of one evaluation of one candidate on one problem."""
+
+    problem: str
+    verdict: Verdict
+    feedback: str
+    """Short text a model can act on."""
+    compiled: bool = False
+    correct: bool = False
+    trials: int = 0
+    trials_passed: int = 0
+    errors: ErrorStats | None = None
+    findings: list[Finding] = field(default_factory=list)
+    device: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time of each stage (setup, reference, import, build, correctness, total)."""
+    detail: str = ""
+    """Longer diagnostics (the candidate's traceback), for people rather than models."""
+    stdout: str = ""
+    stderr: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        """Rebuild a result; unknown keys are rejected (the sandbox's messages are untrusted)."""
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown result fields: {sorted(unknown)}")
+        data = dict(data)
+        data["verdict"] = Verdict(data["verdict"])
+        if data.get("errors") is not None:
+            data["errors"] = ErrorStats(**data["errors"])
+        data["findings"] = [Finding(**f) for f in data.get("findings", [])]
+        return cls(**data)
