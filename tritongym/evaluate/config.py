@@ -27,9 +27,7 @@ class EvalConfig:
         "How many times PyTorch's own error (vs float64) a candidate may have (float64 policy).",
         default=32.0,
     )
-    abs_floor: float = _doc(
-        "Absolute error always allowed, for outputs near zero (float64 policy).", default=1e-6
-    )
+    abs_floor: float = _doc("Absolute error always allowed, for outputs near zero (float64 policy).", default=1e-6)
     atol: float | None = _doc(
         "Absolute tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
     )
@@ -44,8 +42,7 @@ class EvalConfig:
     )
     max_source_bytes: int = _doc("Largest candidate source accepted.", default=262144)
     device: str = _doc(
-        "'auto' (a CUDA GPU if there is one, else the CPU with Triton's interpreter), 'cpu', "
-        "'cuda' or 'cuda:N'.",
+        "'auto' (a CUDA GPU if there is one, else the CPU with Triton's interpreter), 'cpu', 'cuda' or 'cuda:N'.",
         default="auto",
     )
 
@@ -54,7 +51,13 @@ class EvalConfig:
             raise ConfigError(f"trials must be at least 1, not {self.trials}")
         if self.tolerance not in ("float64", "fixed"):
             raise ConfigError(f"tolerance must be 'float64' or 'fixed', not {self.tolerance!r}")
-        for name in ("error_factor", "timeout_s", "memory_limit_mb", "output_limit_bytes", "max_source_bytes"):
+        for name in (
+            "error_factor",
+            "timeout_s",
+            "memory_limit_mb",
+            "output_limit_bytes",
+            "max_source_bytes",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
         for name in ("abs_floor", "atol", "rtol"):

@@ -88,7 +88,10 @@ def _outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfi
         verdict = Verdict.OUT_OF_MEMORY
         feedback = f"Used more than {config.memory_limit_mb} MiB of host memory {where}."
     elif outcome.protocol_error:
-        verdict, feedback = Verdict.CRASH, f"The process broke the sandbox protocol {where}: {outcome.protocol_error}."
+        verdict, feedback = (
+            Verdict.CRASH,
+            f"The process broke the sandbox protocol {where}: {outcome.protocol_error}.",
+        )
     else:
         code = outcome.returncode
         how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"

@@ -267,9 +267,11 @@ def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
     try:
         signature.bind(None, *args, **kwargs)
     except TypeError as exc:
-        return f"{what}{signature} does not accept the problem's arguments ({len(args)} positional" + (
-            f", keywords {sorted(kwargs)}" if kwargs else ""
-        ) + f"): {exc}"
+        return (
+            f"{what}{signature} does not accept the problem's arguments ({len(args)} positional"
+            + (f", keywords {sorted(kwargs)}" if kwargs else "")
+            + f"): {exc}"
+        )
     return None
 
 
@@ -381,9 +383,17 @@ def evaluate(job: dict, channel: Channel) -> dict:
         from tritongym.evaluate.compare import Tolerance
 
         device = torch.device(job["device"])
-        versions = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+        versions = {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+        }
         tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
-    result: dict[str, Any] = {"device": describe_device(device), "versions": versions, "trials": job["trials"]}
+    result: dict[str, Any] = {
+        "device": describe_device(device),
+        "versions": versions,
+        "trials": job["trials"],
+    }
     with _Timer(channel, "reference"):
         reference = Reference(job, device)
     if reference.float64_note:

@@ -3,6 +3,7 @@ capped output, its own session (so forks die with it) and a private working dire
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -103,10 +104,8 @@ def _group_rss_bytes(pgid: int) -> int:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_harness(
@@ -197,8 +196,6 @@ def _watch(proc, read_fd: int, deadline: float, memory_limit: int, outcome: Sand
                 outcome.stages_seen.append(outcome.stage)
             elif "result" in message:
                 outcome.result = message["result"]
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=2.0)
-                except subprocess.TimeoutExpired:
-                    pass
                 return

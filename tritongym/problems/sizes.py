@@ -25,11 +25,7 @@ def _int_constant_nodes(source: str) -> dict[str, ast.Constant]:
             target, value = node.target, node.value
         else:
             continue
-        if (
-            isinstance(target, ast.Name)
-            and isinstance(value, ast.Constant)
-            and type(value.value) is int
-        ):
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and type(value.value) is int:
             found[target.id] = value
     return found
 

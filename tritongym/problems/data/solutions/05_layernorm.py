@@ -31,7 +31,14 @@ class ModelNew(nn.Module):
         block = triton.next_power_of_2(cols)
         num_warps = 16 if block >= 4096 else 8 if block >= 2048 else 4
         layernorm_kernel[(rows,)](
-            x, self.norm.weight, self.norm.bias, out, cols, x.stride(0), self.norm.eps,
-            BLOCK=block, num_warps=num_warps,
+            x,
+            self.norm.weight,
+            self.norm.bias,
+            out,
+            cols,
+            x.stride(0),
+            self.norm.eps,
+            BLOCK=block,
+            num_warps=num_warps,
         )
         return out

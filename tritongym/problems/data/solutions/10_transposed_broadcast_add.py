@@ -6,8 +6,15 @@ import triton.language as tl
 
 @triton.jit
 def broadcast_add_kernel(
-    x_ptr, bias_ptr, out_ptr, rows, cols, stride_xr, stride_xc,
-    BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+    x_ptr,
+    bias_ptr,
+    out_ptr,
+    rows,
+    cols,
+    stride_xr,
+    stride_xc,
+    BLOCK_R: tl.constexpr,
+    BLOCK_C: tl.constexpr,
 ):
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -26,7 +33,5 @@ class ModelNew(nn.Module):
         bias = bias.contiguous()
         out = torch.empty((rows, cols), device=x.device, dtype=x.dtype)
         grid = (triton.cdiv(rows, 64), triton.cdiv(cols, 64))
-        broadcast_add_kernel[grid](
-            x, bias, out, rows, cols, x.stride(0), x.stride(1), BLOCK_R=64, BLOCK_C=64
-        )
+        broadcast_add_kernel[grid](x, bias, out, rows, cols, x.stride(0), x.stride(1), BLOCK_R=64, BLOCK_C=64)
         return out

@@ -1,0 +1,67 @@
+"""The command line: listing, single and batch evaluation, exit codes, JSON output."""
+
+import json
+import shutil
+
+from conftest import CANDIDATES
+from typer.testing import CliRunner
+
+from tritongym.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, app
+
+runner = CliRunner()
+
+
+def test_problems_list_shows_the_bundled_set():
+    result = runner.invoke(app, ["problems", "list"])
+    assert result.exit_code == 0
+    assert "13 problems from bundled" in result.output and "04_softmax" in result.output
+
+
+def test_eval_single_candidate_json_and_exit_codes():
+    ok = runner.invoke(
+        app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
+              "--device", "cpu", "--json"],
+    )  # fmt: skip
+    assert ok.exit_code == EXIT_OK, ok.output
+    payload = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert payload["verdict"] == "ok" and payload["problem"] == "01_vector_add"
+    bad = runner.invoke(
+        app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "mismatch.py"), "--trials", "2",
+              "--device", "cpu"],
+    )  # fmt: skip
+    assert bad.exit_code == EXIT_FAILED
+    assert "mismatch" in bad.stdout and "max abs error" in bad.stdout
+
+
+def test_eval_usage_errors_exit_2_with_a_message(tmp_path):
+    cases = [
+        ["eval", "--problem", "nonsense", "--candidate", str(CANDIDATES / "correct.py")],
+        ["eval", "--candidate", str(CANDIDATES / "correct.py")],
+        ["eval", "--problem", "vector_add", "--candidate", str(tmp_path / "missing.py")],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "0"],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--size", "n=x"],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--size", "m=3"],
+        ["eval", "--candidate", str(tmp_path)],
+    ]
+    for args in cases:
+        result = runner.invoke(app, [*args, "--device", "cpu"])
+        assert result.exit_code == EXIT_USAGE, (args, result.output)
+        assert "error:" in result.output and "Traceback" not in result.output
+
+
+def test_batch_over_a_directory_writes_jsonl(tmp_path):
+    directory = tmp_path / "cands"
+    directory.mkdir()
+    shutil.copy(CANDIDATES / "correct.py", directory / "01_vector_add.py")
+    shutil.copy(CANDIDATES / "min_max_single_output.py", directory / "08_row_min_max.py")
+    (directory / "not_a_problem.py").write_text("x = 1\n")
+    out = tmp_path / "results.jsonl"
+    result = runner.invoke(
+        app, ["eval", "--candidate", str(directory), "--out", str(out), "--trials", "2", "--device", "cpu"]
+    )
+    assert result.exit_code == EXIT_FAILED, result.output
+    assert "1/2 correct" in result.output and "skipped" in result.output
+    rows = {r["problem"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert rows["01_vector_add"]["verdict"] == "ok"
+    assert rows["08_row_min_max"]["verdict"] == "wrong_shape"
+    assert rows["08_row_min_max"]["candidate"].endswith("08_row_min_max.py")

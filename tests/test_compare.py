@@ -1,0 +1,125 @@
+"""The comparison policies on hand-built outputs."""
+
+import pytest
+import torch
+
+from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.result import Verdict
+
+F64 = Tolerance()
+FIXED = Tolerance(policy="fixed")
+
+
+def _reference(fn, *inputs):
+    return fn(*inputs), fn(*(x.double() for x in inputs))
+
+
+def test_float32_kernel_with_other_rounding_passes():
+    x = torch.randn(64, 512)
+    expected, expected64 = _reference(lambda t: t.sum(dim=1), x)
+    got = torch.zeros(64)
+    for chunk in x.split(7, dim=1):  # another summation order
+        got += chunk.sum(dim=1)
+    assert compare_outputs(got, expected, expected64, F64).ok
+
+
+def test_bf16_arithmetic_on_a_float32_problem_is_precision():
+    x = torch.randn(64, 512)
+    expected, expected64 = _reference(lambda t: t.sum(dim=1) / 512, x)
+    got = (x.bfloat16().sum(dim=1) / 512).float()
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.PRECISION
+    assert "input_precision='ieee'" in result.message
+    assert result.stats.reference_error < result.stats.max_abs_error
+
+
+def test_wrong_values_are_mismatch_with_the_worst_element():
+    x = torch.randn(4, 5)
+    expected, expected64 = _reference(torch.relu, x)
+    got = expected.clone()
+    got[2, 3] += 5.0
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH
+    assert result.stats.worst_index == [2, 3] and result.stats.mismatched == 1
+    assert "at index (2, 3)" in result.message and "1 of 20 elements" in result.message
+
+
+def test_half_precision_problem_tolerates_half_precision_error():
+    x = torch.randn(32, 64, dtype=torch.float16)
+    expected, expected64 = _reference(lambda t: torch.softmax(t, dim=1), x)
+    got = torch.softmax(x.float(), dim=1).half()  # more accurate than torch's half result
+    assert compare_outputs(got, expected, expected64, F64).ok
+
+
+def test_nan_where_reference_is_finite_fails_and_matching_nan_passes():
+    expected = torch.tensor([1.0, float("nan"), float("inf")])
+    good = expected.clone()
+    assert compare_outputs(good, expected, expected.double(), F64).ok
+    bad = torch.tensor([float("nan"), float("nan"), float("inf")])
+    result = compare_outputs(bad, expected, expected.double(), F64)
+    assert result.verdict is Verdict.MISMATCH and "got nan at index (0)" in result.message
+    wrong_inf = torch.tensor([1.0, float("nan"), -float("inf")])
+    assert compare_outputs(wrong_inf, expected, expected.double(), F64).verdict is Verdict.MISMATCH
+
+
+def test_near_zero_outputs_use_the_absolute_floor():
+    expected = torch.full((10,), 1e-9)
+    got = torch.full((10,), 3e-9)
+    assert compare_outputs(got, expected, expected.double(), F64).ok
+
+
+@pytest.mark.parametrize(
+    ("got", "verdict", "phrase"),
+    [
+        (torch.zeros(3, 4), Verdict.WRONG_SHAPE, "shape (3, 4) differs from the expected (4, 3)"),
+        (torch.zeros(4, 3, dtype=torch.float64), Verdict.WRONG_DTYPE, "dtype torch.float64"),
+        ((torch.zeros(4, 3),), Verdict.WRONG_SHAPE, "expected a torch.Tensor, got tuple of 1"),
+        ([1.0], Verdict.WRONG_SHAPE, "expected a torch.Tensor, got list"),
+    ],
+)
+def test_structure_errors(got, verdict, phrase):
+    expected = torch.zeros(4, 3)
+    result = compare_outputs(got, expected, expected.double(), F64)
+    assert result.verdict is verdict and phrase in result.message
+
+
+def test_tuple_outputs_are_compared_leaf_by_leaf():
+    a, b = torch.randn(3), torch.randn(5)
+    expected = (a, b)
+    expected64 = (a.double(), b.double())
+    assert compare_outputs((a.clone(), b.clone()), expected, expected64, F64).ok
+    result = compare_outputs((a.clone(), b + 1), expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH and result.message.startswith("output[1]")
+    result = compare_outputs((a.clone(),), expected, expected64, F64)
+    assert result.verdict is Verdict.WRONG_SHAPE and "expected 2 values, got 1" in result.message
+
+
+def test_integer_outputs_must_match_exactly():
+    expected = torch.tensor([3, 1, 2])
+    assert compare_outputs(expected.clone(), expected, expected, F64).ok
+    result = compare_outputs(torch.tensor([3, 1, 0]), expected, expected, F64)
+    assert result.verdict is Verdict.MISMATCH and "got 0 at index (2), expected 2" in result.message
+
+
+def test_python_scalar_outputs():
+    assert compare_outputs(2.0, 2.0, 2.0, F64).ok
+    assert compare_outputs(2.5, 2.0, 2.0, F64).verdict is Verdict.MISMATCH
+    assert compare_outputs(torch.tensor(2.0), 2.0, 2.0, F64).verdict is Verdict.WRONG_SHAPE
+
+
+def test_fixed_policy_uses_kernelbench_tolerances_per_dtype():
+    expected = torch.ones(100)
+    assert compare_outputs(expected + 1e-5, expected, None, FIXED).ok
+    assert compare_outputs(expected + 1e-3, expected, None, FIXED).verdict is Verdict.MISMATCH
+    half = torch.ones(100, dtype=torch.float16)
+    assert compare_outputs(half + 0.005, half, None, FIXED).ok
+    assert compare_outputs(expected + 1e-3, expected, None, Tolerance("fixed", atol=1e-2, rtol=0)).ok
+
+
+def test_subclass_outputs_are_refused():
+    class Lazy(torch.Tensor):
+        pass
+
+    expected = torch.zeros(3)
+    result = compare_outputs(expected.clone().as_subclass(Lazy), expected, expected.double(), F64)
+    assert result.verdict is Verdict.WRONG_SHAPE and "expected a torch.Tensor, got tensor" in result.message

@@ -1,0 +1,50 @@
+import pytest
+
+from tritongym.errors import ConfigError
+from tritongym.evaluate import EvalConfig, EvalResult, Verdict
+from tritongym.evaluate.result import ErrorStats, Finding
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"trials": 0}, "trials must be at least 1"),
+        ({"tolerance": "loose"}, "tolerance must be"),
+        ({"timeout_s": 0}, "timeout_s must be positive"),
+        ({"atol": -1.0}, "atol must not be negative"),
+        ({"device": "tpu"}, "device must be"),
+    ],
+)
+def test_invalid_settings_are_refused(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        EvalConfig(**kwargs)
+
+
+def test_every_field_is_documented():
+    from dataclasses import fields
+
+    for f in fields(EvalConfig):
+        assert len(EvalConfig.help(f.name)) > 20
+
+
+def test_result_round_trips_through_json_and_rejects_unknown_fields():
+    import json
+
+    result = EvalResult(
+        problem="p",
+        verdict=Verdict.MISMATCH,
+        feedback="f",
+        errors=ErrorStats("output", 1.0, 2.0, 0.1, [1, 2], 3.0, 2.0, 4, 10, 1e-7),
+        findings=[Finding("tolerance", "m")],
+    )
+    again = EvalResult.from_dict(json.loads(result.to_json()))
+    assert again == result
+    with pytest.raises(ValueError, match="unknown result fields"):
+        EvalResult.from_dict({**result.to_dict(), "speedup": 100.0})
+    with pytest.raises(ValueError):
+        EvalResult.from_dict({**result.to_dict(), "verdict": "excellent"})
+
+
+def test_compiled_follows_the_verdict():
+    assert Verdict.MISMATCH.compiled and Verdict.TIMEOUT.compiled
+    assert not Verdict.COMPILE_ERROR.compiled and not Verdict.SYNTAX_ERROR.compiled

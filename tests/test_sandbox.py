@@ -1,0 +1,98 @@
+"""The caller survives whatever the candidate does, and the candidate sees nothing of the caller."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_candidate
+
+from tritongym.evaluate import Verdict
+from tritongym.evaluate.sandbox import _group_rss_bytes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_infinite_loop_in_forward_is_a_timeout():
+    start = time.monotonic()
+    result = run_candidate("hangs", timeout_s=15)
+    assert result.verdict is Verdict.TIMEOUT
+    assert "during trial 1" in result.feedback
+    assert result.compiled is True
+    assert time.monotonic() - start < 30
+
+
+def test_infinite_loop_at_import_is_a_timeout_before_compilation():
+    result = run_candidate("hangs_at_import", timeout_s=15)
+    assert result.verdict is Verdict.TIMEOUT
+    assert "during import" in result.feedback
+    assert result.compiled is False
+
+
+def test_unbounded_allocation_is_out_of_memory():
+    result = run_candidate("memory_bomb", memory_limit_mb=3000)
+    assert result.verdict is Verdict.OUT_OF_MEMORY, result.feedback
+
+
+def test_group_rss_counts_a_process_in_the_group():
+    code = "import os, time; x = b'x' * (200 << 20); print('ready', flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        assert _group_rss_bytes(proc.pid) > 200 << 20
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("candidate", ["forks", "fork_continues"])
+def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(candidate):
+    result = run_candidate(candidate)
+    assert result.verdict is Verdict.OK, result.feedback
+    pids = [int(p) for p in re.findall(r"forked child (\d+)", result.stdout)]
+    assert pids, result.stdout
+    time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_output_flood_is_capped_and_drained():
+    result = run_candidate("floods_output")
+    assert result.verdict is Verdict.OK
+    for stream in (result.stdout, result.stderr):
+        assert len(stream) < 20_000
+        assert "more bytes dropped" in stream
+
+
+def test_files_are_written_in_a_private_directory_that_is_removed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run_candidate("writes_files")
+    assert result.verdict is Verdict.OK
+    written = Path(result.stdout.split()[1])
+    assert written.parent != tmp_path and not written.exists() and not written.parent.exists()
+    assert not (tmp_path / "left_behind.txt").exists()
+
+
+def test_candidate_does_not_see_the_callers_environment(monkeypatch):
+    monkeypatch.setenv("TRITONGYM_TEST_SECRET", "hunter2-token")
+    result = run_candidate("reads_environment")
+    assert result.verdict is Verdict.OK
+    assert "ENV" in result.stdout
+    assert "hunter2-token" not in result.stdout and "TRITONGYM_TEST_SECRET" not in result.stdout
+    assert "TRITON_INTERPRET" in result.stdout
+
+
+def test_caller_process_is_unharmed_after_a_crash():
+    before = os.getpid()
+    assert run_candidate("segfault").verdict is Verdict.CRASH
+    assert os.getpid() == before and run_candidate("correct").verdict is Verdict.OK

@@ -1,0 +1,264 @@
+"""tritongym: evaluate LLM-written Triton kernels against PyTorch references.
+
+Exit codes of ``eval`` and ``demo``: 0 every candidate is correct; 1 at least one candidate is not
+(its verdict says why); 2 bad usage or input (a missing file, an unknown problem, a bad option);
+3 at least one evaluation hit an infrastructure error (not the candidate's fault).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tritongym.errors import TritonGymError
+from tritongym.evaluate.batch import Task, evaluate_many
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.evaluator import resolve_device
+from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.problems import Problem, find_problem, load_problems
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True)
+app.add_typer(problems_app, name="problems")
+out = Console()
+err = Console(stderr=True)
+
+_VERDICT_STYLE = {Verdict.OK: "green", Verdict.INFRASTRUCTURE_ERROR: "magenta"}
+
+
+def _fail_usage(message: str) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def _parse_sizes(sizes: list[str]) -> dict[str, int]:
+    parsed = {}
+    for item in sizes:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise _fail_usage(f"--size expects NAME=INTEGER, got {item!r}")
+        try:
+            parsed[name] = int(value)
+        except ValueError:
+            raise _fail_usage(f"--size {name}: {value!r} is not an integer") from None
+    return parsed
+
+
+def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:
+    if small:
+        problem = problem.small()
+    return problem.with_sizes(**sizes)
+
+
+def _announce_device(config: EvalConfig) -> tuple[str, bool]:
+    """Resolve the device, say what it is, and return it with whether small sizes are the default."""
+    device, _ = resolve_device(config.device)
+    if device == "cpu":
+        err.print(
+            "[yellow]No GPU in use: kernels run on the CPU with Triton's interpreter "
+            "(TRITON_INTERPRET=1), at small problem sizes; correctness only, no timings.[/yellow]"
+        )
+    return device, device == "cpu"
+
+
+def _exit_code(results: list[EvalResult]) -> int:
+    if any(r.verdict is Verdict.INFRASTRUCTURE_ERROR for r in results):
+        return EXIT_INFRA
+    return EXIT_OK if all(r.verdict is Verdict.OK for r in results) else EXIT_FAILED
+
+
+def _results_table(results: list[EvalResult], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("problem", "verdict", "trials", "max abs err", "seconds"):
+        table.add_column(column)
+    for r in sorted(results, key=lambda r: r.problem):
+        style = _VERDICT_STYLE.get(r.verdict, "red")
+        seconds = r.stage_seconds.get("sandbox_wall")
+        table.add_row(
+            r.problem,
+            f"[{style}]{r.verdict.value}[/{style}]",
+            f"{r.trials_passed}/{r.trials}" if r.trials else "-",
+            f"{r.errors.max_abs_error:.2e}" if r.errors else "-",
+            f"{seconds:.1f}" if seconds is not None else "-",
+        )
+    return table
+
+
+def _run_batch(tasks: list[Task], config: EvalConfig, jobs: int, out_path: Path | None, title: str) -> int:
+    rows: list[tuple[str, EvalResult]] = []
+    sink = out_path.open("w", encoding="utf-8") if out_path else None
+    try:
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True,
+        ) as progress:  # fmt: skip
+            bar = progress.add_task("evaluating", total=len(tasks))
+            for task, result in evaluate_many(tasks, config, jobs):
+                rows.append((task.label, result))
+                if sink:
+                    sink.write(json.dumps({"candidate": task.label, **result.to_dict()}) + "\n")
+                    sink.flush()
+                progress.advance(bar)
+    finally:
+        if sink:
+            sink.close()
+    results = [r for _, r in rows]
+    out.print(_results_table(results, title))
+    for label, r in sorted(rows, key=lambda row: row[1].problem):
+        if r.verdict is not Verdict.OK:
+            out.print(f"[bold]{r.problem}[/bold] ({label}): ", end="")
+            out.print(r.feedback, markup=False, highlight=False)
+    passed = sum(r.verdict is Verdict.OK for r in results)
+    out.print(f"{passed}/{len(results)} correct" + (f"; results written to {out_path}" if out_path else ""))
+    return _exit_code(results)
+
+
+def _config(trials, tolerance, timeout, device, memory_limit_mb) -> EvalConfig:
+    try:
+        return EvalConfig(
+            trials=trials,
+            tolerance=tolerance,
+            timeout_s=timeout,
+            device=device,
+            memory_limit_mb=memory_limit_mb,
+        )
+    except TritonGymError as exc:
+        raise _fail_usage(str(exc)) from None
+
+
+TrialsOpt = Annotated[int, typer.Option(help=EvalConfig.help("trials"))]
+ToleranceOpt = Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))]
+DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
+MemoryOpt = Annotated[int, typer.Option("--memory-limit-mb", help=EvalConfig.help("memory_limit_mb"))]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(help="Evaluations at once (default: the number of CPU cores on the CPU, 1 on a GPU)."),
+]
+SmallOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--small/--full",
+        help="Shrink bundled problems to their CPU sizes (default: small on the CPU, full on a GPU).",
+    ),
+]
+SizeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--size", help="Override a module-level size constant, NAME=INTEGER (repeatable)."),
+]
+
+
+@problems_app.command("list")
+def problems_list(
+    source: Annotated[
+        str,
+        typer.Argument(help="'bundled', a .py file, a directory (e.g. KernelBench level1/), or .jsonl/.parquet"),
+    ] = "bundled",
+) -> None:
+    """List the problems of a source."""
+    try:
+        problems = load_problems(source)
+    except TritonGymError as exc:
+        raise _fail_usage(str(exc)) from None
+    table = Table(title=f"{len(problems)} problems from {source}")
+    for column in ("name", "class", "level", "tags", "sizes"):
+        table.add_column(column, overflow="fold")
+    for p in problems:
+        try:
+            sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+        except TritonGymError:
+            sizes = "[red]does not parse[/red]"
+        table.add_row(p.name, p.entry_point, str(p.level or "-"), ", ".join(p.tags), sizes)
+    out.print(table)
+
+
+@app.command("eval")
+def eval_command(
+    candidate: Annotated[
+        Path, typer.Option(help="A solution .py file, or a directory of <problem name>.py solutions (batch).")
+    ],
+    problem: Annotated[str | None, typer.Option(help="A problem .py file or bundled name (single candidate).")] = None,
+    problems: Annotated[
+        str, typer.Option(help="Problem source matched by file name in batch mode (see 'problems list').")
+    ] = "bundled",
+    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON (single candidate).")] = False,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL (batch).")] = None,
+    small: SmallOpt = None,
+    size: SizeOpt = None,
+    trials: TrialsOpt = 5,
+    tolerance: ToleranceOpt = "float64",
+    timeout: TimeoutOpt = 180.0,
+    device: DeviceOpt = "auto",
+    memory_limit_mb: MemoryOpt = 8192,
+    jobs: JobsOpt = None,
+) -> None:
+    """Evaluate a candidate solution (or a directory of them) for correctness."""
+    config = _config(trials, tolerance, timeout, device, memory_limit_mb)
+    sizes = _parse_sizes(size or [])
+    try:
+        resolved, small_default = _announce_device(config)
+        small = small_default if small is None else small
+        if candidate.is_dir():
+            tasks = _batch_tasks(candidate, problems, small, sizes)
+            jobs = jobs or (os.cpu_count() or 1 if resolved == "cpu" else 1)
+            code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
+            raise typer.Exit(code)
+        if problem is None:
+            raise _fail_usage("--problem is required when --candidate is a file")
+        if not candidate.is_file():
+            raise _fail_usage(f"{candidate}: no such file")
+        task = Task(_prepare(find_problem(problem), small, sizes), candidate.read_bytes(), str(candidate))
+    except TritonGymError as exc:
+        raise _fail_usage(str(exc)) from None
+    _, result = next(evaluate_many([task], config))
+    if json_output:
+        print(result.to_json())
+    else:
+        style = _VERDICT_STYLE.get(result.verdict, "red")
+        out.print(f"[bold {style}]{result.verdict.value}[/bold {style}]  {result.problem}")
+        out.print(result.feedback, markup=False, highlight=False)
+    raise typer.Exit(_exit_code([result]))
+
+
+def _batch_tasks(directory: Path, source: str, small: bool, sizes: dict[str, int]) -> list[Task]:
+    by_name = {p.name: p for p in load_problems(source)}
+    files = sorted(directory.glob("*.py"))
+    unmatched = [f.name for f in files if f.stem not in by_name]
+    if unmatched:
+        err.print(f"[yellow]skipped (no problem of that name in {source}): {', '.join(unmatched)}[/yellow]")
+    tasks = [Task(_prepare(by_name[f.stem], small, sizes), f.read_bytes(), str(f)) for f in files if f.stem in by_name]
+    if not tasks:
+        raise TritonGymError(f"{directory}: no <problem name>.py file matches a problem of {source}")
+    return tasks
+
+
+@app.command()
+def demo(
+    device: DeviceOpt = "auto",
+    jobs: JobsOpt = None,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL.")] = None,
+) -> None:
+    """Evaluate the bundled reference solutions on the bundled problems and print a table."""
+    config = _config(5, "float64", 180.0, device, 8192)
+    try:
+        resolved, small = _announce_device(config)
+        problems = load_problems("bundled")
+    except TritonGymError as exc:
+        raise _fail_usage(str(exc)) from None
+    tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
+    jobs = jobs or (os.cpu_count() or 1 if resolved == "cpu" else 1)
+    raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    sys.exit(app())
