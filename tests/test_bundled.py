@@ -2,12 +2,13 @@
 
 import pytest
 
+from helpers import DEVICE
 from tritongym.evaluate import EvalConfig, Verdict, evaluate
 from tritongym.problems import load_bundled
 
 
 @pytest.mark.parametrize("problem", load_bundled(), ids=lambda p: p.name)
 def test_bundled_solution_is_correct(problem):
-    result = evaluate(problem.small(), problem.solution, EvalConfig(device="cpu", trials=3))
+    result = evaluate(problem.small(), problem.solution, EvalConfig(device=DEVICE, trials=3))
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     assert result.trials_passed == 3

@@ -3,9 +3,9 @@
 import json
 import shutil
 
-from conftest import CANDIDATES
 from typer.testing import CliRunner
 
+from helpers import CANDIDATES
 from tritongym.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, app
 
 runner = CliRunner()

@@ -1,0 +1,51 @@
+"""GPU-only behaviour: full-size bundled problems, CUDA faults, Triton's real compiler.
+
+Run through the device tool: ``pytest -m gpu tests/gpu``.
+"""
+
+import pytest
+
+from helpers import CANDIDATES
+from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.problems import find_problem, load_bundled
+
+pytestmark = pytest.mark.gpu
+CUDA = EvalConfig(device="cuda", trials=3)
+
+ILLEGAL_ACCESS = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def stray_kernel(out_ptr):
+    tl.store(out_ptr + (1 << 40) + tl.arange(0, 128), tl.zeros((128,), tl.float32))
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        stray_kernel[(1,)](out)
+        return out
+"""
+
+
+@pytest.mark.parametrize("problem", load_bundled(), ids=lambda p: p.name)
+def test_bundled_solution_is_correct_at_full_size(problem):
+    result = evaluate(problem, problem.solution, CUDA)
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert "interpreter" not in result.device
+
+
+def test_illegal_memory_access_is_the_candidates_failure_and_the_next_evaluation_is_clean():
+    problem = find_problem("vector_add").small()
+    result = evaluate(problem, ILLEGAL_ACCESS, CUDA)
+    assert result.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH), result.feedback
+    assert "illegal" in (result.feedback + result.detail + result.stderr).lower() or result.verdict is Verdict.CRASH
+    assert evaluate(problem, (CANDIDATES / "correct.py").read_text(), CUDA).verdict is Verdict.OK
+
+
+def test_compiler_error_names_the_kernel_line():
+    result = evaluate(find_problem("vector_add").small(), (CANDIDATES / "compile_error.py").read_text(), CUDA)
+    assert result.verdict is Verdict.COMPILE_ERROR
+    assert "CompilationError" in result.feedback and "power of 2" in result.feedback

@@ -1,0 +1,30 @@
+"""Shared helpers: small bundled problems and purpose-written candidates.
+
+They run on the CPU (Triton's interpreter) unless TRITONGYM_TEST_DEVICE names another device,
+as in the GPU run: ``TRITONGYM_TEST_DEVICE=cuda pytest tests/test_verdicts.py ...``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tritongym.evaluate import EvalConfig, EvalResult, evaluate
+from tritongym.problems import Problem, find_problem
+
+CANDIDATES = Path(__file__).parent / "candidates"
+DEVICE = os.environ.get("TRITONGYM_TEST_DEVICE", "cpu")
+
+
+def small_problem(name: str) -> Problem:
+    return find_problem(name).small()
+
+
+def run_candidate(candidate: str, problem: str = "vector_add", **config) -> EvalResult:
+    """Evaluate ``tests/candidates/<candidate>.py`` on a bundled problem at its small sizes."""
+    source = (CANDIDATES / f"{candidate}.py").read_text()
+    return evaluate(small_problem(problem), source, eval_config(**config))
+
+
+def eval_config(**overrides) -> EvalConfig:
+    return EvalConfig(device=DEVICE, trials=2, **overrides)

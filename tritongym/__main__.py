@@ -1,0 +1,3 @@
+from tritongym.cli import main
+
+main()
