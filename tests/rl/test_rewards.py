@@ -1,0 +1,83 @@
+import pytest
+
+from tritongym.evaluate import EvalResult, Verdict
+from tritongym.rewards import (
+    FormatReward,
+    TieredReward,
+    VerifiableReward,
+    extract_code,
+    similarity_reward,
+    weighted_sum,
+)
+
+
+def row(verdict, correct=False, speedup=None, coverage=None):
+    return {"verdict": verdict, "correct": correct, "speedup": speedup, "coverage": coverage}
+
+
+def test_verifiable_reward_by_hand():
+    reward = VerifiableReward()
+    assert reward(row("infrastructure_error")) is None
+    assert reward(row("hack_input_mutation")) == -1.0
+    assert reward(row("mismatch")) == 0.0
+    assert reward(row("ok", True)) == 0.5
+    assert reward(row("ok", True, speedup=2.0, coverage=0.9)) == pytest.approx(0.5 + 1.0 + 0.45)
+    assert reward(row("ok", True, speedup=10.0, coverage=1.0)) == pytest.approx(0.5 + 1.5 + 0.5)
+    assert reward(row("ok", True, speedup=-1.0)) == 0.5
+    assert VerifiableReward(w_coverage=0.0)(row("ok", True, 1.0, 1.0)) == pytest.approx(1.0)
+
+
+def test_rewards_read_eval_results_directly():
+    ok = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True)
+    infra = EvalResult(problem="p", verdict=Verdict.INFRASTRUCTURE_ERROR, feedback="")
+    assert VerifiableReward()(ok) == 0.5 and VerifiableReward()(infra) is None
+    assert TieredReward()(ok) == 0.0 and TieredReward()(infra) is None
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        (row("ok", True, 3.0), 1.0),
+        (row("ok", True, 2.5), 0.8),
+        (row("ok", True, 1.5), 0.6),
+        (row("ok", True, 1.2), 0.4),
+        (row("ok", True, 1.0), 0.2),
+        (row("ok", True, 0.9), -0.1),
+        (row("mismatch"), -0.3),
+        (row("runtime_error"), -0.3),
+        (row("compile_error"), -1.0),
+        (row("timeout"), -1.0),
+        (row("hack_input_mutation"), -1.0),
+    ],
+)
+def test_tiered_reward(result, expected):
+    assert TieredReward()(result) == expected
+
+
+FENCE = "```"
+
+
+def test_format_reward():
+    reward = FormatReward()
+    code = f"{FENCE}python\nprint(1)\n{FENCE}"
+    assert reward(f"<think>plan the tiles</think>\n{code}") == 1.0
+    assert reward(code) == 0.5
+    assert reward(f"<think></think>{code}") == 0.5  # an empty reasoning block is no reasoning
+    assert reward(f"{code}\n<think>afterthought</think>") == 0.5
+    assert reward(f"<think>x</think>{code}\n{code}") == 0.0
+    assert reward("<think>x</think> no code") == 0.0
+
+
+def test_similarity_reward():
+    solution = "def f(x):\n    return x + 1\n"
+    assert similarity_reward(f"{FENCE}python\n{solution}{FENCE}", solution) == 1.0
+    assert similarity_reward("no code here", solution) == 0.0
+    assert similarity_reward(f"{FENCE}\nabcd\n{FENCE}", "abce") == pytest.approx(0.75)
+    assert extract_code(f"{FENCE}\ndraft\n{FENCE} then {FENCE}python\nfinal\n{FENCE}") == "final\n"
+
+
+def test_weighted_sum():
+    assert weighted_sum([1.0, 0.5], [0.2, 0.8]) == pytest.approx(0.6)
+    assert weighted_sum([1.0, None], [0.2, 0.8]) is None
+    with pytest.raises(ValueError, match="2 rewards but 1 weights"):
+        weighted_sum([1.0, 0.5], [1.0])

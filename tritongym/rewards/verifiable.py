@@ -1,0 +1,83 @@
+"""Rewards from an evaluation outcome: correctness + speedup + profiling coverage, and tiered speedup.
+
+Infrastructure errors are not the candidate's doing: these rewards return None for them, and callers
+must drop such samples rather than train on a made-up number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tritongym.rewards.outcome import COMPILE_FAILURES, HACK_PREFIX, INFRASTRUCTURE, field, verdict
+
+
+@dataclass(frozen=True)
+class VerifiableReward:
+    """r = w_correct * correct + w_speedup * clip(speedup, 0, cap) + w_coverage * coverage * correct."""
+
+    w_correct: float = 0.5
+    """Weight of being correct."""
+    w_speedup: float = 0.5
+    """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable."""
+    speedup_cap: float = 3.0
+    """Speedups above this earn no more (guards against timing outliers)."""
+    w_coverage: float = 0.5
+    """Weight of profiling coverage (share of GPU time in the candidate's own Triton kernels): PR."""
+    hack_penalty: float = -1.0
+    """Reward of a hack_* verdict."""
+    failure: float = 0.0
+    """Reward of every other non-ok verdict."""
+
+    def __call__(self, result: Any) -> float | None:
+        name = verdict(result)
+        if name == INFRASTRUCTURE:
+            return None
+        if name.startswith(HACK_PREFIX):
+            return self.hack_penalty
+        if not field(result, "correct", False):
+            return self.failure
+        speedup = field(result, "speedup")
+        coverage = field(result, "coverage")
+        reward = self.w_correct
+        if speedup is not None:
+            reward += self.w_speedup * min(max(float(speedup), 0.0), self.speedup_cap)
+        if coverage is not None:
+            reward += self.w_coverage * float(coverage)
+        return reward
+
+
+@dataclass(frozen=True)
+class TieredReward:
+    """A step function of the speedup for correct kernels, fixed values for the rest."""
+
+    tiers: tuple[tuple[float, float], ...] = ((3.0, 1.0), (2.0, 0.8), (1.5, 0.6), (1.2, 0.4), (1.0, 0.2))
+    """(minimum speedup, reward) pairs; the first one reached counts, so keep them descending."""
+    slower: float = -0.1
+    """Correct but slower than the reference."""
+    untimed: float = 0.0
+    """Correct, but no speedup was measured (CPU interpreter)."""
+    incorrect: float = -0.3
+    """Ran and produced an output, but a wrong one (mismatch, shape, dtype, precision, runtime error)."""
+    failed: float = -1.0
+    """Did not compile, load or finish (syntax, import, interface, compile errors, timeout, crash)."""
+    hack_penalty: float = -1.0
+    """Reward of a hack_* verdict."""
+
+    def __call__(self, result: Any) -> float | None:
+        name = verdict(result)
+        if name == INFRASTRUCTURE:
+            return None
+        if name.startswith(HACK_PREFIX):
+            return self.hack_penalty
+        if name in COMPILE_FAILURES:
+            return self.failed
+        if not field(result, "correct", False):
+            return self.incorrect
+        speedup = field(result, "speedup")
+        if speedup is None:
+            return self.untimed
+        for threshold, reward in self.tiers:
+            if speedup >= threshold:
+                return reward
+        return self.slower
