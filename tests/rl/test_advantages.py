@@ -155,3 +155,12 @@ def test_masked_samples_get_zero_and_do_not_move_the_others(values, data):
         b = compute_advantages(name, changed, group, mask=mask)
         assert bool((a[~mask] == 0).all())
         torch.testing.assert_close(a, b)
+
+
+def test_meaningful_turn_mask_scales_to_large_batches():
+    n = 300_000  # a pairwise (n x n) formulation would need 90 GB here
+    traj = torch.arange(n) // 3
+    turn = torch.arange(n) % 3
+    rewards = torch.where(turn == 0, 1.0, 0.0)
+    mask = meaningful_turn_mask(rewards, traj, turn)
+    assert int(mask.sum()) == n // 3 and bool(mask[turn == 0].all())

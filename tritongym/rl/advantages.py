@@ -72,15 +72,19 @@ def returns_to_go(
     return out.view(-1)[slot] * valid
 
 
-def meaningful_turn_mask(rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None) -> Tensor:
+def meaningful_turn_mask(
+    rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None
+) -> Tensor:
     """Valid turns, less those with non-positive reward that come after a positive-reward turn of
     the same trajectory (once a kernel is right, later turns that fail to improve teach nothing)."""
     valid = _valid(rewards, mask)
-    positive = (rewards > 0) & valid
-    same = trajectory.view(-1, 1) == trajectory.view(1, -1)
-    earlier = turn.view(1, -1) < turn.view(-1, 1)  # [i, j]: j is an earlier turn than i
-    after_success = (same & earlier & positive.view(1, -1)).any(dim=1)
-    return valid & ~(after_success & (rewards <= 0))
+    traj = torch.unique(trajectory.long(), return_inverse=True)[1]
+    turn = turn.long()
+    never = torch.iinfo(torch.long).max
+    success_turn = torch.where((rewards > 0) & valid, turn, torch.full_like(turn, never))
+    first_success = torch.full((int(traj.max()) + 1,), never, dtype=torch.long)
+    first_success = first_success.scatter_reduce(0, traj, success_turn, reduce="amin")
+    return valid & ~((turn > first_success[traj]) & (rewards <= 0))
 
 
 def _multi_turn(rewards, trajectory, turn, mask, meaningful_turns: bool) -> Tensor:
