@@ -13,7 +13,7 @@ import pytest
 
 from helpers import DEVICE, run_candidate
 from tritongym.evaluate import Verdict
-from tritongym.evaluate.sandbox import _group_rss_bytes
+from tritongym.evaluate.sandbox import group_rss_bytes
 
 
 def _alive(pid: int) -> bool:
@@ -50,7 +50,7 @@ def test_group_rss_counts_a_process_in_the_group():
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
     try:
         assert proc.stdout.readline().strip() == b"ready"
-        assert _group_rss_bytes(proc.pid) > 200 << 20
+        assert group_rss_bytes(proc.pid) > 200 << 20
     finally:
         proc.kill()
         proc.wait()

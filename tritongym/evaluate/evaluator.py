@@ -6,20 +6,17 @@ from __future__ import annotations
 import functools
 import os
 import secrets
-import shutil
 import signal
-import tempfile
-from pathlib import Path
 
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.config import EvalConfig
-from tritongym.evaluate.result import EvalResult, Verdict
-from tritongym.evaluate.sandbox import SandboxOutcome, run_harness, sandbox_env
+from tritongym.evaluate.result import EvalResult, Finding, Verdict
+from tritongym.evaluate.sandbox import Sandbox, SandboxOutcome
 from tritongym.problems import Problem
 
-FILE_SIZE_LIMIT = 256 << 20
-"""Largest file the sandbox may write (RLIMIT_FSIZE)."""
-_BEFORE_CANDIDATE = ("start", "setup", "reference")
+MAX_ATTEMPTS = 3
+"""Tries of a job lost through no fault of the candidate before it is an infrastructure error."""
+_BEFORE_CANDIDATE = ("start", "reference")
 """Stages that run no candidate code: a failure there is the infrastructure's, not the candidate's."""
 
 
@@ -65,7 +62,7 @@ def check_source(candidate: str | bytes, max_bytes: int) -> str | EvalResult:
     return text
 
 
-def _outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig) -> EvalResult:
+def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig) -> EvalResult:
     """Map a sandbox outcome to a result, trusting nothing the sandbox said without checking it."""
     before_candidate = outcome.stage in _BEFORE_CANDIDATE
     where = f"during {outcome.stage}"
@@ -88,10 +85,7 @@ def _outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfi
         verdict = Verdict.OUT_OF_MEMORY
         feedback = f"Used more than {config.memory_limit_mb} MiB of host memory {where}."
     elif outcome.protocol_error:
-        verdict, feedback = (
-            Verdict.CRASH,
-            f"The process broke the sandbox protocol {where}: {outcome.protocol_error}.",
-        )
+        verdict, feedback = Verdict.CRASH, f"The process broke the sandbox protocol {where}: {outcome.protocol_error}."
     else:
         code = outcome.returncode
         how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
@@ -107,45 +101,72 @@ def _outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfi
     )
 
 
+def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
+    """The harness's job for one evaluation; fresh secret seeds every time."""
+    return {
+        "problem_source": problem.source,
+        "entry_point": problem.entry_point,
+        "solution_class": problem.solution_class,
+        "candidate_source": source,
+        "trials": config.trials,
+        "seeds": [secrets.randbits(63) for _ in range(config.trials + 1)],
+        "tolerance": config.tolerance,
+        "error_factor": config.error_factor,
+        "abs_floor": config.abs_floor,
+        "atol": config.atol,
+        "rtol": config.rtol,
+        "memory_limit_mb": config.memory_limit_mb,
+    }
+
+
+def evaluate_in(
+    sandbox: Sandbox, problem: Problem, candidate: str | bytes, config: EvalConfig, attempts: int = MAX_ATTEMPTS
+) -> EvalResult:
+    """Evaluate in a given (warm) sandbox. A job lost through no fault of the candidate (the process
+    killed from outside, or a sandbox that cannot start) is retried in a fresh process, at most
+    ``attempts`` times in all, then reported as ``infrastructure_error``."""
+    checked = check_source(candidate, config.max_source_bytes)
+    if isinstance(checked, EvalResult):
+        checked.problem = problem.name
+        return checked
+    why = ""
+    for _ in range(attempts):
+        try:
+            outcome = sandbox.run(
+                build_job(problem, checked, config),
+                config.timeout_s,
+                config.memory_limit_mb << 20,
+                config.output_limit_bytes,
+            )
+        except SandboxError as exc:
+            why = str(exc)
+            continue
+        if outcome.lost:
+            why = f"the sandbox process was killed from outside during {outcome.stage}"
+            continue
+        result = outcome_result(problem, outcome, config)
+        result.stdout, result.stderr = outcome.stdout, outcome.stderr
+        result.stage_seconds["sandbox_wall"] = round(outcome.wall_s, 4)
+        if outcome.start_s:
+            result.stage_seconds["sandbox_start"] = round(outcome.start_s, 4)
+        if outcome.taint:
+            result.findings.append(Finding("sandbox", "process replaced: " + "; ".join(outcome.taint)))
+        return result
+    return EvalResult(
+        problem=problem.name,
+        verdict=Verdict.INFRASTRUCTURE_ERROR,
+        feedback=f"The evaluation was lost {attempts} times ({why}); not the solution's fault.",
+    )
+
+
 def evaluate(problem: Problem, candidate: str | bytes, config: EvalConfig | None = None) -> EvalResult:
-    """Evaluate ``candidate`` (Python source defining the solution class) on ``problem``."""
+    """Evaluate ``candidate`` (Python source defining the solution class) on ``problem`` in a
+    sandbox of its own. For many candidates, an Env (tritongym.env) reuses warm sandboxes."""
     config = config or EvalConfig()
     checked = check_source(candidate, config.max_source_bytes)
     if isinstance(checked, EvalResult):
         checked.problem = problem.name
         return checked
     device, device_env = resolve_device(config.device)
-    workdir = Path(tempfile.mkdtemp(prefix="tritongym-"))
-    try:
-        candidate_path = workdir / "solution.py"
-        candidate_path.write_text(checked, encoding="utf-8")
-        job = {
-            "problem_source": problem.source,
-            "entry_point": problem.entry_point,
-            "solution_class": problem.solution_class,
-            "candidate_path": str(candidate_path),
-            "workdir": str(workdir),
-            "device": device,
-            "trials": config.trials,
-            "seeds": [secrets.randbits(63) for _ in range(config.trials + 1)],
-            "tolerance": config.tolerance,
-            "error_factor": config.error_factor,
-            "abs_floor": config.abs_floor,
-            "atol": config.atol,
-            "rtol": config.rtol,
-            "memory_limit_mb": config.memory_limit_mb,
-            "file_size_limit": FILE_SIZE_LIMIT,
-        }
-        env = sandbox_env(workdir, interpret=device == "cpu", extra=device_env)
-        try:
-            outcome = run_harness(
-                job, workdir, env, config.timeout_s, config.memory_limit_mb << 20, config.output_limit_bytes
-            )
-        except SandboxError as exc:
-            return EvalResult(problem=problem.name, verdict=Verdict.INFRASTRUCTURE_ERROR, feedback=str(exc))
-        result = _outcome_result(problem, outcome, config)
-        result.stdout, result.stderr = outcome.stdout, outcome.stderr
-        result.stage_seconds.setdefault("sandbox_wall", round(outcome.wall_s, 4))
-        return result
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with Sandbox(device, device_env) as sandbox:
+        return evaluate_in(sandbox, problem, checked, config)

@@ -1,16 +1,21 @@
 """The sandbox side of an evaluation: ``python -m tritongym.evaluate.harness``.
 
-Runs in a child process that the caller can kill at any time. It reads one job (JSON) from stdin,
-reports progress and the result as JSON lines on the file descriptor named in the job, and never
-lets an exception escape as a traceback. Order matters: every reference output (native dtype and
-float64) is computed *before* the candidate is imported, so candidate code cannot touch it, and
-the seeds are dropped before the import.
+A warm process the caller can kill at any time. The first stdin line initialises it (device,
+limits, the result channel's file descriptor); it imports torch and triton, creates the CUDA
+context, and says ``ready``. Then each stdin line is one job: it reports progress and the result as
+JSON lines on the channel, never lets an exception escape as a traceback, and checks whether the
+candidate left the process tainted (see taint.py); a tainted process exits after its result.
+
+Order matters within a job: every reference output (native dtype and float64) is computed *before*
+the candidate is imported, so candidate code cannot touch it, and the seeds are dropped before the
+import.
 
 Imports stay light: the standard library, torch, triton, and tritongym's stdlib-only modules.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import inspect
@@ -19,6 +24,7 @@ import os
 import platform
 import resource
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import asdict
@@ -26,8 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from tritongym.evaluate.result import Verdict
-
-_STAGES: dict[str, float] = {}
 
 
 class Failure(Exception):
@@ -56,24 +60,29 @@ class Channel:
 
 
 class _Timer:
-    def __init__(self, channel: Channel, name: str):
-        self.channel, self.name = channel, name
+    def __init__(self, channel: Channel, name: str, stages: dict[str, float]):
+        self.channel, self.name, self.stages = channel, name, stages
 
     def __enter__(self):
         self.channel.stage(self.name)
         self.start = time.perf_counter()
 
     def __exit__(self, *exc):
-        _STAGES[self.name] = round(time.perf_counter() - self.start, 4)
+        self.stages[self.name] = round(time.perf_counter() - self.start, 4)
 
 
-def _limit_resources(job: dict) -> None:
+def _limit_process(init: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    size = job["file_size_limit"]
+    size = init["file_size_limit"]
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    if job["device"] == "cpu":  # CUDA reserves huge virtual ranges; the parent watches RSS there
+
+
+def _limit_job(job: dict, device: str) -> None:
+    """Per-job soft address-space limit on the CPU (CUDA reserves huge virtual ranges, so on a GPU
+    the parent's RSS watchdog is the only limit; it is the enforcing one everywhere)."""
+    if device == "cpu":
         limit = job["memory_limit_mb"] << 20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.RLIM_INFINITY))
 
 
 # --- locating the candidate's lines in errors -------------------------------------------------
@@ -375,48 +384,60 @@ def describe_device(device) -> str:
     return f"cpu ({platform.machine()}, Triton interpreter)"
 
 
-def evaluate(job: dict, channel: Channel) -> dict:
-    with _Timer(channel, "setup"):
-        import torch
-        import triton
+def versions() -> dict[str, str]:
+    import torch
+    import triton
 
-        from tritongym.evaluate.compare import Tolerance
+    return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
 
-        device = torch.device(job["device"])
-        versions = {
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "triton": triton.__version__,
-        }
-        tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
-    result: dict[str, Any] = {
-        "device": describe_device(device),
-        "versions": versions,
-        "trials": job["trials"],
-    }
-    with _Timer(channel, "reference"):
+
+def warm_up(device_name: str):
+    """Import what every evaluation needs and create the CUDA context, once per process."""
+    import torch
+
+    import tritongym.evaluate.compare  # noqa: F401
+
+    device = torch.device(device_name)
+    if device.type == "cuda":
+        torch.empty(1, device=device)
+        torch.cuda.synchronize(device)
+    return device
+
+
+def evaluate(job: dict, channel: Channel, device, stages: dict[str, float]) -> dict:
+    from tritongym.evaluate.compare import Tolerance
+
+    tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
+    result: dict[str, Any] = {"device": describe_device(device), "versions": versions(), "trials": job["trials"]}
+    with _Timer(channel, "reference", stages):
         reference = Reference(job, device)
     if reference.float64_note:
         tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
         result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
     path = Path(job["candidate_path"])
-    with _Timer(channel, "import"):
+    with _Timer(channel, "import", stages):
         cls = load_candidate(path, job["solution_class"])
-    with _Timer(channel, "build"):
+    with _Timer(channel, "build", stages):
         model, _ = build_candidate(cls, reference, path, device)
-    with _Timer(channel, "correctness"):
+    with _Timer(channel, "correctness", stages):
         result |= run_trials(model, reference, path, device, tolerance, channel)
     return result
 
 
-def main() -> None:
-    job = json.loads(sys.stdin.readline())
-    sys.stdin.close()
-    channel = Channel(job["channel_fd"])
-    _limit_resources(job)
+def _enter_workdir(job: dict) -> None:
+    workdir = job["workdir"]
+    os.chdir(workdir)
+    os.environ["HOME"] = os.environ["TMPDIR"] = workdir
+    tempfile.tempdir = None
+
+
+def run_job(job: dict, channel: Channel, device) -> dict:
+    """One evaluation, as the result message's payload (never raises)."""
+    stages: dict[str, float] = {}
     start = time.perf_counter()
     try:
-        result = evaluate(job, channel)
+        _enter_workdir(job)
+        result = evaluate(job, channel, device, stages)
     except Failure as failure:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     except BaseException as exc:  # a bug here or candidate code escaping: never a bare traceback
@@ -424,11 +445,39 @@ def main() -> None:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     if result.get("errors") is not None and not isinstance(result["errors"], dict):
         result["errors"] = asdict(result["errors"])
-    _STAGES["total"] = round(time.perf_counter() - start, 4)
-    result["stage_seconds"] = dict(_STAGES)
-    channel.send({"result": result})
-    sys.stdout.flush()
-    sys.stderr.flush()
+    stages["total"] = round(time.perf_counter() - start, 4)
+    result["stage_seconds"] = stages
+    return result
+
+
+def _end_output(marker: str) -> None:
+    """Flush the candidate's output and mark where this job's output ends on both streams."""
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        with contextlib.suppress(Exception):
+            stream.flush()
+        os.write(fd, f"\n{marker}\n".encode())
+
+
+def main() -> None:
+    from tritongym.evaluate.taint import ProcessState
+
+    init = json.loads(sys.stdin.readline())
+    channel = Channel(init["channel_fd"])
+    _limit_process(init)
+    device = warm_up(init["device"])
+    channel.send({"ready": {"device": describe_device(device), "versions": versions()}})
+    baseline = ProcessState()
+    for line in sys.stdin:
+        job = json.loads(line)
+        _limit_job(job, init["device"])
+        result = run_job(job, channel, device)
+        os.chdir(init["home"])
+        baseline.forget_candidate_modules(job["workdir"])
+        taint = baseline.taint()
+        _end_output(job["output_marker"])
+        channel.send({"result": result, "taint": taint})
+        if taint:
+            break
     os._exit(0)  # skip interpreter teardown (atexit hooks the candidate may have registered)
 
 

@@ -72,9 +72,7 @@ def returns_to_go(
     return out.view(-1)[slot] * valid
 
 
-def meaningful_turn_mask(
-    rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None
-) -> Tensor:
+def meaningful_turn_mask(rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None) -> Tensor:
     """Valid turns, less those with non-positive reward that come after a positive-reward turn of
     the same trajectory (once a kernel is right, later turns that fail to improve teach nothing)."""
     valid = _valid(rewards, mask)
