@@ -8,7 +8,6 @@ Exit codes of ``eval`` and ``demo``: 0 every candidate is correct; 1 at least on
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,10 +17,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import TritonGymError
-from tritongym.evaluate.batch import Task, evaluate_many
 from tritongym.evaluate.config import EvalConfig
-from tritongym.evaluate.evaluator import resolve_device
+from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem, find_problem, load_problems
 
@@ -94,16 +93,22 @@ def _results_table(results: list[EvalResult], title: str) -> Table:
     return table
 
 
-def _run_batch(tasks: list[Task], config: EvalConfig, jobs: int, out_path: Path | None, title: str) -> int:
+def _pool(config: EvalConfig, jobs: int | None) -> LocalEnv:
+    """The local pool on the configured device: ``jobs`` sandboxes (default: the cores on the CPU,
+    one per GPU)."""
+    return LocalEnv(PoolConfig(devices=config.device, sandboxes_per_device=jobs))
+
+
+def _run_batch(tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str) -> int:
     rows: list[tuple[str, EvalResult]] = []
     sink = out_path.open("w", encoding="utf-8") if out_path else None
     try:
-        with Progress(
+        with _pool(config, jobs) as env, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             console=err, transient=True,
         ) as progress:  # fmt: skip
             bar = progress.add_task("evaluating", total=len(tasks))
-            for task, result in evaluate_many(tasks, config, jobs):
+            for task, result in env.evaluate_many(tasks, config):
                 rows.append((task.label, result))
                 if sink:
                     sink.write(json.dumps({"candidate": task.label, **result.to_dict()}) + "\n")
@@ -143,7 +148,7 @@ DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
 MemoryOpt = Annotated[int, typer.Option("--memory-limit-mb", help=EvalConfig.help("memory_limit_mb"))]
 JobsOpt = Annotated[
     int | None,
-    typer.Option(help="Evaluations at once (default: the number of CPU cores on the CPU, 1 on a GPU)."),
+    typer.Option(help="Warm sandboxes: on the CPU in all (default: the cores), on GPUs per GPU (default 1)."),
 ]
 SmallOpt = Annotated[
     bool | None,
@@ -206,11 +211,10 @@ def eval_command(
     config = _config(trials, tolerance, timeout, device, memory_limit_mb)
     sizes = _parse_sizes(size or [])
     try:
-        resolved, small_default = _announce_device(config)
+        _, small_default = _announce_device(config)
         small = small_default if small is None else small
         if candidate.is_dir():
             tasks = _batch_tasks(candidate, problems, small, sizes)
-            jobs = jobs or (os.cpu_count() or 1 if resolved == "cpu" else 1)
             code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
             raise typer.Exit(code)
         if problem is None:
@@ -220,7 +224,7 @@ def eval_command(
         task = Task(_prepare(find_problem(problem), small, sizes), candidate.read_bytes(), str(candidate))
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
-    _, result = next(evaluate_many([task], config))
+    result = evaluate(task.problem, task.candidate, config)
     if json_output:
         print(result.to_json())
     else:
@@ -256,7 +260,6 @@ def demo(
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
-    jobs = jobs or (os.cpu_count() or 1 if resolved == "cpu" else 1)
     raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
 
 

@@ -21,7 +21,7 @@ _BEFORE_CANDIDATE = ("start", "reference")
 
 
 @functools.cache
-def _cuda_device_count() -> int:
+def cuda_device_count() -> int:
     import torch  # only to ask; the candidate's process has its own CUDA context
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -30,10 +30,10 @@ def _cuda_device_count() -> int:
 def resolve_device(device: str) -> tuple[str, dict[str, str]]:
     """('cpu' | 'cuda', extra environment) for a device setting; 'auto' prefers a GPU."""
     if device == "auto":
-        device = "cuda" if _cuda_device_count() else "cpu"
+        device = "cuda" if cuda_device_count() else "cpu"
     if device == "cpu":
         return "cpu", {}
-    count = _cuda_device_count()
+    count = cuda_device_count()
     index = int(device.split(":", 1)[1]) if ":" in device else 0
     if index >= count:
         raise ConfigError(f"device {device!r} requested but {count} CUDA device(s) are visible")

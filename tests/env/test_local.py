@@ -1,0 +1,151 @@
+"""The local pool: warm reuse, replacement after taint or faults, priorities, nothing lost."""
+
+import os
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import CANDIDATES, small_problem
+from tritongym.env import LocalEnv, PoolConfig, Task
+from tritongym.evaluate import EvalConfig, Verdict
+
+CONFIG = EvalConfig(device="cpu", trials=2)
+CORRECT = (CANDIDATES / "correct.py").read_text()
+
+
+def candidate(name: str) -> str:
+    return (CANDIDATES / f"{name}.py").read_text()
+
+
+@pytest.fixture
+def env():
+    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1)) as pool:
+        yield pool
+
+
+def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
+    tasks = [Task(p.small(), p.solution, p.name) for p in __import__("tritongym").problems.load_bundled()]
+    results = dict((t.label, r) for t, r in env.evaluate_many(tasks, CONFIG))
+    assert len(results) == len(tasks) and all(r.verdict is Verdict.OK for r in results.values())
+    assert all(not r.findings for r in results.values())
+    assert env.sandbox_starts == [1]
+    assert env.fingerprint()["versions"]["torch"]
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("patches_torch", "replaced or removed: torch.allclose"),
+        ("changes_torch_settings", "changed torch settings: default_dtype"),
+        ("leaves_thread", "threads still running: lingering"),
+        ("forks", "child processes still running"),
+    ],
+)
+def test_a_tainting_candidate_gets_its_result_and_the_sandbox_is_replaced(env, name, reason):
+    problem = small_problem("vector_add")
+    result = env.submit(problem, candidate(name), CONFIG).result()
+    assert result.verdict is Verdict.OK
+    assert [f.check for f in result.findings] == ["sandbox"] and reason in result.findings[0].message
+    after = env.submit(problem, CORRECT, CONFIG).result()
+    assert after.verdict is Verdict.OK and not after.findings
+    assert env.sandbox_starts == [2]
+
+
+@pytest.mark.parametrize(("name", "verdict"), [("segfault", Verdict.CRASH), ("memory_bomb", Verdict.OUT_OF_MEMORY)])
+def test_the_pool_recovers_after_a_fault(env, name, verdict):
+    problem = small_problem("vector_add")
+    config = EvalConfig(device="cpu", trials=2, memory_limit_mb=3000)
+    assert env.submit(problem, candidate(name), config).result().verdict is verdict
+    assert env.submit(problem, CORRECT, CONFIG).result().verdict is Verdict.OK
+
+
+def test_per_task_timeout_overrides_the_config(env):
+    start = time.monotonic()
+    result = env.submit(small_problem("vector_add"), candidate("hangs"), CONFIG, timeout_s=5).result()
+    assert result.verdict is Verdict.TIMEOUT and "5 s" in result.feedback
+    assert time.monotonic() - start < 20
+
+
+def test_higher_priority_runs_first(env):
+    problem = small_problem("vector_add")
+    blocker = env.submit(problem, candidate("hangs"), CONFIG, timeout_s=4)
+    time.sleep(0.5)  # the blocker now occupies the only sandbox
+    finished: list[str] = []
+    low = env.submit(problem, CORRECT, CONFIG, priority=0)
+    high = env.submit(problem, CORRECT, CONFIG, priority=10)
+    low.add_done_callback(lambda _: finished.append("low"))
+    high.add_done_callback(lambda _: finished.append("high"))
+    assert blocker.result().verdict is Verdict.TIMEOUT
+    low.result(), high.result()
+    assert finished == ["high", "low"]
+
+
+def _sleeper(pid_file: Path) -> str:
+    return CORRECT.replace(
+        "class ModelNew(nn.Module):",
+        "import os, time\n\n"
+        f"PID_FILE = {str(pid_file)!r}\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        open(PID_FILE, 'a').write(f'{os.getpid()}\\n')\n"
+        "        time.sleep(2)\n",
+    )
+
+
+def test_a_sandbox_killed_from_outside_mid_task_is_retried_and_nothing_is_lost(env):
+    pid_file = Path(tempfile.mkdtemp()) / "pids"
+    future = env.submit(small_problem("vector_add"), _sleeper(pid_file), CONFIG)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+    result = future.result(timeout=60)
+    assert result.verdict is Verdict.OK
+    assert len(pid_file.read_text().split()) == 2  # the second attempt ran in a fresh process
+    assert env.sandbox_starts == [2]
+
+
+def test_a_task_lost_every_time_becomes_an_infrastructure_error():
+    kills_itself = CORRECT.replace(
+        "class ModelNew(nn.Module):",
+        "import os, signal\n\nos.kill(os.getpid(), signal.SIGKILL)\n\nclass ModelNew(nn.Module):",
+    )
+    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1, max_attempts=2)) as env:
+        result = env.submit(small_problem("vector_add"), kills_itself, CONFIG).result()
+        assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and "lost 2 times" in result.feedback
+        assert env.sandbox_starts == [2]  # each attempt in a process of its own
+
+
+def test_many_concurrent_submitters_get_exactly_one_result_each():
+    problem = small_problem("vector_add")
+    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=2)) as env:
+        futures, lock = [], threading.Lock()
+
+        def client(i):
+            for j in range(5):
+                source = CORRECT if (i + j) % 3 else candidate("mismatch")
+                f = env.submit(problem, source, CONFIG)
+                with lock:
+                    futures.append((source == CORRECT, f))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(futures) == 20
+        for correct, f in futures:
+            assert f.result(timeout=120).verdict is (Verdict.OK if correct else Verdict.MISMATCH)
+
+
+def test_close_finishes_queued_tasks():
+    problem = small_problem("vector_add")
+    env = LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1))
+    futures = [env.submit(problem, CORRECT, CONFIG) for _ in range(3)]
+    env.close()
+    assert all(f.done() and f.result().verdict is Verdict.OK for f in futures)

@@ -1,0 +1,6 @@
+"""Many candidates on many devices behind one API: local pool, Ray backend, HTTP client."""
+
+from tritongym.env.base import Env, Task
+from tritongym.env.local import LocalEnv, PoolConfig
+
+__all__ = ["Env", "LocalEnv", "PoolConfig", "Task"]

@@ -1,0 +1,54 @@
+"""The Env protocol: the one API of every backend (local pool, Ray, HTTP client)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, as_completed
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.result import EvalResult
+from tritongym.problems import Problem
+
+
+@dataclass(frozen=True)
+class Task:
+    """One candidate for one problem."""
+
+    problem: Problem
+    candidate: str | bytes
+    label: str = ""
+    """Where the candidate came from (a path, a sample id), carried into reports."""
+    priority: int = 0
+    """Higher runs first."""
+
+
+@runtime_checkable
+class Env(Protocol):
+    def submit(
+        self,
+        problem: Problem,
+        candidate: str | bytes,
+        config: EvalConfig | None = None,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = None,
+    ) -> Future[EvalResult]:
+        """Queue one evaluation; higher ``priority`` first; ``timeout_s`` overrides the config's."""
+        ...
+
+    def evaluate_many(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None
+    ) -> Iterator[tuple[Task, EvalResult]]:
+        """Evaluate every task, yielding each with its result as soon as it finishes."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def stream_results(env: Env, tasks: Iterable[Task], config: EvalConfig | None) -> Iterator[tuple[Task, EvalResult]]:
+    """``evaluate_many`` in terms of ``submit``: all tasks queued at once, yielded in completion order."""
+    futures = {env.submit(t.problem, t.candidate, config, priority=t.priority): t for t in tasks}
+    for future in as_completed(futures):
+        yield futures[future], future.result()

@@ -1,0 +1,153 @@
+"""The local pool: warm sandboxes on this host's GPUs (or CPU cores with Triton's interpreter)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+
+from tritongym.env.base import Task, stream_results
+from tritongym.errors import ConfigError, SandboxError
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.evaluator import MAX_ATTEMPTS, cuda_device_count, evaluate_in
+from tritongym.evaluate.result import EvalResult
+from tritongym.evaluate.sandbox import Sandbox
+from tritongym.problems import Problem
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """Where the local pool runs candidates."""
+
+    devices: str = "auto"
+    """'auto' (every visible GPU, else the CPU), 'cpu', 'cuda' (every GPU) or a list such as 'cuda:0,2'."""
+    sandboxes_per_device: int | None = None
+    """Warm sandboxes per GPU (default 1); on the CPU, the number of sandboxes (default: the core count)."""
+    max_attempts: int = MAX_ATTEMPTS
+    """Tries of a job lost through no fault of the candidate before it is an infrastructure error."""
+
+
+def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
+    """(device, extra environment) for each sandbox of the pool."""
+    spec = config.devices
+    gpus = cuda_device_count()
+    if spec == "auto":
+        spec = "cuda" if gpus else "cpu"
+    if spec == "cpu":
+        return [("cpu", {})] * (config.sandboxes_per_device or os.cpu_count() or 1)
+    if spec == "cuda":
+        indices = list(range(gpus))
+    elif spec.startswith("cuda:"):
+        try:
+            indices = [int(i) for i in spec.removeprefix("cuda:").split(",")]
+        except ValueError:
+            raise ConfigError(f"bad device list {spec!r}; expected e.g. 'cuda:0,1'") from None
+    else:
+        raise ConfigError(f"devices must be 'auto', 'cpu', 'cuda' or 'cuda:I,J', not {spec!r}")
+    if not indices or max(indices) >= gpus:
+        raise ConfigError(f"devices {spec!r} requested but {gpus} CUDA device(s) are visible")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    physical = visible.split(",") if visible else [str(i) for i in range(gpus)]
+    per = config.sandboxes_per_device or 1
+    return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]}) for i in indices for _ in range(per)]
+
+
+_STOP = object()
+
+
+class LocalEnv:
+    """Warm sandboxes fed from one priority queue. Use as a context manager, or call close()."""
+
+    def __init__(self, config: PoolConfig | None = None):
+        self.config = config or PoolConfig()
+        self._queue: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._sandboxes = [Sandbox(device, env) for device, env in device_slots(self.config)]
+        self._ready = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._serve, args=(sb,), name=f"tritongym-worker-{i}", daemon=True)
+            for i, sb in enumerate(self._sandboxes)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def slots(self) -> int:
+        return len(self._sandboxes)
+
+    @property
+    def device(self) -> str:
+        return self._sandboxes[0].device
+
+    @property
+    def sandbox_starts(self) -> list[int]:
+        """How many processes each sandbox has started (1 each while no candidate tainted one)."""
+        return [sb.starts for sb in self._sandboxes]
+
+    def fingerprint(self, timeout_s: float = 600.0) -> dict:
+        """Device name and versions of this pool (waits for the first sandbox to be ready)."""
+        self._ready.wait(timeout_s)
+        return next((sb.info for sb in self._sandboxes if sb.info), {})
+
+    def submit(
+        self,
+        problem: Problem,
+        candidate: str | bytes,
+        config: EvalConfig | None = None,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = None,
+    ) -> Future[EvalResult]:
+        config = config or EvalConfig()
+        if timeout_s is not None:
+            config = replace(config, timeout_s=timeout_s)
+        future: Future[EvalResult] = Future()
+        self._queue.put((-priority, next(self._order), (future, problem, candidate, config)))
+        return future
+
+    def evaluate_many(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None
+    ) -> Iterator[tuple[Task, EvalResult]]:
+        return stream_results(self, tasks, config)
+
+    def _serve(self, sandbox: Sandbox) -> None:
+        try:
+            sandbox.start()  # warm before the first task arrives
+            self._ready.set()
+        except SandboxError as exc:
+            log.warning("sandbox did not start (it will be retried per task): %s", exc)
+        try:
+            while True:
+                _, _, item = self._queue.get()
+                if item is _STOP:
+                    return
+                future, problem, candidate, config = item
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(evaluate_in(sandbox, problem, candidate, config, self.config.max_attempts))
+                    self._ready.set()
+                except BaseException as exc:  # a bug of ours: surface it to the caller, keep serving
+                    future.set_exception(exc)
+        finally:
+            sandbox.close()
+
+    def close(self) -> None:
+        """Stop the workers after the queued tasks (they still run) and shut the sandboxes down."""
+        for _ in self._threads:
+            self._queue.put((float("inf"), next(self._order), _STOP))
+        for thread in self._threads:
+            thread.join()
+
+    def __enter__(self) -> LocalEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
