@@ -8,6 +8,7 @@ Exit codes of ``eval`` and ``demo``: 0 every candidate is correct; 1 at least on
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -261,6 +262,45 @@ def demo(
         raise _fail_usage(str(exc)) from None
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
     raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to bind; beyond loopback a token is required.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    db: Annotated[Path, typer.Option(help="SQLite file holding tasks and results (created if missing).")] = Path(
+        "tritongym.db"
+    ),
+    devices: Annotated[str, typer.Option(help="'auto', 'cpu', 'cuda' (every GPU) or 'cuda:0,2'.")] = "auto",
+    jobs: JobsOpt = None,
+    max_body_mb: Annotated[int, typer.Option(help="Largest request body accepted, in MiB.")] = 16,
+) -> None:
+    """Run the evaluation service (HTTP). The bearer token is read from $TRITONGYM_TOKEN."""
+    try:
+        import uvicorn
+
+        from tritongym.env.service import ServiceConfig, create_app
+        from tritongym.env.store import TaskStore
+    except ImportError:
+        raise _fail_usage("the service needs its extra: pip install 'tritongym[serve]'") from None
+    token = os.environ.get("TRITONGYM_TOKEN") or None
+    if host not in LOOPBACK and token is None:
+        raise _fail_usage(f"binding {host} beyond loopback requires a bearer token in $TRITONGYM_TOKEN")
+    try:
+        env = LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=jobs))
+    except TritonGymError as exc:
+        raise _fail_usage(str(exc)) from None
+    store = TaskStore(db)
+    try:
+        service = create_app(env, store, ServiceConfig(token=token, max_body_bytes=max_body_mb << 20))
+        err.print(f"serving {env.slots} sandbox(es) on {env.device} at http://{host}:{port} (tasks in {db})")
+        uvicorn.run(service, host=host, port=port, log_level="warning")
+    finally:
+        env.close()
+        store.close()
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -1,0 +1,137 @@
+"""A real `tritongym serve` process on loopback: the HTTP client, concurrent clients, and a kill -9
+of the service mid-batch followed by a restart that finishes every task exactly once."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import httpx
+
+from helpers import CANDIDATES, small_problem
+from tritongym.env import Task
+from tritongym.env.client import HttpEnv
+from tritongym.evaluate import EvalConfig, Verdict
+
+PROBLEM = small_problem("vector_add")
+CORRECT = (CANDIDATES / "correct.py").read_text()
+MISMATCH = (CANDIDATES / "mismatch.py").read_text()
+CONFIG = EvalConfig(trials=2)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(db, jobs=1, env=None):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tritongym", "serve", "--port", str(port), "--db", str(db), "--devices", "cpu",
+         "--jobs", str(jobs)],
+        env={**os.environ, **(env or {})}, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"server did not start: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.2)
+    try:
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def test_http_env_evaluates_like_a_local_env(tmp_path):
+    with server(tmp_path / "db.sqlite") as (url, _), HttpEnv(url) as env:
+        tasks = [Task(PROBLEM, CORRECT, "good"), Task(PROBLEM, MISMATCH, "bad"), Task(PROBLEM, b"", "empty")]
+        results = {t.label: r for t, r in env.evaluate_many(tasks, CONFIG)}
+        assert results["good"].verdict is Verdict.OK
+        assert results["bad"].verdict is Verdict.MISMATCH
+        assert results["empty"].verdict is Verdict.INVALID_SOURCE
+        assert env.submit(PROBLEM, CORRECT, CONFIG, timeout_s=30).result(timeout=60).verdict is Verdict.OK
+
+
+def test_concurrent_clients_all_get_correct_results(tmp_path):
+    with server(tmp_path / "db.sqlite", jobs=2) as (url, _):
+        failures = []
+
+        def client(i):
+            with HttpEnv(url, fresh=True) as env:
+                tasks = [Task(PROBLEM, CORRECT if (i + j) % 2 else MISMATCH, f"{i}-{j}") for j in range(5)]
+                for t, r in env.evaluate_many(tasks, CONFIG):
+                    expected = Verdict.OK if t.candidate == CORRECT else Verdict.MISMATCH
+                    if r.verdict is not expected:
+                        failures.append((t.label, r.verdict))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=180)
+        assert failures == []
+        health = httpx.get(f"{url}/healthz").json()
+        assert health["done"] == 20 and health["queued"] == health["running"] == 0
+
+
+def slow(seconds: float) -> str:
+    return CORRECT.replace(
+        "class ModelNew(nn.Module):",
+        f"import time\n\ntime.sleep({seconds})\n\nclass ModelNew(nn.Module):",
+    )
+
+
+def test_killed_service_resumes_every_task_exactly_once(tmp_path):
+    db = tmp_path / "db.sqlite"
+    problem = {"name": PROBLEM.name, "source": PROBLEM.source, "entry_point": PROBLEM.entry_point}
+    tasks = [{"problem": problem, "candidate": slow(1.0) + f"\n# {i}\n", "config": {"trials": 2}} for i in range(6)]
+    with server(db) as (url, proc):
+        ids = httpx.post(f"{url}/v1/tasks", json={"tasks": tasks}).json()["ids"]
+        deadline = time.monotonic() + 60
+        while httpx.get(f"{url}/healthz").json()["done"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    with server(db) as (url, _):
+        body = httpx.post(f"{url}/v1/tasks/query", json={"ids": ids}).json()
+        while any(t["state"] != "done" for t in body["tasks"]):
+            body = httpx.post(f"{url}/v1/tasks/query", json={"ids": ids, "wait": 30}, timeout=60).json()
+        assert [t["id"] for t in body["tasks"]] == ids
+        assert all(t["result"]["verdict"] == "ok" for t in body["tasks"])
+        assert httpx.get(f"{url}/healthz").json() | {"slots": 0, "device": ""} == {
+            "status": "ok", "slots": 0, "device": "", "queued": 0, "running": 0, "done": 6,
+        }  # fmt: skip
+        exported = httpx.get(f"{url}/v1/results.jsonl").text.splitlines()
+        assert len(exported) == 6
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "tritongym", "serve", "--host", "0.0.0.0", "--db", str(tmp_path / "x.db")],
+        capture_output=True, text=True, env={k: v for k, v in os.environ.items() if k != "TRITONGYM_TOKEN"},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "requires a bearer token" in result.stderr
+
+
+def test_token_from_the_environment(tmp_path):
+    token = "s3cret"
+    with server(tmp_path / "db.sqlite", env={"TRITONGYM_TOKEN": token}) as (url, _):
+        assert httpx.post(f"{url}/v1/tasks", json={"tasks": []}).status_code == 401
+        with HttpEnv(url, token=token) as env:
+            assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=60).verdict is Verdict.OK

@@ -1,0 +1,115 @@
+"""HttpEnv: the Env API over a running ``tritongym serve`` (futures resolved by long-polling)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, as_completed
+from dataclasses import asdict
+
+import httpx
+
+from tritongym.env.base import Task
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.result import EvalResult
+from tritongym.problems import Problem
+
+log = logging.getLogger(__name__)
+
+
+def _task_json(problem: Problem, candidate: str | bytes, config: EvalConfig | None, priority: int, fresh: bool):
+    text = candidate.decode("utf-8", errors="replace") if isinstance(candidate, bytes) else candidate
+    settings = asdict(config) if config else {}
+    settings.pop("device", None)  # the service's devices decide
+    return {
+        "problem": {"name": problem.name, "source": problem.source, "entry_point": problem.entry_point},
+        "candidate": text,
+        "config": settings,
+        "priority": priority,
+        "fresh": fresh,
+    }
+
+
+class HttpEnv:
+    """Client of a tritongym service. ``fresh=True`` bypasses the service's result cache."""
+
+    def __init__(self, url: str, token: str | None = None, *, fresh: bool = False, poll_wait_s: float = 20.0):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=poll_wait_s + 30)
+        self.fresh, self.poll_wait_s = fresh, poll_wait_s
+        self._pending: dict[str, Future[EvalResult]] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="tritongym-http-poller", daemon=True)
+        self._poller.start()
+
+    def _post_tasks(self, tasks: list[dict]) -> list[Future[EvalResult]]:
+        response = self._http.post("/v1/tasks", json={"tasks": tasks})
+        response.raise_for_status()
+        futures = []
+        with self._lock:
+            for task_id in response.json()["ids"]:
+                futures.append(self._pending.setdefault(task_id, Future()))
+        return futures
+
+    def submit(
+        self,
+        problem: Problem,
+        candidate: str | bytes,
+        config: EvalConfig | None = None,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = None,
+    ) -> Future[EvalResult]:
+        if timeout_s is not None:
+            config = EvalConfig(**(asdict(config or EvalConfig()) | {"timeout_s": timeout_s}))
+        return self._post_tasks([_task_json(problem, candidate, config, priority, self.fresh)])[0]
+
+    def evaluate_many(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None, batch: int = 256
+    ) -> Iterator[tuple[Task, EvalResult]]:
+        tasks = list(tasks)
+        futures: dict[Future, Task] = {}
+        for start in range(0, len(tasks), batch):
+            chunk = tasks[start : start + batch]
+            payload = [_task_json(t.problem, t.candidate, config, t.priority, self.fresh) for t in chunk]
+            futures.update(zip(self._post_tasks(payload), chunk, strict=True))
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+    def _poll(self) -> None:
+        backoff = 0.1
+        while not self._closed.is_set():
+            with self._lock:
+                ids = list(self._pending)[:1000]
+            if not ids:
+                self._closed.wait(0.02)
+                continue
+            try:
+                response = self._http.post("/v1/tasks/query", json={"ids": ids, "wait": self.poll_wait_s})
+                response.raise_for_status()
+                backoff = 0.1
+            except httpx.HTTPError as exc:
+                log.warning("polling the service failed (%s); retrying", exc)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for task in response.json()["tasks"]:
+                if task["state"] == "done":
+                    with self._lock:
+                        future = self._pending.pop(task["id"], None)
+                    if future is not None:
+                        future.set_result(EvalResult.from_dict(task["result"]))
+
+    def close(self) -> None:
+        self._closed.set()
+        self._poller.join()
+        self._http.close()
+
+    def __enter__(self) -> HttpEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
