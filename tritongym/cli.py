@@ -277,6 +277,10 @@ def serve(
     devices: Annotated[str, typer.Option(help="'auto', 'cpu', 'cuda' (every GPU) or 'cuda:0,2'.")] = "auto",
     jobs: JobsOpt = None,
     max_body_mb: Annotated[int, typer.Option(help="Largest request body accepted, in MiB.")] = 16,
+    backend: Annotated[str, typer.Option(help="'local' (this host) or 'ray' (a Ray cluster).")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster to join ('auto' for the one `ray start` made); default: local.")
+    ] = None,
 ) -> None:
     """Run the evaluation service (HTTP). The bearer token is read from $TRITONGYM_TOKEN."""
     try:
@@ -290,13 +294,22 @@ def serve(
     if host not in LOOPBACK and token is None:
         raise _fail_usage(f"binding {host} beyond loopback requires a bearer token in $TRITONGYM_TOKEN")
     try:
-        env = LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=jobs))
+        if backend == "local":
+            env = LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=jobs))
+        elif backend == "ray":
+            from tritongym.env.ray_backend import RayEnv
+
+            env = RayEnv(address=ray_address, devices=devices, num_workers=jobs)
+        else:
+            raise _fail_usage(f"--backend must be 'local' or 'ray', not {backend!r}")
+    except ImportError:
+        raise _fail_usage("the Ray backend needs its extra: pip install 'tritongym[ray]'") from None
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     store = TaskStore(db)
     try:
         service = create_app(env, store, ServiceConfig(token=token, max_body_bytes=max_body_mb << 20))
-        err.print(f"serving {env.slots} sandbox(es) on {env.device} at http://{host}:{port} (tasks in {db})")
+        err.print(f"serving {env.slots} sandbox(es) ({backend}, {env.device}) at http://{host}:{port}; tasks in {db}")
         uvicorn.run(service, host=host, port=port, log_level="warning")
     finally:
         env.close()

@@ -30,15 +30,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(db, jobs=1, env=None):
+def server(db, jobs=1, env=None, args=()):
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tritongym", "serve", "--port", str(port), "--db", str(db), "--devices", "cpu",
-         "--jobs", str(jobs)],
+         "--jobs", str(jobs), *args],
         env={**os.environ, **(env or {})}, stderr=subprocess.PIPE,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while True:
         try:
             if httpx.get(f"{url}/healthz").status_code == 200:
@@ -135,3 +135,9 @@ def test_token_from_the_environment(tmp_path):
         assert httpx.post(f"{url}/v1/tasks", json={"tasks": []}).status_code == 401
         with HttpEnv(url, token=token) as env:
             assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=60).verdict is Verdict.OK
+
+
+def test_service_on_the_ray_backend(tmp_path):
+    with server(tmp_path / "db.sqlite", args=["--backend", "ray"]) as (url, _), HttpEnv(url) as env:
+        assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=120).verdict is Verdict.OK
+        assert env.submit(PROBLEM, MISMATCH, CONFIG).result(timeout=120).verdict is Verdict.MISMATCH

@@ -52,3 +52,17 @@ def stream_results(env: Env, tasks: Iterable[Task], config: EvalConfig | None) -
     futures = {env.submit(t.problem, t.candidate, config, priority=t.priority): t for t in tasks}
     for future in as_completed(futures):
         yield futures[future], future.result()
+
+
+@runtime_checkable
+class WorkerPool(Env, Protocol):
+    """An Env that owns workers (local or Ray), as the HTTP service needs."""
+
+    @property
+    def slots(self) -> int:
+        """Evaluations that can run at once."""
+        ...
+
+    def fingerprint(self) -> dict:
+        """Device name and versions of the workers (part of the result cache key)."""
+        ...

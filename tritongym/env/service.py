@@ -18,7 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field, field_validator
 
-from tritongym.env.local import LocalEnv
+from tritongym.env.base import WorkerPool
 from tritongym.env.store import StoredTask, TaskStore
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
@@ -94,7 +94,7 @@ class _Metrics:
 class Dispatcher:
     """Moves queued tasks from the store into the pool and results back, waking long-pollers."""
 
-    def __init__(self, env: LocalEnv, store: TaskStore, metrics: _Metrics, max_attempts: int):
+    def __init__(self, env: WorkerPool, store: TaskStore, metrics: _Metrics, max_attempts: int):
         self.env, self.store, self.metrics, self.max_attempts = env, store, metrics, max_attempts
         self.capacity = 2 * env.slots
         self._in_flight = 0
@@ -183,7 +183,7 @@ class Dispatcher:
                     self._waiters.pop(task_id, None)
 
 
-def create_app(env: LocalEnv, store: TaskStore, config: ServiceConfig | None = None) -> FastAPI:
+def create_app(env: WorkerPool, store: TaskStore, config: ServiceConfig | None = None) -> FastAPI:
     """The service around a pool and a store (both owned by the caller)."""
     config = config or ServiceConfig()
     metrics = _Metrics()

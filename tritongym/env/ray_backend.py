@@ -1,0 +1,162 @@
+"""The Ray backend: one actor per GPU (``num_gpus=1``), or per CPU slot, each owning a warm sandbox.
+
+Start a cluster as usual (``ray start --head`` on one node, ``ray start --address=HEAD:6379`` on the
+others) and connect with ``RayEnv(address="auto")``; without an address a local cluster is started.
+A task whose actor dies mid-evaluation is retried on the (restarted) actors up to ``max_attempts``
+times, then reported as ``infrastructure_error``. Install with ``pip install 'tritongym[ray]'``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
+
+from tritongym.env.base import Task, stream_results
+from tritongym.errors import ConfigError
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.evaluator import MAX_ATTEMPTS, evaluate_in
+from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.evaluate.sandbox import Sandbox
+from tritongym.problems import Problem
+
+
+class SandboxWorker:
+    """The actor: a warm sandbox on the GPU Ray assigned to it (or on the CPU)."""
+
+    def __init__(self, device: str):
+        env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")} if device == "cuda" else {}
+        self.sandbox = Sandbox(device, env)
+        self.sandbox.start()
+
+    def info(self) -> dict:
+        return self.sandbox.info
+
+    def evaluate(self, problem: Problem, candidate: str | bytes, config: EvalConfig, attempts: int) -> EvalResult:
+        return evaluate_in(self.sandbox, problem, candidate, config, attempts)
+
+
+@dataclass(order=True)
+class _Item:
+    rank: tuple[int, int]
+    problem: Problem = field(compare=False)
+    candidate: str | bytes = field(compare=False)
+    config: EvalConfig = field(compare=False)
+    future: Future = field(compare=False)
+    attempts: int = field(default=0, compare=False)
+
+
+class RayEnv:
+    """The Env API over Ray actors."""
+
+    def __init__(
+        self,
+        address: str | None = None,
+        devices: str = "auto",
+        num_workers: int | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ):
+        import ray
+
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        resources = ray.cluster_resources()
+        gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+        if devices == "auto":
+            devices = "cuda" if gpus else "cpu"
+        if devices not in ("cpu", "cuda"):
+            raise ConfigError(f"devices must be 'auto', 'cpu' or 'cuda' on Ray, not {devices!r}")
+        if devices == "cuda" and not gpus:
+            raise ConfigError("devices='cuda' but the Ray cluster has no GPUs")
+        count = num_workers or (gpus if devices == "cuda" else cpus)
+        actor = ray.remote(num_gpus=1 if devices == "cuda" else 0, num_cpus=1, max_restarts=-1, max_task_retries=0)(
+            SandboxWorker
+        )
+        self.device = devices
+        self.max_attempts = max_attempts
+        self.actors = [actor.remote(devices) for _ in range(count)]
+        self._info = ray.get(self.actors[0].info.remote())
+        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._dispatch, name="tritongym-ray-dispatcher", daemon=True)
+        self._thread.start()
+
+    @property
+    def slots(self) -> int:
+        return len(self.actors)
+
+    def fingerprint(self) -> dict:
+        return self._info
+
+    def submit(
+        self,
+        problem: Problem,
+        candidate: str | bytes,
+        config: EvalConfig | None = None,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = None,
+    ) -> Future[EvalResult]:
+        config = config or EvalConfig()
+        if timeout_s is not None:
+            config = replace(config, timeout_s=timeout_s)
+        future: Future[EvalResult] = Future()
+        self._queue.put(_Item((-priority, next(self._order)), problem, candidate, config, future))
+        return future
+
+    def evaluate_many(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None
+    ) -> Iterator[tuple[Task, EvalResult]]:
+        return stream_results(self, tasks, config)
+
+    def _dispatch(self) -> None:
+        ray = self._ray
+        idle = list(self.actors)
+        running: dict = {}
+        while not self._stop.is_set():
+            while idle and not self._queue.empty():
+                item = self._queue.get()
+                if item.attempts == 0 and not item.future.set_running_or_notify_cancel():
+                    continue  # cancelled before it started
+                item.attempts += 1
+                worker = idle.pop()
+                ref = worker.evaluate.remote(item.problem, item.candidate, item.config, self.max_attempts)
+                running[ref] = (item, worker)
+            if not running:
+                self._stop.wait(0.02)
+                continue
+            done, _ = ray.wait(list(running), num_returns=1, timeout=0.1)
+            for ref in done:
+                item, worker = running.pop(ref)
+                idle.append(worker)  # a dead actor is restarted by Ray; calls wait for it
+                try:
+                    item.future.set_result(ray.get(ref))
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                    if item.attempts < self.max_attempts:
+                        self._queue.put(item)
+                    else:
+                        item.future.set_result(EvalResult(
+                            problem=item.problem.name, verdict=Verdict.INFRASTRUCTURE_ERROR,
+                            feedback=f"The worker died {item.attempts} times ({type(exc).__name__}); "
+                                     "not the solution's fault.",
+                        ))  # fmt: skip
+                except Exception as exc:  # a bug of ours: surface it to the caller
+                    item.future.set_exception(exc)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for worker in self.actors:
+            self._ray.kill(worker)
+
+    def __enter__(self) -> RayEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
