@@ -49,3 +49,18 @@ def test_compiler_error_names_the_kernel_line():
     result = evaluate(find_problem("vector_add").small(), (CANDIDATES / "compile_error.py").read_text(), CUDA)
     assert result.verdict is Verdict.COMPILE_ERROR
     assert "CompilationError" in result.feedback and "power of 2" in result.feedback
+
+
+def test_warm_gpu_pool_serves_the_bundled_set_without_restarts_and_recovers_from_a_cuda_fault():
+    from tritongym.env import LocalEnv, PoolConfig, Task
+
+    with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1)) as env:
+        tasks = [Task(p, p.solution, p.name) for p in load_bundled()]
+        results = {t.label: r for t, r in env.evaluate_many(tasks, CUDA)}
+        assert all(r.verdict is Verdict.OK and not r.findings for r in results.values()), results
+        assert env.sandbox_starts == [1]
+        problem = find_problem("vector_add").small()
+        broken = env.submit(problem, ILLEGAL_ACCESS, CUDA).result()
+        assert broken.verdict in (Verdict.RUNTIME_ERROR, Verdict.CRASH)
+        assert env.submit(problem, (CANDIDATES / "correct.py").read_text(), CUDA).result().verdict is Verdict.OK
+        assert env.sandbox_starts == [2]

@@ -42,6 +42,7 @@ class HttpEnv:
         self._pending: dict[str, Future[EvalResult]] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self._submitted = threading.Event()
         self._poller = threading.Thread(target=self._poll, name="tritongym-http-poller", daemon=True)
         self._poller.start()
 
@@ -52,6 +53,7 @@ class HttpEnv:
         with self._lock:
             for task_id in response.json()["ids"]:
                 futures.append(self._pending.setdefault(task_id, Future()))
+        self._submitted.set()
         return futures
 
     def submit(
@@ -85,7 +87,8 @@ class HttpEnv:
             with self._lock:
                 ids = list(self._pending)[:1000]
             if not ids:
-                self._closed.wait(0.02)
+                self._submitted.wait(0.5)
+                self._submitted.clear()
                 continue
             try:
                 response = self._http.post("/v1/tasks/query", json={"ids": ids, "wait": self.poll_wait_s})
@@ -105,6 +108,7 @@ class HttpEnv:
 
     def close(self) -> None:
         self._closed.set()
+        self._submitted.set()
         self._poller.join()
         self._http.close()
 

@@ -7,6 +7,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
@@ -109,7 +110,8 @@ class LocalEnv:
         if timeout_s is not None:
             config = replace(config, timeout_s=timeout_s)
         future: Future[EvalResult] = Future()
-        self._queue.put((-priority, next(self._order), (future, problem, candidate, config)))
+        item = (future, problem, candidate, config, time.monotonic())
+        self._queue.put((-priority, next(self._order), item))
         return future
 
     def evaluate_many(
@@ -128,11 +130,14 @@ class LocalEnv:
                 _, _, item = self._queue.get()
                 if item is _STOP:
                     return
-                future, problem, candidate, config = item
+                future, problem, candidate, config, submitted = item
                 if not future.set_running_or_notify_cancel():
                     continue
                 try:
-                    future.set_result(evaluate_in(sandbox, problem, candidate, config, self.config.max_attempts))
+                    waited = time.monotonic() - submitted
+                    result = evaluate_in(sandbox, problem, candidate, config, self.config.max_attempts)
+                    result.stage_seconds["queue"] = round(waited, 4)
+                    future.set_result(result)
                     self._ready.set()
                 except BaseException as exc:  # a bug of ours: surface it to the caller, keep serving
                     future.set_exception(exc)

@@ -339,7 +339,7 @@ def _synchronize(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_trials(model, reference: Reference, path: Path, device, tolerance, channel: Channel) -> dict:
+def run_trials(model, reference: Reference, path: Path, device, tolerance, channel: Channel, stages: dict) -> dict:
     import torch
 
     from tritongym.evaluate.compare import compare_outputs
@@ -349,12 +349,15 @@ def run_trials(model, reference: Reference, path: Path, device, tolerance, chann
         channel.stage(f"trial {n}")
         given = _map_tensors(inputs, torch.clone)
         what = f"in forward (trial {n} of {len(reference.trials)})"
+        started = time.perf_counter()
         try:
             with torch.no_grad():
                 got = model(*given)
             _synchronize(device)
         except BaseException as exc:
             raise classify_failure(exc, str(path), what) from None
+        if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
+            stages["first_trial"] = round(time.perf_counter() - started, 4)
         changed = _inputs_changed(inputs, given)
         if changed:
             raise Failure(Verdict.HACK_INPUT_MUTATION, f"Trial {n}: {changed}.")
@@ -420,7 +423,7 @@ def evaluate(job: dict, channel: Channel, device, stages: dict[str, float]) -> d
     with _Timer(channel, "build", stages):
         model, _ = build_candidate(cls, reference, path, device)
     with _Timer(channel, "correctness", stages):
-        result |= run_trials(model, reference, path, device, tolerance, channel)
+        result |= run_trials(model, reference, path, device, tolerance, channel, stages)
     return result
 
 
