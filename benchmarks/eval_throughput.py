@@ -3,6 +3,9 @@ against a fresh process per evaluation, same machine, same run.
 
     python benchmarks/eval_throughput.py --device cpu --jobs 1 2 --rounds 3
 
+Every task's kernels get a distinct source (a comment on each @triton.jit def line), so Triton's
+cache never spares a compilation: as in RL, where candidates differ.
+
 Writes benchmarks/results/eval_throughput_<device>.json with the machine and versions, and prints a
 table. On the CPU problems run at their small sizes under Triton's interpreter; on a GPU at full size.
 """
@@ -10,6 +13,7 @@ table. On the CPU problems run at their small sizes under Triton's interpreter; 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -57,6 +61,19 @@ def summarise(mode: str, jobs: int, results: list, wall: float) -> dict:
     }
 
 
+_VARIANT = itertools.count()
+
+
+def distinct_kernels(source: str) -> str:
+    """The same solution with a new Triton cache key for every kernel."""
+    n = next(_VARIANT)
+    lines = source.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == "@triton.jit":
+            lines[i + 1] += f"  # variant {n}"
+    return "\n".join(lines) + "\n"
+
+
 def run_fresh(tasks: list[Task], config: EvalConfig, jobs: int) -> dict:
     """The baseline: every evaluation starts its own process."""
     start = time.perf_counter()
@@ -69,7 +86,7 @@ def run_warm(tasks: list[Task], config: EvalConfig, device: str, jobs: int) -> d
     """The local pool; its sandboxes are started (and warmed) before the clock starts."""
     with LocalEnv(PoolConfig(devices=device, sandboxes_per_device=jobs)) as env:
         env.fingerprint()
-        warmup = [env.submit(t.problem, t.candidate, config) for t in tasks[: env.slots]]
+        warmup = [env.submit(t.problem, distinct_kernels(t.candidate), config) for t in tasks[: env.slots]]
         [f.result() for f in warmup]
         start = time.perf_counter()
         results = [r for _, r in env.evaluate_many(tasks, config)]
@@ -83,16 +100,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, os.cpu_count() or 1], help="sandboxes at once")
     parser.add_argument("--rounds", type=int, default=3, help="passes over the bundled set per level")
     parser.add_argument("--trials", type=int, default=5, help="correctness trials per evaluation")
+    parser.add_argument("--modes", nargs="+", choices=["fresh", "warm"], default=["fresh", "warm"])
     parser.add_argument("--out", type=Path, default=None, help="default: results/eval_throughput_<device>.json")
     args = parser.parse_args()
     device, _ = resolve_device(args.device)
     config = EvalConfig(device=device, trials=args.trials)
     problems = [p.small() if device == "cpu" else p for p in load_bundled()]
-    tasks = [Task(p, p.solution, p.name) for p in problems] * args.rounds
     runs = []
     for jobs in args.jobs:
-        runs.append(run_fresh(tasks, config, jobs))
-        runs.append(run_warm(tasks, config, device, jobs))
+        for mode in args.modes:
+            tasks = [Task(p, distinct_kernels(p.solution), p.name) for _ in range(args.rounds) for p in problems]
+            runs.append(run_fresh(tasks, config, jobs) if mode == "fresh" else run_warm(tasks, config, device, jobs))
     report = {"benchmark": "eval_throughput", "device": device, "trials": args.trials, "machine": machine(device)}
     report["runs"] = runs
     out = args.out or RESULTS / f"eval_throughput_{device}.json"

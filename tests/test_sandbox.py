@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEVICE, run_candidate
+from helpers import DEVICE, run_candidate, small_problem
 from tritongym.evaluate import Verdict
 from tritongym.evaluate.sandbox import group_rss_bytes
 
@@ -96,3 +96,28 @@ def test_caller_process_is_unharmed_after_a_crash():
     before = os.getpid()
     assert run_candidate("segfault").verdict is Verdict.CRASH
     assert os.getpid() == before and run_candidate("correct").verdict is Verdict.OK
+
+
+def test_the_interpreter_self_test_passes_on_a_working_interpreter():
+    code = "from tritongym.evaluate.selftest import interpreter_problem; print(interpreter_problem())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "TRITON_INTERPRET": "1"}, check=True)  # fmt: skip
+    assert out.stdout.strip() == "None", out.stderr
+
+
+def test_an_unusable_sandbox_gives_infrastructure_errors_without_running_anything():
+    from tritongym.evaluate import EvalConfig
+    from tritongym.evaluate.evaluator import evaluate_in
+
+    class BrokenInterpreter:
+        device, alive = "cpu", True
+
+        def __init__(self):
+            self.info = {"unusable": "Triton 3.6's interpreter fails with numpy 2.5"}
+
+        def run(self, *args):
+            raise AssertionError("must not run a job")
+
+    result = evaluate_in(BrokenInterpreter(), small_problem("vector_add"), "x = 1\n", EvalConfig(device="cpu"))
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
+    assert "cannot evaluate on cpu: Triton 3.6's interpreter fails" in result.feedback

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CANDIDATES, small_problem
+from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig, Verdict
 
-CONFIG = EvalConfig(device="cpu", trials=2)
+CONFIG = EvalConfig(device=DEVICE, trials=2)
 CORRECT = (CANDIDATES / "correct.py").read_text()
 
 
@@ -23,7 +23,7 @@ def candidate(name: str) -> str:
 
 @pytest.fixture
 def env():
-    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1)) as pool:
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as pool:
         yield pool
 
 
@@ -58,7 +58,7 @@ def test_a_tainting_candidate_gets_its_result_and_the_sandbox_is_replaced(env, n
 @pytest.mark.parametrize(("name", "verdict"), [("segfault", Verdict.CRASH), ("memory_bomb", Verdict.OUT_OF_MEMORY)])
 def test_the_pool_recovers_after_a_fault(env, name, verdict):
     problem = small_problem("vector_add")
-    config = EvalConfig(device="cpu", trials=2, memory_limit_mb=3000)
+    config = EvalConfig(device=DEVICE, trials=2, memory_limit_mb=3000)
     assert env.submit(problem, candidate(name), config).result().verdict is verdict
     assert env.submit(problem, CORRECT, CONFIG).result().verdict is Verdict.OK
 
@@ -115,7 +115,7 @@ def test_a_task_lost_every_time_becomes_an_infrastructure_error():
         "class ModelNew(nn.Module):",
         "import os, signal\n\nos.kill(os.getpid(), signal.SIGKILL)\n\nclass ModelNew(nn.Module):",
     )
-    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1, max_attempts=2)) as env:
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1, max_attempts=2)) as env:
         result = env.submit(small_problem("vector_add"), kills_itself, CONFIG).result()
         assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and "lost 2 times" in result.feedback
         assert env.sandbox_starts == [2]  # each attempt in a process of its own
@@ -123,7 +123,7 @@ def test_a_task_lost_every_time_becomes_an_infrastructure_error():
 
 def test_many_concurrent_submitters_get_exactly_one_result_each():
     problem = small_problem("vector_add")
-    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=2)) as env:
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2)) as env:
         futures, lock = [], threading.Lock()
 
         def client(i):
@@ -145,7 +145,7 @@ def test_many_concurrent_submitters_get_exactly_one_result_each():
 
 def test_close_finishes_queued_tasks():
     problem = small_problem("vector_add")
-    env = LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1))
+    env = LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1))
     futures = [env.submit(problem, CORRECT, CONFIG) for _ in range(3)]
     env.close()
     assert all(f.done() and f.result().verdict is Verdict.OK for f in futures)

@@ -7,6 +7,7 @@ import functools
 import os
 import secrets
 import signal
+import time
 
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.config import EvalConfig
@@ -131,7 +132,18 @@ def evaluate_in(
         return checked
     why = ""
     for _ in range(attempts):
+        start_s = 0.0
         try:
+            if not sandbox.alive:
+                started = time.monotonic()
+                sandbox.start()
+                start_s = time.monotonic() - started
+            if sandbox.info.get("unusable"):
+                return EvalResult(
+                    problem=problem.name,
+                    verdict=Verdict.INFRASTRUCTURE_ERROR,
+                    feedback=f"This machine cannot evaluate on {sandbox.device}: {sandbox.info['unusable']}.",
+                )
             outcome = sandbox.run(
                 build_job(problem, checked, config),
                 config.timeout_s,
@@ -147,8 +159,8 @@ def evaluate_in(
         result = outcome_result(problem, outcome, config)
         result.stdout, result.stderr = outcome.stdout, outcome.stderr
         result.stage_seconds["sandbox_wall"] = round(outcome.wall_s, 4)
-        if outcome.start_s:
-            result.stage_seconds["sandbox_start"] = round(outcome.start_s, 4)
+        if start_s:
+            result.stage_seconds["sandbox_start"] = round(start_s, 4)
         if outcome.taint:
             result.findings.append(Finding("sandbox", "process replaced: " + "; ".join(outcome.taint)))
         return result

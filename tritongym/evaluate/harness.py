@@ -468,7 +468,12 @@ def main() -> None:
     channel = Channel(init["channel_fd"])
     _limit_process(init)
     device = warm_up(init["device"])
-    channel.send({"ready": {"device": describe_device(device), "versions": versions()}})
+    ready = {"device": describe_device(device), "versions": versions()}
+    if device.type == "cpu":
+        from tritongym.evaluate.selftest import interpreter_problem
+
+        ready["unusable"] = interpreter_problem()
+    channel.send({"ready": ready})
     baseline = ProcessState()
     for line in sys.stdin:
         job = json.loads(line)

@@ -118,8 +118,6 @@ class SandboxOutcome:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
-    start_s: float = 0.0
-    """Seconds spent starting a fresh process for this job (0 when the sandbox was warm)."""
 
     @property
     def lost(self) -> bool:
@@ -250,11 +248,8 @@ class Sandbox:
     def run(self, job: dict, timeout_s: float, memory_limit_bytes: int, output_limit_bytes: int) -> SandboxOutcome:
         """Run one job (``candidate_source`` is written to the job's private directory).
         Raises SandboxError only if a process cannot be started."""
+        self.start()
         outcome = SandboxOutcome()
-        if not self.alive:
-            started = time.monotonic()
-            self.start()
-            outcome.start_s = time.monotonic() - started
         marker = f"tritongym-end-{secrets.token_hex(8)}"
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
         job = job | {"workdir": str(workdir), "output_marker": marker,
