@@ -5,7 +5,7 @@ import shutil
 
 from typer.testing import CliRunner
 
-from helpers import CANDIDATES
+from helpers import CANDIDATES, DEVICE
 from tritongym.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, app
 
 runner = CliRunner()
@@ -20,14 +20,14 @@ def test_problems_list_shows_the_bundled_set():
 def test_eval_single_candidate_json_and_exit_codes():
     ok = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
-              "--device", "cpu", "--json"],
+              "--device", DEVICE, "--json"],
     )  # fmt: skip
     assert ok.exit_code == EXIT_OK, ok.output
     payload = json.loads(ok.stdout.strip().splitlines()[-1])
     assert payload["verdict"] == "ok" and payload["problem"] == "01_vector_add"
     bad = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "mismatch.py"), "--trials", "2",
-              "--device", "cpu"],
+              "--device", DEVICE],
     )  # fmt: skip
     assert bad.exit_code == EXIT_FAILED
     assert "mismatch" in bad.stdout and "max abs error" in bad.stdout
@@ -44,7 +44,7 @@ def test_eval_usage_errors_exit_2_with_a_message(tmp_path):
         ["eval", "--candidate", str(tmp_path)],
     ]
     for args in cases:
-        result = runner.invoke(app, [*args, "--device", "cpu"])
+        result = runner.invoke(app, [*args, "--device", DEVICE])
         assert result.exit_code == EXIT_USAGE, (args, result.output)
         assert "error:" in result.output and "Traceback" not in result.output
 
@@ -57,7 +57,7 @@ def test_batch_over_a_directory_writes_jsonl(tmp_path):
     (directory / "not_a_problem.py").write_text("x = 1\n")
     out = tmp_path / "results.jsonl"
     result = runner.invoke(
-        app, ["eval", "--candidate", str(directory), "--out", str(out), "--trials", "2", "--device", "cpu"]
+        app, ["eval", "--candidate", str(directory), "--out", str(out), "--trials", "2", "--device", DEVICE]
     )
     assert result.exit_code == EXIT_FAILED, result.output
     assert "1/2 correct" in result.output and "skipped" in result.output

@@ -98,11 +98,30 @@ def test_caller_process_is_unharmed_after_a_crash():
     assert os.getpid() == before and run_candidate("correct").verdict is Verdict.OK
 
 
-def test_the_interpreter_self_test_passes_on_a_working_interpreter():
-    code = "from tritongym.evaluate.selftest import interpreter_problem; print(interpreter_problem())"
+SELF_TEST_AGREES = """
+import importlib.util, torch
+from tritongym.evaluate.selftest import interpreter_problem
+from tritongym.problems import find_problem
+spec = importlib.util.spec_from_file_location("row_sum", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+try:
+    x = torch.randn(4, 300)
+    works = torch.allclose(module.ModelNew()(x), x.sum(dim=1), atol=1e-4)
+except Exception:
+    works = False
+print(interpreter_problem() is None, works)
+"""
+
+
+def test_the_interpreter_self_test_agrees_with_a_real_looping_kernel(tmp_path):
+    solution = tmp_path / "row_sum.py"
+    solution.write_text(small_problem("row_sum").solution)
+    code = SELF_TEST_AGREES.format(path=str(solution))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "TRITON_INTERPRET": "1"}, check=True)  # fmt: skip
-    assert out.stdout.strip() == "None", out.stderr
+    self_test_ok, kernel_works = out.stdout.split()
+    assert self_test_ok == kernel_works, out.stderr
 
 
 def test_an_unusable_sandbox_gives_infrastructure_errors_without_running_anything():
