@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from tritongym.evaluate.config import EvalConfig
@@ -45,6 +45,12 @@ class Env(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def task_config(config: EvalConfig | None, timeout_s: float | None) -> EvalConfig:
+    """The config a submitted task runs with: the default, with a per-task timeout if given."""
+    config = config or EvalConfig()
+    return config if timeout_s is None else replace(config, timeout_s=timeout_s)
 
 
 def stream_results(env: Env, tasks: Iterable[Task], config: EvalConfig | None) -> Iterator[tuple[Task, EvalResult]]:

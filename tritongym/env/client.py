@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import httpx
 
-from tritongym.env.base import Task
+from tritongym.env.base import Task, task_config
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult
 from tritongym.problems import Problem
@@ -65,8 +65,7 @@ class HttpEnv:
         priority: int = 0,
         timeout_s: float | None = None,
     ) -> Future[EvalResult]:
-        if timeout_s is not None:
-            config = EvalConfig(**(asdict(config or EvalConfig()) | {"timeout_s": timeout_s}))
+        config = task_config(config, timeout_s)
         return self._post_tasks([_task_json(problem, candidate, config, priority, self.fresh)])[0]
 
     def evaluate_many(

@@ -10,9 +10,9 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from tritongym.env.base import Task, stream_results
+from tritongym.env.base import Task, stream_results, task_config
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, cuda_device_count, evaluate_in
@@ -106,9 +106,7 @@ class LocalEnv:
         priority: int = 0,
         timeout_s: float | None = None,
     ) -> Future[EvalResult]:
-        config = config or EvalConfig()
-        if timeout_s is not None:
-            config = replace(config, timeout_s=timeout_s)
+        config = task_config(config, timeout_s)
         future: Future[EvalResult] = Future()
         item = (future, problem, candidate, config, time.monotonic())
         self._queue.put((-priority, next(self._order), item))

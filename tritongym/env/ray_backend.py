@@ -14,9 +14,9 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from tritongym.env.base import Task, stream_results
+from tritongym.env.base import Task, stream_results, task_config
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, evaluate_in
@@ -103,9 +103,7 @@ class RayEnv:
         priority: int = 0,
         timeout_s: float | None = None,
     ) -> Future[EvalResult]:
-        config = config or EvalConfig()
-        if timeout_s is not None:
-            config = replace(config, timeout_s=timeout_s)
+        config = task_config(config, timeout_s)
         future: Future[EvalResult] = Future()
         self._queue.put(_Item((-priority, next(self._order)), problem, candidate, config, future))
         return future

@@ -175,10 +175,6 @@ def evaluate(problem: Problem, candidate: str | bytes, config: EvalConfig | None
     """Evaluate ``candidate`` (Python source defining the solution class) on ``problem`` in a
     sandbox of its own. For many candidates, an Env (tritongym.env) reuses warm sandboxes."""
     config = config or EvalConfig()
-    checked = check_source(candidate, config.max_source_bytes)
-    if isinstance(checked, EvalResult):
-        checked.problem = problem.name
-        return checked
     device, device_env = resolve_device(config.device)
-    with Sandbox(device, device_env) as sandbox:
-        return evaluate_in(sandbox, problem, checked, config)
+    with Sandbox(device, device_env) as sandbox:  # no process until evaluate_in needs one
+        return evaluate_in(sandbox, problem, candidate, config)
