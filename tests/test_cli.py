@@ -65,3 +65,13 @@ def test_batch_over_a_directory_writes_jsonl(tmp_path):
     assert rows["01_vector_add"]["verdict"] == "ok"
     assert rows["08_row_min_max"]["verdict"] == "wrong_shape"
     assert rows["08_row_min_max"]["candidate"].endswith("08_row_min_max.py")
+
+
+def test_problems_list_of_a_table_with_custom_columns(tmp_path):
+    table = tmp_path / "book.jsonl"
+    reference = (CANDIDATES.parent.parent / "tritongym/problems/data/02_silu.py").read_text()
+    table.write_text(json.dumps({"uuid": "silu-1", "code": reference}) + "\n")
+    wrong = runner.invoke(app, ["problems", "list", str(table)])
+    assert wrong.exit_code == EXIT_USAGE and "--source-column" in wrong.output
+    right = runner.invoke(app, ["problems", "list", str(table), "--source-column", "code"])
+    assert right.exit_code == 0 and "silu-1" in right.output and "batch_size=4096" in right.output

@@ -23,7 +23,7 @@ from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
-from tritongym.problems import Problem, find_problem, load_problems
+from tritongym.problems import Problem, TableColumns, find_problem, load_problems
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -158,6 +158,12 @@ SmallOpt = Annotated[
         help="Shrink bundled problems to their CPU sizes (default: small on the CPU, full on a GPU).",
     ),
 ]
+SourceColumnOpt = Annotated[
+    str, typer.Option(help="Column with the reference source in a .jsonl/.parquet problem table.")
+]
+EntryPointColumnOpt = Annotated[
+    str, typer.Option(help="Column naming the reference class in a problem table (missing: Model).")
+]
 SizeOpt = Annotated[
     list[str] | None,
     typer.Option("--size", help="Override a module-level size constant, NAME=INTEGER (repeatable)."),
@@ -170,10 +176,12 @@ def problems_list(
         str,
         typer.Argument(help="'bundled', a .py file, a directory (e.g. KernelBench level1/), or .jsonl/.parquet"),
     ] = "bundled",
+    source_column: SourceColumnOpt = TableColumns.source,
+    entry_point_column: EntryPointColumnOpt = "entry_point",
 ) -> None:
     """List the problems of a source."""
     try:
-        problems = load_problems(source)
+        problems = load_problems(source, TableColumns(source=source_column, entry_point=entry_point_column))
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     table = Table(title=f"{len(problems)} problems from {source}")
@@ -207,6 +215,8 @@ def eval_command(
     device: DeviceOpt = "auto",
     memory_limit_mb: MemoryOpt = 8192,
     jobs: JobsOpt = None,
+    source_column: SourceColumnOpt = TableColumns.source,
+    entry_point_column: EntryPointColumnOpt = "entry_point",
 ) -> None:
     """Evaluate a candidate solution (or a directory of them) for correctness."""
     config = _config(trials, tolerance, timeout, device, memory_limit_mb)
@@ -215,7 +225,8 @@ def eval_command(
         _, small_default = _announce_device(config)
         small = small_default if small is None else small
         if candidate.is_dir():
-            tasks = _batch_tasks(candidate, problems, small, sizes)
+            columns = TableColumns(source=source_column, entry_point=entry_point_column)
+            tasks = _batch_tasks(candidate, problems, columns, small, sizes)
             code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
             raise typer.Exit(code)
         if problem is None:
@@ -235,8 +246,8 @@ def eval_command(
     raise typer.Exit(_exit_code([result]))
 
 
-def _batch_tasks(directory: Path, source: str, small: bool, sizes: dict[str, int]) -> list[Task]:
-    by_name = {p.name: p for p in load_problems(source)}
+def _batch_tasks(directory: Path, source: str, columns: TableColumns, small: bool, sizes: dict[str, int]) -> list[Task]:
+    by_name = {p.name: p for p in load_problems(source, columns)}
     files = sorted(directory.glob("*.py"))
     unmatched = [f.name for f in files if f.stem not in by_name]
     if unmatched:
