@@ -58,8 +58,9 @@ def test_group_rss_counts_a_process_in_the_group():
 
 @pytest.mark.parametrize("candidate", ["forks", "fork_continues"])
 def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(candidate):
-    result = run_candidate(candidate)
-    assert result.verdict is Verdict.OK, result.feedback
+    result = run_candidate(candidate, static_checks=False)
+    assert result.verdict is Verdict.HACK_THREADS, result.feedback
+    assert "child processes still running" in result.feedback
     pids = [int(p) for p in re.findall(r"forked child (\d+)", result.stdout)]
     assert pids, result.stdout
     time.sleep(0.2)
@@ -76,7 +77,7 @@ def test_output_flood_is_capped_and_drained():
 
 def test_files_are_written_in_a_private_directory_that_is_removed(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    result = run_candidate("writes_files")
+    result = run_candidate("writes_files", static_checks=False)
     assert result.verdict is Verdict.OK
     written = Path(result.stdout.split()[1])
     assert written.parent != tmp_path and not written.exists() and not written.parent.exists()
@@ -85,7 +86,7 @@ def test_files_are_written_in_a_private_directory_that_is_removed(tmp_path, monk
 
 def test_candidate_does_not_see_the_callers_environment(monkeypatch):
     monkeypatch.setenv("TRITONGYM_TEST_SECRET", "hunter2-token")
-    result = run_candidate("reads_environment")
+    result = run_candidate("reads_environment", static_checks=False)
     assert result.verdict is Verdict.OK
     assert "ENV" in result.stdout
     assert "hunter2-token" not in result.stdout and "TRITONGYM_TEST_SECRET" not in result.stdout
@@ -94,7 +95,7 @@ def test_candidate_does_not_see_the_callers_environment(monkeypatch):
 
 def test_caller_process_is_unharmed_after_a_crash():
     before = os.getpid()
-    assert run_candidate("segfault").verdict is Verdict.CRASH
+    assert run_candidate("segfault", static_checks=False).verdict is Verdict.CRASH
     assert os.getpid() == before and run_candidate("correct").verdict is Verdict.OK
 
 

@@ -14,6 +14,8 @@ from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig, Verdict
 
 CONFIG = EvalConfig(device=DEVICE, trials=2)
+RUNTIME_CONFIG = EvalConfig(device=DEVICE, trials=2, static_checks=False)
+"""For candidates the static checks would refuse: these tests exercise the runtime defences."""
 CORRECT = (CANDIDATES / "correct.py").read_text()
 
 
@@ -37,18 +39,18 @@ def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
 
 
 @pytest.mark.parametrize(
-    ("name", "reason"),
+    ("name", "verdict", "reason"),
     [
-        ("patches_torch", "replaced or removed: torch.allclose"),
-        ("changes_torch_settings", "changed torch settings: default_dtype"),
-        ("leaves_thread", "threads still running: lingering"),
-        ("forks", "child processes still running"),
+        ("patches_torch", Verdict.HACK_TAMPERING, "replaced or removed: torch.allclose"),
+        ("changes_torch_settings", Verdict.HACK_TAMPERING, "changed torch settings: default_dtype"),
+        ("leaves_thread", Verdict.HACK_THREADS, "threads still running: lingering"),
+        ("forks", Verdict.HACK_THREADS, "child processes still running"),
     ],
 )
-def test_a_tainting_candidate_gets_its_result_and_the_sandbox_is_replaced(env, name, reason):
+def test_a_tainting_candidate_is_judged_and_its_sandbox_replaced(env, name, verdict, reason):
     problem = small_problem("vector_add")
-    result = env.submit(problem, candidate(name), CONFIG).result()
-    assert result.verdict is Verdict.OK
+    result = env.submit(problem, candidate(name), RUNTIME_CONFIG).result()
+    assert result.verdict is verdict and reason in result.feedback
     assert [f.check for f in result.findings] == ["sandbox"] and reason in result.findings[0].message
     after = env.submit(problem, CORRECT, CONFIG).result()
     assert after.verdict is Verdict.OK and not after.findings
@@ -58,7 +60,7 @@ def test_a_tainting_candidate_gets_its_result_and_the_sandbox_is_replaced(env, n
 @pytest.mark.parametrize(("name", "verdict"), [("segfault", Verdict.CRASH), ("memory_bomb", Verdict.OUT_OF_MEMORY)])
 def test_the_pool_recovers_after_a_fault(env, name, verdict):
     problem = small_problem("vector_add")
-    config = EvalConfig(device=DEVICE, trials=2, memory_limit_mb=3000)
+    config = EvalConfig(device=DEVICE, trials=2, memory_limit_mb=3000, static_checks=False)
     assert env.submit(problem, candidate(name), config).result().verdict is verdict
     assert env.submit(problem, CORRECT, CONFIG).result().verdict is Verdict.OK
 
@@ -99,7 +101,7 @@ def _sleeper(pid_file: Path) -> str:
 
 def test_a_sandbox_killed_from_outside_mid_task_is_retried_and_nothing_is_lost(env):
     pid_file = Path(tempfile.mkdtemp()) / "pids"
-    future = env.submit(small_problem("vector_add"), _sleeper(pid_file), CONFIG)
+    future = env.submit(small_problem("vector_add"), _sleeper(pid_file), RUNTIME_CONFIG)
     deadline = time.monotonic() + 30
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -116,7 +118,7 @@ def test_a_task_lost_every_time_becomes_an_infrastructure_error():
         "import os, signal\n\nos.kill(os.getpid(), signal.SIGKILL)\n\nclass ModelNew(nn.Module):",
     )
     with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1, max_attempts=2)) as env:
-        result = env.submit(small_problem("vector_add"), kills_itself, CONFIG).result()
+        result = env.submit(small_problem("vector_add"), kills_itself, RUNTIME_CONFIG).result()
         assert result.verdict is Verdict.INFRASTRUCTURE_ERROR and "lost 2 times" in result.feedback
         assert env.sandbox_starts == [2]  # each attempt in a process of its own
 

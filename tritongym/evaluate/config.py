@@ -41,6 +41,17 @@ class EvalConfig:
         default=16384,
     )
     max_source_bytes: int = _doc("Largest candidate source accepted.", default=262144)
+    torch_compute: Literal["forbid", "penalize", "allow"] = _doc(
+        "PyTorch compute ops (matmul, conv, reductions, activations, arithmetic) inside forward: "
+        "'forbid' makes them a hack_torch_compute verdict, 'penalize' reports them as a finding "
+        "(rewards may discount it), 'allow' ignores them.",
+        default="penalize",
+    )
+    static_checks: bool = _doc(
+        "Refuse, before running it, source that uses constructs a kernel has no use for (gc, ctypes, "
+        "frames, threads, os.fork, file access, patching modules): verdict hack_forbidden_api.",
+        default=True,
+    )
     device: str = _doc(
         "'auto' (a CUDA GPU if there is one, else the CPU with Triton's interpreter), 'cpu', 'cuda' or 'cuda:N'.",
         default="auto",
@@ -64,6 +75,8 @@ class EvalConfig:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(f"{name} must not be negative, not {value}")
+        if self.torch_compute not in ("forbid", "penalize", "allow"):
+            raise ConfigError(f"torch_compute must be 'forbid', 'penalize' or 'allow', not {self.torch_compute!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
             raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {self.device!r}")
 

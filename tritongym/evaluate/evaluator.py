@@ -117,6 +117,8 @@ def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
         "atol": config.atol,
         "rtol": config.rtol,
         "memory_limit_mb": config.memory_limit_mb,
+        "torch_compute": config.torch_compute,
+        "static_checks": config.static_checks,
     }
 
 

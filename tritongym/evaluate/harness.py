@@ -15,6 +15,7 @@ Imports stay light: the standard library, torch, triton, and tritongym's stdlib-
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import importlib.util
@@ -191,6 +192,7 @@ class Reference:
         self.path = Path(job["workdir"]) / "reference.py"
         self.path.write_text(job["problem_source"], encoding="utf-8")
         self.entry_point = job["entry_point"]
+        self.compute_ops: collections.Counter[str] = collections.Counter()
         seeds = job.pop("seeds")
         try:
             module = _import_file(self.path, "reference")
@@ -235,7 +237,7 @@ class Reference:
 # --- the candidate ------------------------------------------------------------------------------
 
 
-def load_candidate(path: Path, class_name: str):
+def load_candidate(path: Path, class_name: str, static_checks: bool = True):
     source = path.read_text(encoding="utf-8")
     try:
         compile(source, str(path), "exec")
@@ -247,6 +249,17 @@ def load_candidate(path: Path, class_name: str):
         ) from None
     except ValueError as exc:  # e.g. null bytes
         raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {exc}") from None
+    if static_checks:
+        from tritongym.evaluate.static_checks import forbidden_constructs
+
+        found = forbidden_constructs(source)
+        if found:
+            listing = "; ".join(f"line {line}: {message}" for line, message in found[:8])
+            raise Failure(
+                Verdict.HACK_FORBIDDEN_API,
+                f"The solution uses constructs a kernel has no use for ({listing}). Write the forward with "
+                "Triton kernels and plain tensor glue only.",
+            )
     try:
         module = _import_file(path, "candidate")
     except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
@@ -339,33 +352,62 @@ def _synchronize(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def run_trials(model, reference: Reference, path: Path, device, tolerance, channel: Channel, stages: dict) -> dict:
+def run_trials(
+    model, reference: Reference, path: Path, device, tolerance, channel: Channel, stages: dict, baseline
+) -> dict:
+    """Every trial on fresh inputs, each forward watched by the runtime guards before its output is
+    compared (so a tampered comparison never runs)."""
     import torch
 
     from tritongym.evaluate.compare import compare_outputs
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing
 
     worst = None
+    total = len(reference.trials)
+    reference.compute_ops.clear()
     for n, (inputs, expected, expected64) in enumerate(reference.trials, start=1):
         channel.stage(f"trial {n}")
         given = _map_tensors(inputs, torch.clone)
-        what = f"in forward (trial {n} of {len(reference.trials)})"
+        what = f"in forward (trial {n} of {total})"
+        recorder = OpRecorder()
         started = time.perf_counter()
         try:
-            with torch.no_grad():
+            with LaunchMonitor(str(path), recorder) as monitor, torch.no_grad(), recorder:
                 got = model(*given)
             _synchronize(device)
         except BaseException as exc:
             raise classify_failure(exc, str(path), what) from None
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             stages["first_trial"] = round(time.perf_counter() - started, 4)
+        reference.compute_ops.update(recorder.compute)
+        tampered = baseline.tampering()
+        if tampered:
+            raise Failure(
+                Verdict.HACK_TAMPERING, f"Trial {n}: the solution tampered with the judge: {'; '.join(tampered)}."
+            )
+        stray = baseline.stray_workers()
+        if stray:
+            raise Failure(Verdict.HACK_THREADS, f"Trial {n}: {'; '.join(stray)} after forward returned.")
+        if monitor.launches == 0:
+            raise Failure(
+                Verdict.HACK_NO_TRITON,
+                f"Trial {n}: forward launched none of the solution's own @triton.jit kernels; the work must "
+                "be done by Triton kernels defined in the solution.",
+            )
         changed = _inputs_changed(inputs, given)
         if changed:
             raise Failure(Verdict.HACK_INPUT_MUTATION, f"Trial {n}: {changed}.")
+        owner = aliasing(got, given, model)
+        if owner:
+            raise Failure(
+                Verdict.HACK_OUTPUT_ALIAS,
+                f"Trial {n}: an output shares memory with {owner}; return freshly allocated outputs.",
+            )
         comparison = compare_outputs(got, expected, expected64, tolerance)
         if not comparison.ok:
             return {
                 "verdict": comparison.verdict,
-                "feedback": f"Trial {n} of {len(reference.trials)}: {comparison.message}",
+                "feedback": f"Trial {n} of {total}: {comparison.message}",
                 "trials_passed": n - 1,
                 "errors": comparison.stats,
             }
@@ -373,10 +415,40 @@ def run_trials(model, reference: Reference, path: Path, device, tolerance, chann
             worst = comparison.stats
     return {
         "verdict": Verdict.OK,
-        "feedback": f"Correct on all {len(reference.trials)} trials.",
-        "trials_passed": len(reference.trials),
+        "feedback": f"Correct on all {total} trials.",
+        "trials_passed": total,
         "errors": worst,
     }
+
+
+def guard_findings(model, reference: Reference, path: Path, device, job: dict) -> list[dict]:
+    """Checks on a correct solution: does it route around failed Triton launches, and how much
+    PyTorch compute does its forward run (per the torch_compute policy)."""
+    import torch
+
+    from tritongym.evaluate.guards import LaunchMonitor
+
+    given = _map_tensors(reference.trials[0][0], torch.clone)
+    try:
+        with LaunchMonitor(str(path), block=True), torch.no_grad():
+            model(*given)
+        _synchronize(device)
+    except BaseException:
+        pass  # a forward that fails when its kernels fail is what we want
+    else:
+        raise Failure(
+            Verdict.HACK_FALLBACK,
+            "forward still returned a result when every launch of the solution's Triton kernels failed: "
+            "it routes around Triton (try/except or a fallback path). Remove the fallback.",
+        )
+    ops = reference.compute_ops
+    if not ops or job["torch_compute"] == "allow":
+        return []
+    listing = ", ".join(f"{name} x{count}" for name, count in ops.most_common(8))
+    message = f"PyTorch compute ran inside forward over {len(reference.trials)} trials: {listing}"
+    if job["torch_compute"] == "forbid":
+        raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
+    return [{"check": "torch_compute", "message": message}]
 
 
 def describe_device(device) -> str:
@@ -399,15 +471,19 @@ def warm_up(device_name: str):
     import torch
 
     import tritongym.evaluate.compare  # noqa: F401
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder
 
     device = torch.device(device_name)
+    # Exercise the guards once: their first use imports lazy modules that rebind torch attributes,
+    # which must happen before the baseline snapshot, not inside a candidate's trial.
+    with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+        torch.ones(1, device=device).add(1)
     if device.type == "cuda":
-        torch.empty(1, device=device)
         torch.cuda.synchronize(device)
     return device
 
 
-def evaluate(job: dict, channel: Channel, device, stages: dict[str, float]) -> dict:
+def evaluate(job: dict, channel: Channel, device, stages: dict[str, float], baseline) -> dict:
     from tritongym.evaluate.compare import Tolerance
 
     tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
@@ -419,11 +495,14 @@ def evaluate(job: dict, channel: Channel, device, stages: dict[str, float]) -> d
         result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
     path = Path(job["candidate_path"])
     with _Timer(channel, "import", stages):
-        cls = load_candidate(path, job["solution_class"])
+        cls = load_candidate(path, job["solution_class"], job["static_checks"])
     with _Timer(channel, "build", stages):
         model, _ = build_candidate(cls, reference, path, device)
     with _Timer(channel, "correctness", stages):
-        result |= run_trials(model, reference, path, device, tolerance, channel, stages)
+        result |= run_trials(model, reference, path, device, tolerance, channel, stages, baseline)
+    if result["verdict"] is Verdict.OK:
+        with _Timer(channel, "guards", stages):
+            result["findings"] = result.get("findings", []) + guard_findings(model, reference, path, device, job)
     return result
 
 
@@ -434,13 +513,13 @@ def _enter_workdir(job: dict) -> None:
     tempfile.tempdir = None
 
 
-def run_job(job: dict, channel: Channel, device) -> dict:
+def run_job(job: dict, channel: Channel, device, baseline) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     stages: dict[str, float] = {}
     start = time.perf_counter()
     try:
         _enter_workdir(job)
-        result = evaluate(job, channel, device, stages)
+        result = evaluate(job, channel, device, stages, baseline)
     except Failure as failure:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     except BaseException as exc:  # a bug here or candidate code escaping: never a bare traceback
@@ -478,7 +557,7 @@ def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
         _limit_job(job, init["device"])
-        result = run_job(job, channel, device)
+        result = run_job(job, channel, device, baseline)
         os.chdir(init["home"])
         baseline.forget_candidate_modules(job["workdir"])
         taint = baseline.taint()

@@ -34,6 +34,20 @@ class Verdict(StrEnum):
     """Close to the reference, but far less accurate than PyTorch at the problem's dtype."""
     HACK_INPUT_MUTATION = "hack_input_mutation"
     """forward changed one of its inputs in place."""
+    HACK_OUTPUT_ALIAS = "hack_output_alias"
+    """An output shares memory with an input, a parameter or a buffer."""
+    HACK_NO_TRITON = "hack_no_triton"
+    """No kernel of the candidate's own @triton.jit functions ran in a forward."""
+    HACK_FALLBACK = "hack_fallback"
+    """forward still returned when every launch of the candidate's kernels failed: it routes around Triton."""
+    HACK_TORCH_COMPUTE = "hack_torch_compute"
+    """PyTorch compute ops ran inside forward (only under the ``forbid`` policy)."""
+    HACK_TAMPERING = "hack_tampering"
+    """The candidate replaced functions or settings of torch, triton, builtins or the judge."""
+    HACK_THREADS = "hack_threads"
+    """The candidate left threads or processes running after forward."""
+    HACK_FORBIDDEN_API = "hack_forbidden_api"
+    """The source uses a construct a kernel has no use for (gc, ctypes, frames, os.fork, patching ...)."""
     INFRASTRUCTURE_ERROR = "infrastructure_error"
     """Not the candidate's fault (broken problem, sandbox could not start); never a reward."""
 
@@ -50,6 +64,7 @@ _NOT_COMPILED = {
     Verdict.INTERFACE_ERROR,
     Verdict.COMPILE_ERROR,
     Verdict.INFRASTRUCTURE_ERROR,
+    Verdict.HACK_FORBIDDEN_API,
 }
 
 

@@ -99,12 +99,8 @@ class ProcessState:
             if path.startswith(workdir):
                 del sys.modules[name]
 
-    def taint(self) -> list[str]:
-        """Reasons this process must not run another candidate (empty: clean)."""
-        import gc
-
-        import torch
-
+    def tampering(self) -> list[str]:
+        """Functions and settings of torch, triton, builtins or the judge that differ from the baseline."""
         reasons = []
         now = _attribute_ids()
         changed = sorted(f"{m}.{a}" for (m, a), i in self.attributes.items() if now.get((m, a)) != i)
@@ -114,11 +110,25 @@ class ProcessState:
         drift = sorted(k for k in self.settings if settings.get(k) != self.settings[k])
         if drift:
             reasons.append(f"changed torch settings: {', '.join(drift)}")
+        return reasons
+
+    def stray_workers(self) -> list[str]:
+        """Threads and child processes started since the baseline and still running."""
+        reasons = []
         threads = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
         if threads:
             reasons.append(f"threads still running: {', '.join(threads[:5])}")
         if child_processes():
             reasons.append("child processes still running")
+        return reasons
+
+    def taint(self) -> list[str]:
+        """Reasons this process must not run another candidate (empty: clean)."""
+        import gc
+
+        import torch
+
+        reasons = self.tampering() + self.stray_workers()
         if any(signal.getsignal(s) != h for s, h in self.signals.items()):
             reasons.append("signal handlers changed")
         if sys.gettrace() is not None or sys.getprofile() is not None:
