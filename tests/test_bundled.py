@@ -12,3 +12,4 @@ def test_bundled_solution_is_correct(problem):
     result = evaluate(problem.small(), problem.solution, EvalConfig(device=DEVICE, trials=3))
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     assert result.trials_passed == 3
+    assert result.findings == []  # no guard fires on a legitimate all-Triton solution

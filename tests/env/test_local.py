@@ -41,7 +41,7 @@ def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
 @pytest.mark.parametrize(
     ("name", "verdict", "reason"),
     [
-        ("patches_torch", Verdict.HACK_TAMPERING, "replaced or removed: torch.allclose"),
+        ("patches_torch", Verdict.HACK_TAMPERING, "replaced, added or removed: torch.allclose"),
         ("changes_torch_settings", Verdict.HACK_TAMPERING, "changed torch settings: default_dtype"),
         ("leaves_thread", Verdict.HACK_THREADS, "threads still running: lingering"),
         ("forks", Verdict.HACK_THREADS, "child processes still running"),

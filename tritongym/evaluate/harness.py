@@ -44,15 +44,18 @@ class Failure(Exception):
 
 
 class Channel:
-    """JSON lines to the parent on an inherited pipe; only the original process may write."""
+    """JSON lines to the parent on an inherited pipe; only the original process may write. Each
+    message carries the current job's nonce: the parent ignores lines without it (forged by a
+    candidate, or left over from an earlier job)."""
 
     def __init__(self, fd: int):
         self._fd, self._pid = fd, os.getpid()
+        self.nonce = ""
 
     def send(self, message: dict[str, Any]) -> None:
         if os.getpid() != self._pid:  # a fork of the candidate's must not speak for the harness
             os._exit(0)
-        data = (json.dumps(message) + "\n").encode()
+        data = (json.dumps(message | {"nonce": self.nonce}) + "\n").encode()
         while data:
             data = data[os.write(self._fd, data) :]
 
@@ -556,6 +559,7 @@ def main() -> None:
     baseline = ProcessState()
     for line in sys.stdin:
         job = json.loads(line)
+        channel.nonce = job.pop("nonce")
         _limit_job(job, init["device"])
         result = run_job(job, channel, device, baseline)
         os.chdir(init["home"])

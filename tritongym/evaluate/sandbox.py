@@ -252,7 +252,8 @@ class Sandbox:
         outcome = SandboxOutcome()
         marker = f"tritongym-end-{secrets.token_hex(8)}"
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
-        job = job | {"workdir": str(workdir), "output_marker": marker,
+        nonce = secrets.token_hex(16)
+        job = job | {"workdir": str(workdir), "output_marker": marker, "nonce": nonce,
                      "candidate_path": str(workdir / "solution.py")}  # fmt: skip
         (workdir / "solution.py").write_text(job.pop("candidate_source"), encoding="utf-8")
         for reader in self._readers:
@@ -260,7 +261,7 @@ class Sandbox:
         start = time.monotonic()
         with contextlib.suppress(OSError):  # it died between jobs: the channel's EOF says so
             self._send(job)
-        self._watch(outcome, start + timeout_s, memory_limit_bytes, until="result")
+        self._watch(outcome, start + timeout_s, memory_limit_bytes, until="result", nonce=nonce)
         finished = outcome.result is not None
         if not finished:
             if not (outcome.timed_out or outcome.out_of_memory or outcome.protocol_error):
@@ -286,7 +287,7 @@ class Sandbox:
             os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
 
-    def _watch(self, outcome: SandboxOutcome, deadline: float, memory_limit: int, until: str) -> None:
+    def _watch(self, outcome: SandboxOutcome, deadline: float, memory_limit: int, until: str, nonce: str = "") -> None:
         buffer = b""
         received = 0
         next_memory_check = 0.0
@@ -320,6 +321,8 @@ class Sandbox:
                 if not isinstance(message, dict):
                     outcome.protocol_error = "the sandbox wrote a malformed message on its result channel"
                     return
+                if message.get("nonce") != nonce:
+                    continue  # forged by a candidate, or left over from an earlier job
                 if "stage" in message:
                     outcome.stage = str(message["stage"])[:100]
                     outcome.stages_seen.append(outcome.stage)

@@ -21,7 +21,9 @@ WATCHED_MODULES = (
     "torch.backends.cudnn", "triton", "triton.language", "triton.runtime.jit",
     "tritongym.evaluate.compare", "tritongym.evaluate.harness", "tritongym.evaluate.taint",
 )  # fmt: skip
-WATCHED_CLASSES = ("torch.Tensor", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
+WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
+"""Classes whose attributes are watched; unlike a module, a class must not even gain one (an added
+``torch.Tensor.__sub__`` shadows the operator inherited from TensorBase)."""
 WATCHED_SIGNALS = tuple(
     s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGPIPE)
 )
@@ -75,11 +77,16 @@ def child_processes() -> list[int]:
     return children
 
 
+def _class_keys() -> dict[str, frozenset[str]]:
+    return {dotted: frozenset(vars(_resolve(dotted))) for dotted in WATCHED_CLASSES}
+
+
 class ProcessState:
     """The baseline a sandbox returns to after each evaluation."""
 
     def __init__(self) -> None:
         self.attributes = _attribute_ids()
+        self.class_keys = _class_keys()
         self.settings = _torch_settings()
         self.threads = set(threading.enumerate())
         self.signals = {s: signal.getsignal(s) for s in WATCHED_SIGNALS}
@@ -104,8 +111,12 @@ class ProcessState:
         reasons = []
         now = _attribute_ids()
         changed = sorted(f"{m}.{a}" for (m, a), i in self.attributes.items() if now.get((m, a)) != i)
+        for dotted, keys in _class_keys().items():
+            changed += sorted(f"{dotted}.{k}" for k in keys - self.class_keys[dotted])
         if changed:
-            reasons.append(f"replaced or removed: {', '.join(changed[:5])}" + (" ..." if len(changed) > 5 else ""))
+            reasons.append(
+                f"replaced, added or removed: {', '.join(changed[:5])}" + (" ..." if len(changed) > 5 else "")
+            )
         settings = _torch_settings()
         drift = sorted(k for k in self.settings if settings.get(k) != self.settings[k])
         if drift:

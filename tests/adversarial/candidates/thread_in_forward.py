@@ -1,0 +1,28 @@
+"""Exploit: finish the work on a background thread after forward returns."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(a_ptr + offsets, mask=mask) + tl.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+def launch_add(a, b, out):
+    add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, out, a.numel(), BLOCK=256)
+    return out
+
+
+import threading
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        threading.Thread(target=launch_add, args=(a, b, out)).start()
+        return out
