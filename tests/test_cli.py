@@ -75,3 +75,17 @@ def test_problems_list_of_a_table_with_custom_columns(tmp_path):
     assert wrong.exit_code == EXIT_USAGE and "--source-column" in wrong.output
     right = runner.invoke(app, ["problems", "list", str(table), "--source-column", "code"])
     assert right.exit_code == 0 and "silu-1" in right.output and "batch_size=4096" in right.output
+
+
+def test_guard_policies_from_the_command_line():
+    token = CANDIDATES.parent / "adversarial/candidates/token_triton.py"
+    base = ["eval", "--problem", "vector_add", "--candidate", str(token), "--trials", "2", "--device", DEVICE]
+    assert runner.invoke(app, base).exit_code == EXIT_OK
+    forbid = runner.invoke(app, [*base, "--torch-compute", "forbid"])
+    assert forbid.exit_code == EXIT_FAILED and "hack_torch_compute" in forbid.output
+    bad = runner.invoke(app, [*base, "--torch-compute", "sometimes"])
+    assert bad.exit_code == EXIT_USAGE and "torch_compute must be" in bad.output
+    forks = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "forks.py"), "--trials", "2",
+             "--device", DEVICE]  # fmt: skip
+    assert "hack_forbidden_api" in runner.invoke(app, forks).output
+    assert "hack_threads" in runner.invoke(app, [*forks, "--no-static-checks"]).output

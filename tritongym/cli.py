@@ -129,7 +129,7 @@ def _run_batch(tasks: list[Task], config: EvalConfig, jobs: int | None, out_path
     return _exit_code(results)
 
 
-def _config(trials, tolerance, timeout, device, memory_limit_mb) -> EvalConfig:
+def _config(trials, tolerance, timeout, device, memory_limit_mb, **guards) -> EvalConfig:
     try:
         return EvalConfig(
             trials=trials,
@@ -137,6 +137,7 @@ def _config(trials, tolerance, timeout, device, memory_limit_mb) -> EvalConfig:
             timeout_s=timeout,
             device=device,
             memory_limit_mb=memory_limit_mb,
+            **guards,
         )
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
@@ -147,6 +148,10 @@ ToleranceOpt = Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))]
 DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
 MemoryOpt = Annotated[int, typer.Option("--memory-limit-mb", help=EvalConfig.help("memory_limit_mb"))]
+TorchComputeOpt = Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))]
+StaticChecksOpt = Annotated[
+    bool, typer.Option("--static-checks/--no-static-checks", help=EvalConfig.help("static_checks"))
+]
 JobsOpt = Annotated[
     int | None,
     typer.Option(help="Warm sandboxes: on the CPU in all (default: the cores), on GPUs per GPU (default 1)."),
@@ -217,9 +222,13 @@ def eval_command(
     jobs: JobsOpt = None,
     source_column: SourceColumnOpt = TableColumns.source,
     entry_point_column: EntryPointColumnOpt = "entry_point",
+    torch_compute: TorchComputeOpt = "penalize",
+    static_checks: StaticChecksOpt = True,
 ) -> None:
     """Evaluate a candidate solution (or a directory of them) for correctness."""
-    config = _config(trials, tolerance, timeout, device, memory_limit_mb)
+    config = _config(
+        trials, tolerance, timeout, device, memory_limit_mb, torch_compute=torch_compute, static_checks=static_checks
+    )
     sizes = _parse_sizes(size or [])
     try:
         _, small_default = _announce_device(config)
