@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import queue
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from tritongym.evaluate.config import EvalConfig
@@ -72,3 +75,58 @@ class WorkerPool(Env, Protocol):
     def fingerprint(self) -> dict:
         """Device name and versions of the workers (part of the result cache key)."""
         ...
+
+
+@dataclass(order=True)
+class QueuedTask:
+    """A submitted evaluation waiting in a priority queue (ordered by rank alone)."""
+
+    rank: tuple[float, int]
+    """(-priority, submission order): higher priority first, then first come first served."""
+    problem: Problem | None = field(default=None, compare=False)
+    """None marks a stop request for a worker."""
+    candidate: str | bytes = field(default="", compare=False)
+    config: EvalConfig | None = field(default=None, compare=False)
+    future: Future | None = field(default=None, compare=False)
+    submitted: float = field(default_factory=time.monotonic, compare=False)
+    attempts: int = field(default=0, compare=False)
+
+
+class QueuedEnv:
+    """submit() and evaluate_many() over one priority queue, which a backend's workers drain."""
+
+    def __init__(self) -> None:
+        self._queue: queue.PriorityQueue[QueuedTask] = queue.PriorityQueue()
+        self._order = itertools.count()
+
+    def submit(
+        self,
+        problem: Problem,
+        candidate: str | bytes,
+        config: EvalConfig | None = None,
+        *,
+        priority: int = 0,
+        timeout_s: float | None = None,
+    ) -> Future[EvalResult]:
+        future: Future[EvalResult] = Future()
+        rank = (-priority, next(self._order))
+        self._queue.put(QueuedTask(rank, problem, candidate, task_config(config, timeout_s), future))
+        return future
+
+    def evaluate_many(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None
+    ) -> Iterator[tuple[Task, EvalResult]]:
+        return stream_results(self, tasks, config)
+
+    def _stop_request(self) -> QueuedTask:
+        """Queued after every task, so workers finish what was submitted before they stop."""
+        return QueuedTask((float("inf"), next(self._order)))
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass
 
-from tritongym.env.base import Task, stream_results, task_config
+from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError, SandboxError
-from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, cuda_device_count, evaluate_in
-from tritongym.evaluate.result import EvalResult
 from tritongym.evaluate.sandbox import Sandbox
-from tritongym.problems import Problem
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +53,12 @@ def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
     return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]}) for i in indices for _ in range(per)]
 
 
-_STOP = object()
-
-
-class LocalEnv:
+class LocalEnv(QueuedEnv):
     """Warm sandboxes fed from one priority queue. Use as a context manager, or call close()."""
 
     def __init__(self, config: PoolConfig | None = None):
+        super().__init__()
         self.config = config or PoolConfig()
-        self._queue: queue.PriorityQueue = queue.PriorityQueue()
-        self._order = itertools.count()
         self._sandboxes = [Sandbox(device, env) for device, env in device_slots(self.config)]
         self._ready = threading.Event()
         self._threads = [
@@ -97,26 +86,6 @@ class LocalEnv:
         self._ready.wait(timeout_s)
         return next((sb.info for sb in self._sandboxes if sb.info), {})
 
-    def submit(
-        self,
-        problem: Problem,
-        candidate: str | bytes,
-        config: EvalConfig | None = None,
-        *,
-        priority: int = 0,
-        timeout_s: float | None = None,
-    ) -> Future[EvalResult]:
-        config = task_config(config, timeout_s)
-        future: Future[EvalResult] = Future()
-        item = (future, problem, candidate, config, time.monotonic())
-        self._queue.put((-priority, next(self._order), item))
-        return future
-
-    def evaluate_many(
-        self, tasks: Iterable[Task], config: EvalConfig | None = None
-    ) -> Iterator[tuple[Task, EvalResult]]:
-        return stream_results(self, tasks, config)
-
     def _serve(self, sandbox: Sandbox) -> None:
         try:
             sandbox.start()  # warm before the first task arrives
@@ -125,32 +94,25 @@ class LocalEnv:
             log.warning("sandbox did not start (it will be retried per task): %s", exc)
         try:
             while True:
-                _, _, item = self._queue.get()
-                if item is _STOP:
+                item = self._queue.get()
+                if item.problem is None:
                     return
-                future, problem, candidate, config, submitted = item
-                if not future.set_running_or_notify_cancel():
+                if not item.future.set_running_or_notify_cancel():
                     continue
                 try:
-                    waited = time.monotonic() - submitted
-                    result = evaluate_in(sandbox, problem, candidate, config, self.config.max_attempts)
+                    waited = time.monotonic() - item.submitted
+                    result = evaluate_in(sandbox, item.problem, item.candidate, item.config, self.config.max_attempts)
                     result.stage_seconds["queue"] = round(waited, 4)
-                    future.set_result(result)
+                    item.future.set_result(result)
                     self._ready.set()
                 except BaseException as exc:  # a bug of ours: surface it to the caller, keep serving
-                    future.set_exception(exc)
+                    item.future.set_exception(exc)
         finally:
             sandbox.close()
 
     def close(self) -> None:
         """Stop the workers after the queued tasks (they still run) and shut the sandboxes down."""
         for _ in self._threads:
-            self._queue.put((float("inf"), next(self._order), _STOP))
+            self._queue.put(self._stop_request())
         for thread in self._threads:
             thread.join()
-
-    def __enter__(self) -> LocalEnv:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -8,15 +8,10 @@ times, then reported as ``infrastructure_error``. Install with ``pip install 'tr
 
 from __future__ import annotations
 
-import itertools
 import os
-import queue
 import threading
-from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
-from dataclasses import dataclass, field
 
-from tritongym.env.base import Task, stream_results, task_config
+from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, evaluate_in
@@ -40,17 +35,7 @@ class SandboxWorker:
         return evaluate_in(self.sandbox, problem, candidate, config, attempts)
 
 
-@dataclass(order=True)
-class _Item:
-    rank: tuple[int, int]
-    problem: Problem = field(compare=False)
-    candidate: str | bytes = field(compare=False)
-    config: EvalConfig = field(compare=False)
-    future: Future = field(compare=False)
-    attempts: int = field(default=0, compare=False)
-
-
-class RayEnv:
+class RayEnv(QueuedEnv):
     """The Env API over Ray actors."""
 
     def __init__(
@@ -62,6 +47,7 @@ class RayEnv:
     ):
         import ray
 
+        super().__init__()
         self._ray = ray
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
@@ -81,8 +67,6 @@ class RayEnv:
         self.max_attempts = max_attempts
         self.actors = [actor.remote(devices) for _ in range(count)]
         self._info = ray.get(self.actors[0].info.remote())
-        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
-        self._order = itertools.count()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._dispatch, name="tritongym-ray-dispatcher", daemon=True)
         self._thread.start()
@@ -93,25 +77,6 @@ class RayEnv:
 
     def fingerprint(self) -> dict:
         return self._info
-
-    def submit(
-        self,
-        problem: Problem,
-        candidate: str | bytes,
-        config: EvalConfig | None = None,
-        *,
-        priority: int = 0,
-        timeout_s: float | None = None,
-    ) -> Future[EvalResult]:
-        config = task_config(config, timeout_s)
-        future: Future[EvalResult] = Future()
-        self._queue.put(_Item((-priority, next(self._order)), problem, candidate, config, future))
-        return future
-
-    def evaluate_many(
-        self, tasks: Iterable[Task], config: EvalConfig | None = None
-    ) -> Iterator[tuple[Task, EvalResult]]:
-        return stream_results(self, tasks, config)
 
     def _dispatch(self) -> None:
         ray = self._ray
@@ -152,9 +117,3 @@ class RayEnv:
         self._thread.join()
         for worker in self.actors:
             self._ray.kill(worker)
-
-    def __enter__(self) -> RayEnv:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
