@@ -192,13 +192,12 @@ class Reference:
     def __init__(self, job: dict, device):
         import torch
 
-        self.path = Path(job["workdir"]) / "reference.py"
-        self.path.write_text(job["problem_source"], encoding="utf-8")
+        path = Path(job["workdir"]) / "reference.py"
+        path.write_text(job["problem_source"], encoding="utf-8")
         self.entry_point = job["entry_point"]
-        self.compute_ops: collections.Counter[str] = collections.Counter()
         seeds = job.pop("seeds")
         try:
-            module = _import_file(self.path, "reference")
+            module = _import_file(path, "reference")
             cls = getattr(module, self.entry_point, None)
             if cls is None:
                 raise LookupError(f"the problem defines no class {self.entry_point!r}")
@@ -206,7 +205,6 @@ class Reference:
             with torch.device(device):
                 self.init_args, self.init_kwargs = split_init_inputs(module.get_init_inputs())
                 self.model = cls(*self.init_args, **self.init_kwargs).to(device).eval()
-            self.cls = cls
             self.float64_note = ""
             model64 = None
             if job["tolerance"] == "float64":
@@ -317,23 +315,20 @@ def build_candidate(cls, reference: Reference, path: Path, device):
         model = model.to(device).eval()
     except BaseException as exc:
         raise classify_failure(exc, str(path), f"while constructing {class_name}") from None
-    copied = copy_matching_state(reference.model, model)
-    return model, copied
+    copy_matching_state(reference.model, model)
+    return model
 
 
-def copy_matching_state(source, target) -> int:
+def copy_matching_state(source, target) -> None:
     """Copy the reference's parameters and buffers into the candidate where name and shape match."""
     import torch
 
     target_state = target.state_dict(keep_vars=True)
-    copied = 0
     with torch.no_grad():
         for name, value in source.state_dict().items():
             slot = target_state.get(name)
             if isinstance(slot, torch.Tensor) and slot.shape == value.shape:
                 slot.copy_(value.to(slot.dtype))
-                copied += 1
-    return copied
 
 
 def _inputs_changed(before: list, after: list) -> str | None:
@@ -356,7 +351,15 @@ def _synchronize(device) -> None:
 
 
 def run_trials(
-    model, reference: Reference, path: Path, device, tolerance, channel: Channel, stages: dict, baseline
+    model,
+    reference: Reference,
+    path: Path,
+    device,
+    tolerance,
+    channel: Channel,
+    stages: dict,
+    baseline,
+    compute_ops: collections.Counter,
 ) -> dict:
     """Every trial on fresh inputs, each forward watched by the runtime guards before its output is
     compared (so a tampered comparison never runs)."""
@@ -367,7 +370,6 @@ def run_trials(
 
     worst = None
     total = len(reference.trials)
-    reference.compute_ops.clear()
     for n, (inputs, expected, expected64) in enumerate(reference.trials, start=1):
         channel.stage(f"trial {n}")
         given = _map_tensors(inputs, torch.clone)
@@ -382,7 +384,7 @@ def run_trials(
             raise classify_failure(exc, str(path), what) from None
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             stages["first_trial"] = round(time.perf_counter() - started, 4)
-        reference.compute_ops.update(recorder.compute)
+        compute_ops.update(recorder.compute)
         tampered = baseline.tampering()
         if tampered:
             raise Failure(
@@ -424,7 +426,9 @@ def run_trials(
     }
 
 
-def guard_findings(model, reference: Reference, path: Path, device, job: dict) -> list[dict]:
+def guard_findings(
+    model, reference: Reference, path: Path, device, job: dict, compute_ops: collections.Counter
+) -> list[dict]:
     """Checks on a correct solution: does it route around failed Triton launches, and how much
     PyTorch compute does its forward run (per the torch_compute policy)."""
     import torch
@@ -444,7 +448,7 @@ def guard_findings(model, reference: Reference, path: Path, device, job: dict) -
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    ops = reference.compute_ops
+    ops = compute_ops
     if not ops or job["torch_compute"] == "allow":
         return []
     listing = ", ".join(f"{name} x{count}" for name, count in ops.most_common(8))
@@ -500,12 +504,14 @@ def evaluate(job: dict, channel: Channel, device, stages: dict[str, float], base
     with _Timer(channel, "import", stages):
         cls = load_candidate(path, job["solution_class"], job["static_checks"])
     with _Timer(channel, "build", stages):
-        model, _ = build_candidate(cls, reference, path, device)
+        model = build_candidate(cls, reference, path, device)
+    compute_ops: collections.Counter[str] = collections.Counter()
     with _Timer(channel, "correctness", stages):
-        result |= run_trials(model, reference, path, device, tolerance, channel, stages, baseline)
+        result |= run_trials(model, reference, path, device, tolerance, channel, stages, baseline, compute_ops)
     if result["verdict"] is Verdict.OK:
         with _Timer(channel, "guards", stages):
-            result["findings"] = result.get("findings", []) + guard_findings(model, reference, path, device, job)
+            found = guard_findings(model, reference, path, device, job, compute_ops)
+            result["findings"] = result.get("findings", []) + found
     return result
 
 
