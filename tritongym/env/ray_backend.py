@@ -81,7 +81,8 @@ class RayEnv(QueuedEnv):
     def _dispatch(self) -> None:
         ray = self._ray
         idle = list(self.actors)
-        running: dict = {}
+        running: dict = {}  # task ref -> (item, actor)
+        probation: dict = {}  # probe ref -> actor that failed a task; idle again once it answers
         while not self._stop.is_set():
             while idle and not self._queue.empty():
                 item = self._queue.get()
@@ -91,18 +92,28 @@ class RayEnv(QueuedEnv):
                 worker = idle.pop()
                 ref = worker.evaluate.remote(item.problem, item.candidate, item.config, self.max_attempts)
                 running[ref] = (item, worker)
-            if not running:
+            if not running and not probation:
                 self._stop.wait(0.02)
                 continue
-            done, _ = ray.wait(list(running), num_returns=1, timeout=0.1)
+            done, _ = ray.wait([*running, *probation], num_returns=1, timeout=0.1)
             for ref in done:
+                if ref in probation:
+                    worker = probation.pop(ref)
+                    try:
+                        ray.get(ref)
+                        idle.append(worker)
+                    except ray.exceptions.RayActorError:
+                        pass  # gone for good: the pool shrinks
+                    continue
                 item, worker = running.pop(ref)
-                idle.append(worker)  # a dead actor is restarted by Ray; calls wait for it
                 try:
                     item.future.set_result(ray.get(ref))
+                    idle.append(worker)
                 except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as exc:
+                    # Ray restarts the actor; the probe waits for that before it serves again.
+                    probation[worker.info.options(max_task_retries=-1).remote()] = worker
                     if item.attempts < self.max_attempts:
-                        self._queue.put(item)
+                        self._queue.put(item)  # to whichever actor is healthy first
                     else:
                         item.future.set_result(EvalResult(
                             problem=item.problem.name, verdict=Verdict.INFRASTRUCTURE_ERROR,
@@ -111,6 +122,7 @@ class RayEnv(QueuedEnv):
                         ))  # fmt: skip
                 except Exception as exc:  # a bug of ours: surface it to the caller
                     item.future.set_exception(exc)
+                    idle.append(worker)
 
     def close(self) -> None:
         self._stop.set()
