@@ -53,12 +53,29 @@ FORBIDDEN_ATTRIBUTES = {
     ("os", "open"): "opens raw file descriptors",
     ("os", "dup"): "duplicates file descriptors",
     ("os", "dup2"): "duplicates file descriptors",
+    ("torch", "library"): "re-registers PyTorch's kernels",
+    ("torch", "_C"): "reaches PyTorch's internals",
+    ("torch", "overrides"): "intercepts PyTorch calls",
+    ("torch.utils", "_python_dispatch"): "intercepts PyTorch calls",
     ("torch.cuda", "Stream"): "launches work outside the timed stream",
     ("torch.cuda", "stream"): "launches work outside the timed stream",
     ("torch.cuda", "Event"): "manipulates timing events",
     ("torch.cuda", "graph"): "replays work outside the timed stream",
     ("torch.cuda", "CUDAGraph"): "replays work outside the timed stream",
 }
+
+
+_FORBIDDEN_PATHS = {f"{owner}.{attr}": why for (owner, attr), why in FORBIDDEN_ATTRIBUTES.items()}
+
+
+def _forbidden_path(full: str) -> tuple[str, str] | None:
+    """The forbidden dotted path that ``full`` is, or lies under (``torch.library.Library``)."""
+    parts = full.split(".")
+    for end in range(len(parts), 1, -1):
+        path = ".".join(parts[:end])
+        if path in _FORBIDDEN_PATHS:
+            return path, _FORBIDDEN_PATHS[path]
+    return None
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -90,20 +107,22 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
 
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.module else []
             for name in names:
                 root = name.split(".")[0]
                 if root in FORBIDDEN_MODULES:
                     found.append((node.lineno, f"imports {name} ({FORBIDDEN_MODULES[root]})"))
+                elif hit := _forbidden_path(name):
+                    found.append((node.lineno, f"imports {hit[0]} ({hit[1]})"))
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES and node.id not in aliases:
             found.append((node.lineno, f"uses {node.id} ({FORBIDDEN_NAMES[node.id]})"))
         elif isinstance(node, ast.Attribute):
             dotted = _dotted(node)
-            if dotted:
-                full = resolve(dotted)
-                owner, _, attr = full.rpartition(".")
-                if (owner, attr) in FORBIDDEN_ATTRIBUTES:
-                    found.append((node.lineno, f"uses {full} ({FORBIDDEN_ATTRIBUTES[(owner, attr)]})"))
+            if dotted and (hit := _forbidden_path(resolve(dotted))):
+                found.append((node.lineno, f"uses {hit[0]} ({hit[1]})"))
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:

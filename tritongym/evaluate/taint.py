@@ -62,6 +62,8 @@ def _torch_settings() -> dict[str, object]:
     }
     if hasattr(torch, "get_default_device"):
         settings["default_device"] = str(torch.get_default_device())
+    settings["dispatch_modes"] = torch._C._len_torch_dispatch_stack()
+    settings["function_modes"] = torch._C._len_torch_function_stack()
     if torch.cuda.is_initialized():
         settings["cuda.current_stream"] = torch.cuda.current_stream() == torch.cuda.default_stream()
     return settings
