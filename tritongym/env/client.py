@@ -24,7 +24,7 @@ def _task_json(problem: Problem, candidate: str | bytes, config: EvalConfig | No
     settings = asdict(config) if config else {}
     settings.pop("device", None)  # the service's devices decide
     return {
-        "problem": {"name": problem.name, "source": problem.source, "entry_point": problem.entry_point},
+        "problem": problem.to_dict(),
         "candidate": text,
         "config": settings,
         "priority": priority,

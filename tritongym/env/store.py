@@ -74,7 +74,7 @@ class StoredTask:
 def _payload(problem: Problem, candidate: str, config: EvalConfig) -> str:
     return json.dumps(
         {
-            "problem": {"name": problem.name, "source": problem.source, "entry_point": problem.entry_point},
+            "problem": problem.to_dict(),
             "candidate": candidate,
             "config": asdict(config),
         }

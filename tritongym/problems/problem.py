@@ -43,6 +43,10 @@ class Problem:
         """Module-level integer constants of the reference source (``batch_size`` ...)."""
         return int_constants(self.source)
 
+    def to_dict(self) -> dict[str, str]:
+        """What a problem travels with (HTTP, the task store); ``Problem(**d)`` rebuilds it."""
+        return {"name": self.name, "source": self.source, "entry_point": self.entry_point}
+
     def with_sizes(self, **sizes: int) -> Problem:
         """A copy whose module-level integer constants are overridden (to shrink it for the CPU)."""
         if not sizes:
