@@ -27,4 +27,4 @@ def run_candidate(candidate: str, problem: str = "vector_add", **config) -> Eval
 
 
 def eval_config(**overrides) -> EvalConfig:
-    return EvalConfig(device=DEVICE, trials=2, **overrides)
+    return EvalConfig(device=DEVICE, trials=2, **({"timing_budget_s": 2.0} | overrides))

@@ -2,7 +2,7 @@ import pytest
 
 from tritongym.errors import ConfigError
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
-from tritongym.evaluate.result import ErrorStats, Finding
+from tritongym.evaluate.result import ErrorStats, Finding, KernelShare, TimingStats
 
 
 @pytest.mark.parametrize(
@@ -13,6 +13,9 @@ from tritongym.evaluate.result import ErrorStats, Finding
         ({"timeout_s": 0}, "timeout_s must be positive"),
         ({"atol": -1.0}, "atol must not be negative"),
         ({"device": "tpu"}, "device must be"),
+        ({"baseline": "jit"}, "baseline must be"),
+        ({"timing_target": 0}, "timing_target must be positive"),
+        ({"timing_budget_s": -1}, "timing_budget_s must be positive"),
     ],
 )
 def test_invalid_settings_are_refused(kwargs, message):
@@ -36,11 +39,15 @@ def test_result_round_trips_through_json_and_rejects_unknown_fields():
         feedback="f",
         errors=ErrorStats("output", 1.0, 2.0, 0.1, [1, 2], 3.0, 2.0, 4, 10, 1e-7),
         findings=[Finding("tolerance", "m")],
+        speedup=1.5,
+        timing=TimingStats("eager", 3.0, [2.9, 3.1], 2.0, [1.9, 2.1], [1.45, 1.55], 0.02, 40, "target", 5, 1 << 28),
+        coverage=0.75,
+        kernels=[KernelShare("k", 1, 3.0, 0.75, True), KernelShare("gemm", 1, 1.0, 0.25, False)],
     )
     again = EvalResult.from_dict(json.loads(result.to_json()))
     assert again == result
     with pytest.raises(ValueError, match="unknown result fields"):
-        EvalResult.from_dict({**result.to_dict(), "speedup": 100.0})
+        EvalResult.from_dict({**result.to_dict(), "reward": 100.0})
     with pytest.raises(ValueError):
         EvalResult.from_dict({**result.to_dict(), "verdict": "excellent"})
 

@@ -73,6 +73,27 @@ def test_correct_candidate_passes_every_trial():
     assert ("interpreter" in result.device) is (DEVICE == "cpu")
 
 
+def test_speed_and_coverage_are_measured_on_a_gpu_and_reported_unavailable_on_the_cpu():
+    result = run_candidate("correct")
+    assert result.verdict is Verdict.OK
+    if DEVICE == "cpu":
+        assert result.speedup is None and result.timing is None and result.coverage is None and not result.kernels
+        assert "Timing unavailable on the CPU" in result.feedback
+        assert "timing" not in result.stage_seconds
+    else:
+        low, high = result.timing.speedup_ci
+        assert low <= result.speedup <= high and result.timing.reps >= 30
+        assert result.coverage > 0.9 and result.kernels[0].own
+        assert {"timing", "profiling"} <= set(result.stage_seconds)
+        assert "Speedup" in result.feedback and "Coverage" in result.feedback
+
+
+def test_timing_and_profiling_can_be_switched_off():
+    result = run_candidate("correct", timing=False, profile=False)
+    assert result.verdict is Verdict.OK and result.speedup is None and result.coverage is None
+    assert "Timing unavailable" not in result.feedback
+
+
 def test_mismatch_reports_worst_element():
     result = run_candidate("mismatch")
     stats = result.errors

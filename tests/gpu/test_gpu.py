@@ -35,6 +35,10 @@ def test_bundled_solution_is_correct_at_full_size(problem):
     result = evaluate(problem, problem.solution, CUDA)
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     assert "interpreter" not in result.device
+    assert result.coverage >= 0.95, result.kernels
+    assert not result.findings, result.findings  # no guard fires, no implausible speedup
+    low, high = result.timing.speedup_ci
+    assert low <= result.speedup <= high
 
 
 def test_illegal_memory_access_is_the_candidates_failure_and_the_next_evaluation_is_clean():

@@ -52,6 +52,27 @@ class EvalConfig:
         "frames, threads, os.fork, file access, patching modules): verdict hack_forbidden_api.",
         default=True,
     )
+    timing: bool = _doc(
+        "Time the candidate against the reference (CUDA events, interleaved, L2 flushed, inputs rotated). "
+        "GPU only: on the CPU the speedup is reported as unavailable, never as a number.",
+        default=True,
+    )
+    baseline: Literal["eager", "compile"] = _doc(
+        "What the speedup is measured against: the reference in eager PyTorch, or torch.compile of it.",
+        default="eager",
+    )
+    timing_target: float = _doc(
+        "Timing stops once the 95% confidence interval of the speedup is within this fraction of it.",
+        default=0.01,
+    )
+    timing_budget_s: float = _doc(
+        "Most wall time spent timing one candidate (the target may not be met).", default=10.0
+    )
+    profile: bool = _doc(
+        "Profile one forward on the GPU: coverage (share of GPU time in the candidate's own Triton kernels), "
+        "the per-kernel breakdown and the side-stream check.",
+        default=True,
+    )
     device: str = _doc(
         "'auto' (a CUDA GPU if there is one, else the CPU with Triton's interpreter), 'cpu', 'cuda' or 'cuda:N'.",
         default="auto",
@@ -68,6 +89,8 @@ class EvalConfig:
             "memory_limit_mb",
             "output_limit_bytes",
             "max_source_bytes",
+            "timing_target",
+            "timing_budget_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
@@ -77,6 +100,8 @@ class EvalConfig:
                 raise ConfigError(f"{name} must not be negative, not {value}")
         if self.torch_compute not in ("forbid", "penalize", "allow"):
             raise ConfigError(f"torch_compute must be 'forbid', 'penalize' or 'allow', not {self.torch_compute!r}")
+        if self.baseline not in ("eager", "compile"):
+            raise ConfigError(f"baseline must be 'eager' or 'compile', not {self.baseline!r}")
         if self.device != "auto" and self.device != "cpu" and not self.device.startswith("cuda"):
             raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {self.device!r}")
 

@@ -119,6 +119,11 @@ def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
         "memory_limit_mb": config.memory_limit_mb,
         "torch_compute": config.torch_compute,
         "static_checks": config.static_checks,
+        "timing": config.timing,
+        "baseline": config.baseline,
+        "timing_target": config.timing_target,
+        "timing_budget_s": config.timing_budget_s,
+        "profile": config.profile,
     }
 
 

@@ -2,11 +2,14 @@
 
 * LaunchMonitor wraps Triton's launch path for the duration of a forward. It counts launches of
   kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
-  source file is the candidate's, never a name match). It pauses op recording inside launches (the
-  interpreter runs torch ops of its own). On request it makes every such launch fail, to expose
-  forwards that route around a failed Triton path.
+  source file is the candidate's, never a name match), and those made on a CUDA stream other than
+  the one forward was called on. Under the interpreter it pauses op recording inside launches (the
+  interpreter runs torch ops of its own; on a GPU a launch runs none, so any there are recorded).
+  On request it makes every such launch fail, to expose forwards that route around a failed Triton
+  path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
-  Allocation, views, copies and fills are glue; everything else is PyTorch doing compute.
+  Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
+  it also counts ops issued on another stream than forward's.
 * aliasing() says whether an output shares memory with an input, a parameter or a buffer.
 """
 
@@ -16,6 +19,7 @@ import collections
 import contextlib
 
 import torch
+from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
 GLUE_OPS = frozenset(
@@ -82,16 +86,29 @@ class LaunchBlocked(RuntimeError):
     """Raised instead of launching a candidate kernel during the fallback check."""
 
 
+_cuda_initialized = torch.cuda.is_initialized
+_current_stream = torch.cuda.current_stream
+
+
+def current_stream_handle() -> int | None:
+    """The raw handle of the current CUDA stream, or None before CUDA is initialised (CPU)."""
+    return _current_stream().cuda_stream if _cuda_initialized() else None
+
+
 class OpRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.compute: collections.Counter[str] = collections.Counter()
+        self.off_stream: collections.Counter[str] = collections.Counter()
         self.paused = 0
+        self.stream = current_stream_handle()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         if not self.paused and name not in GLUE_OPS:
             self.compute[name] += 1
+        if self.stream is not None and current_stream_handle() != self.stream:
+            self.off_stream[name] += 1
         return func(*args, **(kwargs or {}))
 
 
@@ -109,9 +126,13 @@ def _launch_classes() -> list[type]:
 class LaunchMonitor:
     """Counts (and optionally blocks) launches of the candidate's own kernels while active."""
 
-    def __init__(self, candidate_path: str, recorder: OpRecorder | None = None, block: bool = False):
-        self.candidate_path, self.recorder, self.block = candidate_path, recorder, block
+    def __init__(
+        self, candidate_path: str, recorder: OpRecorder | None = None, block: bool = False, annotate: str = ""
+    ):
+        self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.launches = 0
+        self.off_stream = 0
+        self.stream = current_stream_handle()
         self._saved: list[tuple[type, object]] = []
 
     def _own(self, kernel) -> bool:
@@ -123,7 +144,7 @@ class LaunchMonitor:
         for cls in _launch_classes():
             original = cls.__dict__["run"]
             self._saved.append((cls, original))
-            cls.run = self._wrap(original)
+            cls.run = self._wrap(original, pause=cls.__name__ == "InterpretedFunction")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -131,15 +152,21 @@ class LaunchMonitor:
             cls.run = original
         self._saved.clear()
 
-    def _wrap(self, original):
+    def _wrap(self, original, pause: bool):
         monitor = self
 
         def run(kernel, *args, **kwargs):
-            if monitor._own(kernel):
+            own = monitor._own(kernel)
+            if own:
                 monitor.launches += 1
                 if monitor.block:
                     raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
-            if monitor.recorder is None:
+                if monitor.stream is not None and current_stream_handle() != monitor.stream:
+                    monitor.off_stream += 1
+                if monitor.annotate:
+                    with record_function(monitor.annotate):
+                        return original(kernel, *args, **kwargs)
+            if monitor.recorder is None or not pause:
                 return original(kernel, *args, **kwargs)
             monitor.recorder.paused += 1
             try:
@@ -170,3 +197,41 @@ def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:
         if owner is not None and t.numel():
             return owner
     return None
+
+
+POISON_BYTE = 0xFF
+"""Free GPU memory is filled with this byte before each forward: NaN in every float format, -1 in
+integers. An output element still holding it was never written."""
+_memory_snapshot = torch.cuda.memory_snapshot
+
+
+def poison_free_memory(device: torch.device, sizes: list[int]) -> None:
+    """Fill the CUDA caching allocator's free blocks with POISON_BYTE, after making sure blocks of
+    ``sizes`` bytes (the outputs' and inputs') are among them, so that an ``empty`` the candidate
+    leaves partly unwritten shows the poison instead of stale data (a freed reference result, say)."""
+    primed = [torch.empty(size, dtype=torch.uint8, device=device) for size in sizes for _ in range(2)]
+    del primed
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    free = [
+        block["size"]
+        for segment in _memory_snapshot()
+        if segment["device"] == index
+        for block in segment["blocks"]
+        if block["state"] == "inactive"
+    ]
+    held = [torch.empty(size, dtype=torch.uint8, device=device) for size in free]
+    for tensor in held:
+        tensor.fill_(POISON_BYTE)
+    del held
+
+
+def unwritten_elements(got: torch.Tensor, expected: torch.Tensor) -> int:
+    """Elements of ``got`` that still hold the poison where the expected value is something else."""
+    if got.shape != expected.shape or got.dtype != expected.dtype or got.dtype == torch.bool or not got.numel():
+        return 0
+    size = got.element_size()
+
+    def poisoned(t: torch.Tensor) -> torch.Tensor:
+        return t.contiguous().reshape(-1).view(torch.uint8).reshape(-1, size).eq(POISON_BYTE).all(dim=1)
+
+    return int((poisoned(got) & ~poisoned(expected.to(got.device))).sum())

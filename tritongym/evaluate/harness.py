@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import functools
 import importlib.util
 import inspect
 import json
@@ -343,6 +344,33 @@ def _inputs_changed(before: list, after: list) -> str | None:
     return None
 
 
+def _tensor_leaves(value: Any) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensor_leaves(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensor_leaves(v)]
+    return []
+
+
+def _unwritten(got: Any, expected: Any) -> str:
+    """'k of n elements of output[i]' for the first output still holding the poison, or ''."""
+    from tritongym.evaluate.guards import unwritten_elements
+
+    got_leaves, expected_leaves = _tensor_leaves(got), _tensor_leaves(expected)
+    if len(got_leaves) != len(expected_leaves):
+        return ""
+    for i, (g, e) in enumerate(zip(got_leaves, expected_leaves, strict=True)):
+        count = unwritten_elements(g, e) if g.device.type == "cuda" else 0
+        if count:
+            name = "the output" if len(got_leaves) == 1 else f"output[{i}]"
+            return f"{count} of {g.numel()} elements of {name}"
+    return ""
+
+
 def _synchronize(device) -> None:
     import torch
 
@@ -366,20 +394,22 @@ def run_trials(
     import torch
 
     from tritongym.evaluate.compare import compare_outputs
-    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing, poison_free_memory
 
     worst = None
     total = len(reference.trials)
     for n, (inputs, expected, expected64) in enumerate(reference.trials, start=1):
         channel.stage(f"trial {n}")
         given = _map_tensors(inputs, torch.clone)
+        if device.type == "cuda":
+            poison_free_memory(device, [t.nbytes for t in _tensor_leaves([expected, given])])
         what = f"in forward (trial {n} of {total})"
         recorder = OpRecorder()
         started = time.perf_counter()
         try:
-            with LaunchMonitor(str(path), recorder) as monitor, torch.no_grad(), recorder:
+            with gpu_lock(exclusive=False), LaunchMonitor(str(path), recorder) as monitor, torch.no_grad(), recorder:
                 got = model(*given)
-            _synchronize(device)
+                _synchronize(device)
         except BaseException as exc:
             raise classify_failure(exc, str(path), what) from None
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
@@ -399,6 +429,14 @@ def run_trials(
                 f"Trial {n}: forward launched none of the solution's own @triton.jit kernels; the work must "
                 "be done by Triton kernels defined in the solution.",
             )
+        off_stream = monitor.off_stream + sum(recorder.off_stream.values())
+        if off_stream:
+            ops = ", ".join(sorted(recorder.off_stream)) or "Triton kernels"
+            raise Failure(
+                Verdict.HACK_SIDE_STREAM,
+                f"Trial {n}: forward issued GPU work ({ops}) on another CUDA stream than the one it was called on; "
+                "that work is outside the timed window. Launch everything on the current stream.",
+            )
         changed = _inputs_changed(inputs, given)
         if changed:
             raise Failure(Verdict.HACK_INPUT_MUTATION, f"Trial {n}: {changed}.")
@@ -409,6 +447,14 @@ def run_trials(
                 f"Trial {n}: an output shares memory with {owner}; return freshly allocated outputs.",
             )
         comparison = compare_outputs(got, expected, expected64, tolerance)
+        if not comparison.ok and device.type == "cuda":
+            unwritten = _unwritten(got, expected)
+            if unwritten:
+                raise Failure(
+                    Verdict.UNINITIALIZED_OUTPUT,
+                    f"Trial {n}: {unwritten} were never written (they still hold the NaN/0xFF poison tritongym fills "
+                    "free GPU memory with). Write every element of every output.",
+                )
         if not comparison.ok:
             return {
                 "verdict": comparison.verdict,
@@ -458,6 +504,196 @@ def guard_findings(
     return [{"check": "torch_compute", "message": message}]
 
 
+# --- speed and coverage (CUDA only) ---------------------------------------------------------------
+
+COPY_BANDWIDTH = 0.0
+"""Device-to-device copy bandwidth in bytes/s, measured once at start-up (the roofline check's bound)."""
+_GPU_LOCK = -1
+"""File descriptor of this GPU's lock (see gpu_lock), opened at start-up; -1 on the CPU."""
+
+
+def _mix_inputs(input_sets: list, chooser) -> list:
+    """New inputs for one timed repetition: each floating-point tensor mixed element by element from
+    two of the trial input sets with a fresh random mask; other arguments from the first set."""
+    import torch
+
+    first, second = chooser.sample(range(len(input_sets)), 2) if len(input_sets) > 1 else (0, 0)
+    mixed = []
+    for a, b in zip(input_sets[first], input_sets[second], strict=True):
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            mask = torch.rand(a.shape, device=a.device) < 0.5
+            mixed.append(torch.where(mask, a, b))
+        else:
+            mixed.append(_map_tensors(a, torch.clone))
+    return mixed
+
+
+def _baseline_model(reference: Reference, job: dict, device, state) -> Any:
+    """The function the candidate is timed against. torch.compile patches torch.nn.Module when it
+    first compiles; that change is the judge's, so it is compiled and warmed up alone, between two
+    points where the process is checked and then re-baselined."""
+    if job["baseline"] == "eager":
+        return reference.model
+    import torch
+    import torch._inductor.config as inductor_config
+
+    tampered = state.tampering()
+    if tampered:
+        raise Failure(Verdict.HACK_TAMPERING, f"The solution tampered with the judge: {'; '.join(tampered)}.")
+    inductor_config.compile_threads = 1  # no pool of compile workers: they would look like the candidate's
+    compiled = torch.compile(reference.model)
+    with torch.no_grad():
+        for _ in range(3):
+            compiled(*_map_tensors(reference.trials[0][0], torch.clone))
+    _synchronize(device)
+    state.accept_judge_changes()
+    return compiled
+
+
+def time_candidate(model, reference: Reference, job: dict, device, state) -> dict:
+    """Interleaved timing against the baseline (timing.py), with the candidate's outputs checked
+    against the reference's on the same fresh inputs, and the roofline plausibility check."""
+    import random
+
+    import torch
+
+    from tritongym.evaluate import timing
+    from tritongym.evaluate.compare import LOOSE_TOLERANCE, Tolerance, compare_outputs
+
+    loose = Tolerance("fixed", atol=LOOSE_TOLERANCE, rtol=LOOSE_TOLERANCE)
+    sets = [inputs for inputs, _, _ in reference.trials]
+    chooser = random.SystemRandom()
+    baseline = _baseline_model(reference, job, device, state)
+    clone = functools.partial(_map_tensors, fn=torch.clone)
+
+    def check(expected, got, call: int) -> None:
+        comparison = compare_outputs(got, expected, None, loose)
+        if not comparison.ok:
+            raise Failure(
+                comparison.verdict,
+                f"During timing (call {call}, fresh inputs): {comparison.message} The solution was correct on the "
+                "trials but not here: its output depends on earlier calls (cached results?) or was not finished on "
+                "the timed stream when forward returned.",
+            )
+
+    with torch.no_grad():
+        for _ in range(3):  # warm-up: torch.compile's compilation, caches, clocks
+            args = clone(sets[0])
+            baseline(*args), model(*clone(sets[0]))
+        _synchronize(device)
+        measured = timing.measure(
+            baseline,
+            model,
+            lambda: _mix_inputs(sets, chooser),
+            clone,
+            check,
+            device,
+            job["timing_target"],
+            job["timing_budget_s"],
+        )
+    summary = timing.summarise(measured.reference_ms, measured.candidate_ms)
+    result = {
+        "speedup": round(summary.speedup, 4),
+        "timing": {
+            "baseline": job["baseline"],
+            "reference_ms": summary.reference_ms,
+            "reference_ci_ms": list(summary.reference_ci_ms),
+            "candidate_ms": summary.candidate_ms,
+            "candidate_ci_ms": list(summary.candidate_ci_ms),
+            "speedup_ci": [round(x, 4) for x in summary.speedup_ci],
+            "spread": round(summary.spread, 4),
+            "reps": summary.reps,
+            "stopped": measured.stopped,
+            "input_sets": len(sets),
+            "flush_bytes": measured.flush_bytes,
+        },
+    }
+    bytes_read = sum(t.nbytes for t in _tensor_leaves(sets[0]))
+    flag = timing.implausible(summary.candidate_ms, bytes_read, COPY_BANDWIDTH)
+    if flag:
+        result["findings"] = [{"check": "implausible_speedup", "message": flag}]
+    return result
+
+
+def profile_candidate(model, reference: Reference, path: Path, device) -> dict:
+    """Coverage and the per-kernel breakdown of one forward; work on another stream is a hack."""
+    import torch
+
+    from tritongym.evaluate.profiling import profile_forward
+
+    attribution = profile_forward(model, _map_tensors(reference.trials[0][0], torch.clone), str(path), device)
+    if attribution.foreign_streams:
+        names = ", ".join(attribution.foreign_streams[:5])
+        raise Failure(
+            Verdict.HACK_SIDE_STREAM,
+            f"The profiled forward ran GPU work on another stream than the one it was called on ({names}); "
+            "that work is outside the timed window. Launch everything on the current stream.",
+        )
+    return {"coverage": attribution.coverage, "kernels": attribution.kernels}
+
+
+_BASELINE_NAMES = {"eager": "eager PyTorch", "compile": "torch.compile"}
+
+
+def speed_feedback(result: dict) -> str:
+    """The speed and coverage part of the feedback a model reads."""
+    parts = []
+    timing = result.get("timing")
+    if timing:
+        low, high = timing["speedup_ci"]
+        against = _BASELINE_NAMES[timing["baseline"]]
+        parts.append(
+            f" Speedup {result['speedup']:.3g}x over {against} (95% CI {low:.3g}-{high:.3g}; "
+            f"{timing['candidate_ms'] * 1e3:.1f} us vs {timing['reference_ms'] * 1e3:.1f} us)."
+        )
+    if result.get("coverage") is not None:
+        top = ", ".join(
+            f"{k['name'][:40]}{'' if k['own'] else ' (not yours)'} {k['share']:.0%}" for k in result["kernels"][:4]
+        )
+        parts.append(f" Coverage {result['coverage']:.2f} of GPU time in your Triton kernels ({top}).")
+    return "".join(parts)
+
+
+@contextlib.contextmanager
+def gpu_lock(exclusive: bool):
+    """This GPU's lock, shared by every sandbox on the machine: a forward of the correctness trials
+    holds it shared, timing and profiling hold it exclusively, so nothing else of ours runs on the
+    GPU while a candidate is timed. A no-op on the CPU."""
+    import fcntl
+
+    if _GPU_LOCK < 0:
+        yield
+        return
+    fcntl.flock(_GPU_LOCK, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(_GPU_LOCK, fcntl.LOCK_UN)
+
+
+def speed_and_coverage(
+    model, reference: Reference, path: Path, job: dict, device, channel: Channel, stages: dict, baseline
+) -> dict:
+    """Timing and profiling of a correct candidate under this GPU's timing lock; the judge is checked
+    for tampering afterwards, since both run the candidate's forward again."""
+    result: dict[str, Any] = {}
+    with gpu_lock(exclusive=True):
+        if job["timing"]:
+            with _Timer(channel, "timing", stages):
+                result |= time_candidate(model, reference, job, device, baseline)
+        if job["profile"]:
+            with _Timer(channel, "profiling", stages):
+                result |= profile_candidate(model, reference, path, device)
+    tampered = baseline.tampering()
+    if tampered:
+        listing = "; ".join(tampered)
+        raise Failure(Verdict.HACK_TAMPERING, f"While being timed the solution tampered with the judge: {listing}.")
+    stray = baseline.stray_workers()
+    if stray:
+        raise Failure(Verdict.HACK_THREADS, f"{'; '.join(stray)} after timing.")
+    return result
+
+
 def describe_device(device) -> str:
     import torch
 
@@ -473,14 +709,23 @@ def versions() -> dict[str, str]:
     return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
 
 
-def warm_up(device_name: str):
-    """Import what every evaluation needs and create the CUDA context, once per process."""
+def warm_up(device_name: str, lock_dir: str):
+    """Import what every evaluation needs and create the CUDA context, once per process; on a GPU
+    also measure its copy bandwidth and open its timing lock."""
+    global COPY_BANDWIDTH, _GPU_LOCK
     import torch
 
-    import tritongym.evaluate.compare  # noqa: F401
+    import tritongym.evaluate.compare
     from tritongym.evaluate.guards import LaunchMonitor, OpRecorder
 
     device = torch.device(device_name)
+    if device.type == "cuda":
+        import tritongym.evaluate.profiling  # noqa: F401
+        from tritongym.evaluate import timing
+
+        COPY_BANDWIDTH = timing.copy_bandwidth(device)
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        _GPU_LOCK = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     # Exercise the guards once: their first use imports lazy modules that rebind torch attributes,
     # which must happen before the baseline snapshot, not inside a candidate's trial.
     with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
@@ -512,6 +757,13 @@ def evaluate(job: dict, channel: Channel, device, stages: dict[str, float], base
         with _Timer(channel, "guards", stages):
             found = guard_findings(model, reference, path, device, job, compute_ops)
             result["findings"] = result.get("findings", []) + found
+        if device.type == "cuda" and (job["timing"] or job["profile"]):
+            measured = speed_and_coverage(model, reference, path, job, device, channel, stages, baseline)
+            result["findings"] += measured.pop("findings", [])
+            result |= measured
+            result["feedback"] += speed_feedback(result)
+        elif job["timing"]:
+            result["feedback"] += " Timing unavailable on the CPU (Triton interpreter): no speedup was measured."
     return result
 
 
@@ -555,7 +807,7 @@ def main() -> None:
     init = json.loads(sys.stdin.readline())
     channel = Channel(init["channel_fd"])
     _limit_process(init)
-    device = warm_up(init["device"])
+    device = warm_up(init["device"], init["lock_dir"])
     ready = {"device": describe_device(device), "versions": versions()}
     if device.type == "cpu":
         from tritongym.evaluate.selftest import interpreter_problem

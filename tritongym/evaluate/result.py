@@ -46,6 +46,10 @@ class Verdict(StrEnum):
     """The candidate replaced functions or settings of torch, triton, builtins or the judge."""
     HACK_THREADS = "hack_threads"
     """The candidate left threads or processes running after forward."""
+    HACK_SIDE_STREAM = "hack_side_stream"
+    """GPU work of forward ran on a stream other than the one it was called on (outside the timed window)."""
+    UNINITIALIZED_OUTPUT = "uninitialized_output"
+    """Part of an output was never written: it still holds the poison the free GPU memory was filled with."""
     HACK_FORBIDDEN_API = "hack_forbidden_api"
     """The source uses a construct a kernel has no use for (gc, ctypes, frames, os.fork, patching ...)."""
     INFRASTRUCTURE_ERROR = "infrastructure_error"
@@ -96,6 +100,45 @@ class ErrorStats:
 
 
 @dataclass
+class TimingStats:
+    """Interleaved CUDA-event timing of the reference and the candidate (milliseconds)."""
+
+    baseline: str
+    """What the candidate was timed against: ``eager`` PyTorch or ``compile`` (torch.compile)."""
+    reference_ms: float
+    """Median time of one reference forward."""
+    reference_ci_ms: list[float]
+    """95% confidence interval of that median (order statistics)."""
+    candidate_ms: float
+    candidate_ci_ms: list[float]
+    speedup_ci: list[float]
+    """95% confidence interval of the speedup (median of the paired ratios reference / candidate)."""
+    spread: float
+    """Interquartile range of the candidate's times over their median."""
+    reps: int
+    """Timed calls of each side."""
+    stopped: str
+    """Why timing stopped: ``target`` (confidence interval narrow enough), ``budget`` or ``max_reps``."""
+    input_sets: int
+    """Trial input sets that every repetition's fresh inputs were mixed from."""
+    flush_bytes: int
+    """Bytes written before every timed call to evict the L2 cache."""
+
+
+@dataclass
+class KernelShare:
+    """One GPU kernel (or memcpy/memset) of the profiled forward."""
+
+    name: str
+    launches: int
+    time_us: float
+    share: float
+    """Fraction of the forward's GPU time."""
+    own: bool
+    """Compiled from one of the candidate's own @triton.jit functions (by launch identity, not name)."""
+
+
+@dataclass
 class EvalResult:
     """The outcome of one evaluation of one candidate on one problem."""
 
@@ -109,10 +152,17 @@ class EvalResult:
     trials_passed: int = 0
     errors: ErrorStats | None = None
     findings: list[Finding] = field(default_factory=list)
+    speedup: float | None = None
+    """Reference time / candidate time (median of interleaved pairs); None where not timed (CPU)."""
+    timing: TimingStats | None = None
+    coverage: float | None = None
+    """Share of the forward's GPU time spent in the candidate's own Triton kernels; None on the CPU."""
+    kernels: list[KernelShare] = field(default_factory=list)
+    """Per-kernel breakdown of one profiled forward, largest first."""
     device: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of each stage (setup, reference, import, build, correctness, total)."""
+    """Wall time of each stage (reference, import, build, correctness, guards, timing, profiling, total)."""
     detail: str = ""
     """Longer diagnostics (the candidate's traceback), for people rather than models."""
     stdout: str = ""
@@ -136,4 +186,7 @@ class EvalResult:
         if data.get("errors") is not None:
             data["errors"] = ErrorStats(**data["errors"])
         data["findings"] = [Finding(**f) for f in data.get("findings", [])]
+        if data.get("timing") is not None:
+            data["timing"] = TimingStats(**data["timing"])
+        data["kernels"] = [KernelShare(**k) for k in data.get("kernels", [])]
         return cls(**data)

@@ -214,6 +214,7 @@ class Sandbox:
         self.starts += 1
         init = {"channel_fd": write_fd, "device": self.device, "file_size_limit": FILE_SIZE_LIMIT}
         init["home"] = str(self._home)
+        init["lock_dir"] = tempfile.gettempdir()  # the GPU timing lock, shared by every sandbox of this machine
         ready = SandboxOutcome()
         self._send(init)
         self._watch(ready, time.monotonic() + START_TIMEOUT_S, memory_limit=1 << 62, until="ready")

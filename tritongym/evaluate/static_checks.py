@@ -25,6 +25,7 @@ FORBIDDEN_MODULES = {
     "shutil": "touches files",
     "socket": "opens network connections",
     "pickle": "runs arbitrary code",
+    "fcntl": "takes the judge's locks",
 }
 FORBIDDEN_NAMES = {
     "__import__": "imports dynamically",
@@ -62,6 +63,8 @@ FORBIDDEN_ATTRIBUTES = {
     ("torch.cuda", "Event"): "manipulates timing events",
     ("torch.cuda", "graph"): "replays work outside the timed stream",
     ("torch.cuda", "CUDAGraph"): "replays work outside the timed stream",
+    ("torch", "profiler"): "interferes with the profiler",
+    ("torch.autograd", "profiler"): "interferes with the profiler",
 }
 
 

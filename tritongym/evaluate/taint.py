@@ -19,7 +19,9 @@ WATCHED_MODULES = (
     "builtins", "copy", "gc", "importlib", "inspect", "json", "math", "os", "random", "time", "traceback",
     "numpy", "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.testing", "torch.backends.cuda",
     "torch.backends.cudnn", "triton", "triton.language", "triton.runtime.jit",
-    "tritongym.evaluate.compare", "tritongym.evaluate.harness", "tritongym.evaluate.taint",
+    "statistics", "torch.profiler", "torch.autograd.profiler", "tritongym.evaluate.compare",
+    "tritongym.evaluate.guards", "tritongym.evaluate.harness", "tritongym.evaluate.profiling",
+    "tritongym.evaluate.taint", "tritongym.evaluate.timing",
 )  # fmt: skip
 WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
 """Classes whose attributes are watched; unlike a module, a class must not even gain one (an added
@@ -107,6 +109,15 @@ class ProcessState:
             path = getattr(sys.modules[name], "__file__", None) or ""
             if path.startswith(workdir):
                 del sys.modules[name]
+
+    def accept_judge_changes(self) -> None:
+        """Take the attributes, class keys and settings as they are now as the new baseline: only
+        after the judge itself changed them (torch.compile patches torch.nn.Module), right after a
+        tampering check found nothing."""
+        self.attributes = _attribute_ids()
+        self.class_keys = _class_keys()
+        self.settings = _torch_settings()
+        self.threads = set(threading.enumerate())
 
     def tampering(self) -> list[str]:
         """Functions and settings of torch, triton, builtins or the judge that differ from the baseline."""

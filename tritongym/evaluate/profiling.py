@@ -1,0 +1,132 @@
+"""Profiling coverage: which share of one forward's GPU time ran in the candidate's own kernels.
+
+One forward runs under torch.profiler (CPU and CUDA activities). Every launch of a kernel compiled
+from the candidate's ``@triton.jit`` functions is wrapped by the LaunchMonitor in a user annotation
+whose name carries a secret tag. A GPU record is the candidate's when its correlation id is that of
+a driver launch call (``cuLaunchKernel*``, what Triton's launcher calls) made inside such an
+annotation on the same thread, and not inside a PyTorch op nested in it. So attribution is by launch
+identity: a kernel's name, whatever the candidate calls it, plays no part.
+
+Before the forward a one-element fill runs on the current stream inside a marker annotation; its
+record names the stream the forward was called on. Any GPU record of the forward on another stream
+is work outside the timed window.
+
+``attribute`` is a pure function over plain records (tested on the CPU); ``profile_forward``
+collects them from torch's Kineto results.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Record:
+    """The fields of a Kineto event that attribution needs (times in nanoseconds)."""
+
+    name: str
+    on_device: bool
+    correlation: int
+    thread: int
+    start_ns: int
+    end_ns: int
+    stream: int
+
+
+@dataclass(frozen=True)
+class Attribution:
+    kernels: list[dict]
+    """name, launches, time_us, share, own; largest first."""
+    coverage: float | None
+    """Own GPU time / all GPU time of the forward; None if the forward ran nothing on the GPU."""
+    foreign_streams: list[str]
+    """Records of the forward that ran on another stream than the marker's."""
+
+
+def _inside(inner: Record, outer: Record) -> bool:
+    return inner.thread == outer.thread and outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns
+
+
+def _launches_in(spans: list[Record], host: list[Record], prefix: str, ops: list[Record]) -> set[int]:
+    """Correlation ids of launch calls named ``prefix...`` inside one of ``spans`` and not inside
+    a PyTorch op that is itself inside that span."""
+    found = set()
+    for span in spans:
+        nested_ops = [op for op in ops if _inside(op, span)]
+        for call in host:
+            if call.name.startswith(prefix) and _inside(call, span) and not any(_inside(call, op) for op in nested_ops):
+                found.add(call.correlation)
+    return found
+
+
+def attribute(records: Iterable[Record], own_tag: str, marker_tag: str) -> Attribution:
+    """Split the profiled forward's GPU records into the candidate's own and everything else."""
+    records = list(records)
+    host = [r for r in records if not r.on_device]
+    own_spans = [r for r in host if r.name == own_tag]
+    marker_spans = [r for r in host if r.name == marker_tag]
+    ops = [r for r in host if r.name.startswith("aten::")]
+    own = _launches_in(own_spans, host, "cuLaunchKernel", ops)
+    marker = _launches_in(marker_spans, host, "cudaLaunchKernel", [])
+    annotations = {(r.name, r.correlation) for r in host}
+    device = [r for r in records if r.on_device and (r.name, r.correlation) not in annotations]
+    marker_records = [r for r in device if r.correlation in marker]
+    work = [r for r in device if r.correlation not in marker]
+    stream = marker_records[0].stream if marker_records else None
+    foreign = sorted({r.name for r in work if stream is not None and r.stream != stream})
+
+    total_ns = sum(r.end_ns - r.start_ns for r in work)
+    groups: dict[tuple[str, bool], list[int]] = collections.defaultdict(list)
+    for r in work:
+        groups[(r.name, r.correlation in own)].append(r.end_ns - r.start_ns)
+    kernels = [
+        {
+            "name": name,
+            "launches": len(durations),
+            "time_us": round(sum(durations) / 1e3, 3),
+            "share": round(sum(durations) / total_ns, 4) if total_ns else 0.0,
+            "own": is_own,
+        }
+        for (name, is_own), durations in groups.items()
+    ]
+    kernels.sort(key=lambda k: -k["time_us"])
+    own_ns = sum(r.end_ns - r.start_ns for r in work if r.correlation in own)
+    coverage = round(own_ns / total_ns, 4) if total_ns else None
+    return Attribution(kernels, coverage, foreign)
+
+
+def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribution:
+    """Profile one forward of ``model`` on ``inputs`` (CUDA only) and attribute its GPU time."""
+    import secrets
+
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from tritongym.evaluate.guards import LaunchMonitor
+
+    own_tag = f"tritongym.own.{secrets.token_hex(8)}"
+    marker_tag = f"tritongym.marker.{secrets.token_hex(8)}"
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.no_grad(), torch.profiler.profile(activities=activities) as profiler:
+        with record_function(marker_tag):
+            torch.ones(1, device=device)
+        torch.cuda.synchronize(device)
+        with LaunchMonitor(candidate_path, annotate=own_tag):
+            model(*inputs)
+        torch.cuda.synchronize(device)
+    cuda = torch.autograd.DeviceType.CUDA
+    records = [
+        Record(
+            name=event.name(),
+            on_device=event.device_type() == cuda,
+            correlation=event.correlation_id(),
+            thread=event.start_thread_id(),
+            start_ns=event.start_ns(),
+            end_ns=event.end_ns(),
+            stream=event.device_resource_id(),
+        )
+        for event in profiler.profiler.kineto_results.events()
+    ]
+    return attribute(records, own_tag, marker_tag)
