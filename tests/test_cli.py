@@ -89,3 +89,16 @@ def test_guard_policies_from_the_command_line():
              "--device", DEVICE]  # fmt: skip
     assert "hack_forbidden_api" in runner.invoke(app, forks).output
     assert "hack_threads" in runner.invoke(app, [*forks, "--no-static-checks"]).output
+
+
+def test_timing_options_from_the_command_line():
+    base = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
+            "--device", DEVICE, "--json", "--timing-budget", "2"]  # fmt: skip
+    bad = runner.invoke(app, [*base, "--baseline", "jit"])
+    assert bad.exit_code == EXIT_USAGE and "baseline must be" in bad.output
+    off = runner.invoke(app, [*base, "--no-timing", "--no-profile"])
+    payload = json.loads(off.stdout.strip().splitlines()[-1])
+    assert off.exit_code == EXIT_OK and payload["speedup"] is None and payload["coverage"] is None
+    on = json.loads(runner.invoke(app, base).stdout.strip().splitlines()[-1])
+    assert (on["speedup"] is None) is (DEVICE == "cpu")
+    assert (on["coverage"] is None) is (DEVICE == "cpu")

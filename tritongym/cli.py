@@ -79,7 +79,7 @@ def _exit_code(results: list[EvalResult]) -> int:
 
 def _results_table(results: list[EvalResult], title: str) -> Table:
     table = Table(title=title)
-    for column in ("problem", "verdict", "trials", "max abs err", "seconds"):
+    for column in ("problem", "verdict", "trials", "max abs err", "speedup", "coverage", "seconds"):
         table.add_column(column)
     for r in sorted(results, key=lambda r: r.problem):
         style = _VERDICT_STYLE.get(r.verdict, "red")
@@ -89,6 +89,8 @@ def _results_table(results: list[EvalResult], title: str) -> Table:
             f"[{style}]{r.verdict.value}[/{style}]",
             f"{r.trials_passed}/{r.trials}" if r.trials else "-",
             f"{r.errors.max_abs_error:.2e}" if r.errors else "-",
+            f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+            f"{r.coverage:.2f}" if r.coverage is not None else "-",
             f"{seconds:.1f}" if seconds is not None else "-",
         )
     return table
@@ -149,6 +151,10 @@ TimeoutOpt = Annotated[float, typer.Option("--timeout", help=EvalConfig.help("ti
 DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
 MemoryOpt = Annotated[int, typer.Option("--memory-limit-mb", help=EvalConfig.help("memory_limit_mb"))]
 TorchComputeOpt = Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))]
+TimingOpt = Annotated[bool, typer.Option("--timing/--no-timing", help=EvalConfig.help("timing"))]
+BaselineOpt = Annotated[str, typer.Option(help=EvalConfig.help("baseline"))]
+TimingBudgetOpt = Annotated[float, typer.Option("--timing-budget", help=EvalConfig.help("timing_budget_s"))]
+ProfileOpt = Annotated[bool, typer.Option("--profile/--no-profile", help=EvalConfig.help("profile"))]
 StaticChecksOpt = Annotated[
     bool, typer.Option("--static-checks/--no-static-checks", help=EvalConfig.help("static_checks"))
 ]
@@ -224,10 +230,25 @@ def eval_command(
     entry_point_column: EntryPointColumnOpt = "entry_point",
     torch_compute: TorchComputeOpt = "penalize",
     static_checks: StaticChecksOpt = True,
+    timing: TimingOpt = True,
+    baseline: BaselineOpt = "eager",
+    timing_budget: TimingBudgetOpt = 10.0,
+    profile: ProfileOpt = True,
 ) -> None:
-    """Evaluate a candidate solution (or a directory of them) for correctness."""
+    """Evaluate a candidate solution (or a directory of them): correctness, the guards, and on a GPU
+    the speedup over the reference and the profiling coverage."""
     config = _config(
-        trials, tolerance, timeout, device, memory_limit_mb, torch_compute=torch_compute, static_checks=static_checks
+        trials,
+        tolerance,
+        timeout,
+        device,
+        memory_limit_mb,
+        torch_compute=torch_compute,
+        static_checks=static_checks,
+        timing=timing,
+        baseline=baseline,
+        timing_budget_s=timing_budget,
+        profile=profile,
     )
     sizes = _parse_sizes(size or [])
     try:

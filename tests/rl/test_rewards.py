@@ -1,6 +1,7 @@
 import pytest
 
 from tritongym.evaluate import EvalResult, Verdict
+from tritongym.evaluate.result import Finding
 from tritongym.rewards import (
     FormatReward,
     TieredReward,
@@ -25,6 +26,17 @@ def test_verifiable_reward_by_hand():
     assert reward(row("ok", True, speedup=10.0, coverage=1.0)) == pytest.approx(0.5 + 1.5 + 0.5)
     assert reward(row("ok", True, speedup=-1.0)) == 0.5
     assert VerifiableReward(w_coverage=0.0)(row("ok", True, 1.0, 1.0)) == pytest.approx(1.0)
+
+
+def test_a_speedup_flagged_implausible_earns_nothing():
+    flagged = row("ok", True, speedup=50.0, coverage=1.0) | {
+        "findings": [{"check": "implausible_speedup", "message": "below the roofline"}]
+    }
+    assert VerifiableReward()(flagged) == pytest.approx(0.5 + 0.5)
+    assert TieredReward()(flagged) == TieredReward()(row("ok", True))
+    result = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True, speedup=50.0)
+    result.findings.append(Finding("implausible_speedup", "below the roofline"))
+    assert VerifiableReward()(result) == 0.5
 
 
 def test_rewards_read_eval_results_directly():

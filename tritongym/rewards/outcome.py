@@ -22,3 +22,14 @@ def field(result: Any, name: str, default: Any = None) -> Any:
 
 def verdict(result: Any) -> str:
     return str(getattr(field(result, "verdict"), "value", field(result, "verdict")))
+
+
+IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
+
+
+def trusted_speedup(result: Any) -> float | None:
+    """The measured speedup, or None where there is none or the evaluator flagged it as beyond the
+    device's roofline (a timing that was evaded, not beaten, earns no speed reward)."""
+    findings = field(result, "findings") or []
+    checks = {f.get("check") if isinstance(f, Mapping) else getattr(f, "check", None) for f in findings}
+    return None if IMPLAUSIBLE_SPEEDUP in checks else field(result, "speedup")

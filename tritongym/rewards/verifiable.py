@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritongym.rewards.outcome import COMPILE_FAILURES, HACK_PREFIX, INFRASTRUCTURE, field, verdict
+from tritongym.rewards.outcome import COMPILE_FAILURES, HACK_PREFIX, INFRASTRUCTURE, field, trusted_speedup, verdict
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,8 @@ class VerifiableReward:
     w_correct: float = 0.5
     """Weight of being correct."""
     w_speedup: float = 0.5
-    """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable."""
+    """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable or flagged
+    implausible by the roofline check."""
     speedup_cap: float = 3.0
     """Speedups above this earn no more (guards against timing outliers)."""
     w_coverage: float = 0.5
@@ -37,7 +38,7 @@ class VerifiableReward:
             return self.hack_penalty
         if not field(result, "correct", False):
             return self.failure
-        speedup = field(result, "speedup")
+        speedup = trusted_speedup(result)
         coverage = field(result, "coverage")
         reward = self.w_correct
         if speedup is not None:
@@ -56,7 +57,7 @@ class TieredReward:
     slower: float = -0.1
     """Correct but slower than the reference."""
     untimed: float = 0.0
-    """Correct, but no speedup was measured (CPU interpreter)."""
+    """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible."""
     incorrect: float = -0.3
     """Ran and produced an output, but a wrong one (mismatch, shape, dtype, precision, runtime error)."""
     failed: float = -1.0
@@ -74,7 +75,7 @@ class TieredReward:
             return self.failed
         if not field(result, "correct", False):
             return self.incorrect
-        speedup = field(result, "speedup")
+        speedup = trusted_speedup(result)
         if speedup is None:
             return self.untimed
         for threshold, reward in self.tiers:
