@@ -39,7 +39,7 @@ MIN_REPS = 30
 """Timed calls of each side before the stopping rule is consulted."""
 MAX_REPS = 20000
 CHECK_BATCH = 10
-"""The stopping rule is evaluated every this many repetitions."""
+"""The stopping rule is evaluated every this many repetitions (and after every one past the budget)."""
 CHECK_FIRST = 3
 CHECK_PROBABILITY = 0.2
 """Share of the later timed calls whose output is compared with the reference's on the same inputs."""
@@ -178,8 +178,9 @@ def measure(
         if rep <= CHECK_FIRST or chooser.random() < CHECK_PROBABILITY:
             check(outputs[0], outputs[1], rep)
         del content, outputs
-        if rep % CHECK_BATCH == 0:
-            reason = stop_reason(summarise(*times), target, time.perf_counter() - began, budget_s)
+        elapsed = time.perf_counter() - began
+        if rep % CHECK_BATCH == 0 or elapsed >= budget_s:  # slow forwards: never overrun the budget by a batch
+            reason = stop_reason(summarise(*times), target, elapsed, budget_s)
             if reason:
                 return Measurement(times[0], times[1], reason, scratch.numel())
 
