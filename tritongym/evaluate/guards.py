@@ -177,22 +177,25 @@ class LaunchMonitor:
         return run
 
 
-def _storages(value) -> list[torch.Tensor]:
+def tensor_leaves(value) -> list[torch.Tensor]:
+    """The tensors in a value, a list, a tuple or a dict of them (nested), in order."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _storages(v)]
+        return [t for v in value for t in tensor_leaves(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensor_leaves(v)]
     return []
 
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:
     """Which input, parameter or buffer an output shares memory with, if any."""
     owners = {}
-    for i, t in enumerate(_storages(inputs)):
+    for i, t in enumerate(tensor_leaves(inputs)):
         owners.setdefault(t.untyped_storage().data_ptr(), f"input argument {i}")
     for name, t in [*module.named_parameters(), *module.named_buffers()]:
         owners.setdefault(t.untyped_storage().data_ptr(), f"{name!r} of the module")
-    for t in _storages(output):
+    for t in tensor_leaves(output):
         owner = owners.get(t.untyped_storage().data_ptr())
         if owner is not None and t.numel():
             return owner

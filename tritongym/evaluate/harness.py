@@ -344,23 +344,11 @@ def _inputs_changed(before: list, after: list) -> str | None:
     return None
 
 
-def _tensor_leaves(value: Any) -> list:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensor_leaves(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensor_leaves(v)]
-    return []
-
-
 def _unwritten(got: Any, expected: Any) -> str:
     """'k of n elements of output[i]' for the first output still holding the poison, or ''."""
-    from tritongym.evaluate.guards import unwritten_elements
+    from tritongym.evaluate.guards import tensor_leaves, unwritten_elements
 
-    got_leaves, expected_leaves = _tensor_leaves(got), _tensor_leaves(expected)
+    got_leaves, expected_leaves = tensor_leaves(got), tensor_leaves(expected)
     if len(got_leaves) != len(expected_leaves):
         return ""
     for i, (g, e) in enumerate(zip(got_leaves, expected_leaves, strict=True)):
@@ -394,7 +382,7 @@ def run_trials(
     import torch
 
     from tritongym.evaluate.compare import compare_outputs
-    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing, poison_free_memory
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing, poison_free_memory, tensor_leaves
 
     worst = None
     total = len(reference.trials)
@@ -402,7 +390,7 @@ def run_trials(
         channel.stage(f"trial {n}")
         given = _map_tensors(inputs, torch.clone)
         if device.type == "cuda":
-            poison_free_memory(device, [t.nbytes for t in _tensor_leaves([expected, given])])
+            poison_free_memory(device, [t.nbytes for t in tensor_leaves([expected, given])])
         what = f"in forward (trial {n} of {total})"
         recorder = OpRecorder()
         started = time.perf_counter()
@@ -559,6 +547,7 @@ def time_candidate(model, reference: Reference, job: dict, device, state) -> dic
 
     from tritongym.evaluate import timing
     from tritongym.evaluate.compare import LOOSE_TOLERANCE, Tolerance, compare_outputs
+    from tritongym.evaluate.guards import tensor_leaves
 
     loose = Tolerance("fixed", atol=LOOSE_TOLERANCE, rtol=LOOSE_TOLERANCE)
     sets = [inputs for inputs, _, _ in reference.trials]
@@ -608,7 +597,7 @@ def time_candidate(model, reference: Reference, job: dict, device, state) -> dic
             "flush_bytes": measured.flush_bytes,
         },
     }
-    bytes_read = sum(t.nbytes for t in _tensor_leaves(sets[0]))
+    bytes_read = sum(t.nbytes for t in tensor_leaves(sets[0]))
     flag = timing.implausible(summary.candidate_ms, bytes_read, COPY_BANDWIDTH)
     if flag:
         result["findings"] = [{"check": "implausible_speedup", "message": flag}]
