@@ -1,0 +1,1 @@
+"""Prompts, answer extraction, feedback rendering, multi-turn episodes and their trajectory records."""
