@@ -67,18 +67,23 @@ def test_exhausted_retries_give_error_completions():
 
 
 def test_refused_key_is_fatal():
-    with ScriptServer(ScriptedPolicy([SILU], replay_script()), errors=(401,)) as server, policy(server.url) as p:
-        with pytest.raises(PolicyError, match="refused"):
-            p.generate([conversation(SILU)], SamplingConfig())
+    with (
+        ScriptServer(ScriptedPolicy([SILU], replay_script()), errors=(401,)) as server,
+        policy(server.url) as p,
+        pytest.raises(PolicyError, match="refused"),
+    ):
+        p.generate([conversation(SILU)], SamplingConfig())
 
 
 def test_unreachable_server_is_a_clear_error():
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with policy(f"http://127.0.0.1:{port}/v1", max_retries=0) as p:
-        with pytest.raises(PolicyError, match="cannot reach the model server"):
-            p.check()
+    with (
+        policy(f"http://127.0.0.1:{port}/v1", max_retries=0) as p,
+        pytest.raises(PolicyError, match="cannot reach the model server"),
+    ):
+        p.check()
 
 
 def test_prefill_is_continued_or_dropped(server):

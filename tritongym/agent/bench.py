@@ -26,6 +26,7 @@ from tritongym.agent.feedback import FeedbackConfig
 from tritongym.agent.prompts import Prompts
 from tritongym.agent.records import TurnRecord, read_records, write_records
 from tritongym.env import Env, LocalEnv, PoolConfig
+from tritongym.env.base import stream_results
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.policy.base import SamplingConfig
@@ -215,6 +216,42 @@ def write_report(run_dir: Path) -> bool:
     return True
 
 
+class LazyLocalEnv:
+    """The local pool, started at the first submission: a resumed run with nothing left to evaluate
+    starts no sandbox."""
+
+    def __init__(self, config: PoolConfig):
+        self.config = config
+        self._env: LocalEnv | None = None
+
+    def submit(self, problem, candidate, config=None, *, priority=0, timeout_s=None):
+        if self._env is None:
+            self._env = LocalEnv(self.config)
+        return self._env.submit(problem, candidate, config, priority=priority, timeout_s=timeout_s)
+
+    def evaluate_many(self, tasks, config=None):
+        return stream_results(self, tasks, config)
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+
+    def __enter__(self) -> LazyLocalEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _save_usage(out: Path, run: dict[str, Any], usage: dict[str, Any], seconds: float) -> None:
+    """Add this session's spending to run.json (kept across resumes, interrupted sessions included)."""
+    previous = run.get("usage") or {}
+    run["usage"] = {k: round(previous.get(k, 0) + v, 3) for k, v in usage.items()}
+    run["seconds"] = round(run.get("seconds", 0.0) + seconds, 3)
+    run["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
+    (out / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+
+
 def run_bench(
     config: BenchConfig,
     out: Path,
@@ -227,8 +264,8 @@ def run_bench(
     on_start: Callable[[int, int], None] | None = None,
 ) -> BenchOutcome:
     """Run (or resume) a benchmark into ``out``, evaluating on ``env`` (default: the local pool on
-    ``config.eval.device`` with ``jobs`` sandboxes). ``on_start(total_turns, done_turns)`` is called once
-    the run is set up, ``progress`` with every new record."""
+    ``config.eval.device`` with ``jobs`` sandboxes, started when first needed). ``on_start(total_turns,
+    done_turns)`` is called once the run is set up, ``progress`` with every new record."""
     if config.samples < 1:
         raise ConfigError(f"--samples must be at least 1, not {config.samples}")
     problems = select_problems(config)
@@ -236,20 +273,21 @@ def run_bench(
     run, kept = prepare_run_dir(out, config, problems)
     cache = {record_key(r): r for r in kept}
     started = time.monotonic()
+    new: list[TurnRecord] = []
+
+    def on_record(record: TurnRecord) -> None:
+        write_records(out / TRAJECTORIES, [record])
+        new.append(record)
+        if progress:
+            progress(record)
+
     with ExitStack() as stack:
         policy = stack.enter_context(open_policy(config, problems, concurrency, request_timeout_s))
+        stack.callback(lambda: _save_usage(out, run, policy.usage_dict(), time.monotonic() - started))
         if env is None:
-            env = stack.enter_context(LocalEnv(PoolConfig(devices=config.eval.device, sandboxes_per_device=jobs)))
+            env = stack.enter_context(LazyLocalEnv(PoolConfig(devices=config.eval.device, sandboxes_per_device=jobs)))
         if on_start:
             on_start(len(problems) * config.samples * episodes_config.total_turns, len(kept))
-        new: list[TurnRecord] = []
-
-        def on_record(record: TurnRecord) -> None:
-            write_records(out / TRAJECTORIES, [record])
-            new.append(record)
-            if progress:
-                progress(record)
-
         sampling = SamplingConfig(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens)
         runner = EpisodeRunner(
             policy,
@@ -262,11 +300,5 @@ def run_bench(
             cache=cache,
         )
         episodes = runner.run(problems, config.samples)
-        usage = policy.usage_dict()
-    previous = run.get("usage") or {}
-    run["usage"] = {k: round(previous.get(k, 0) + v, 3) for k, v in usage.items()}
-    run["seconds"] = round(run.get("seconds", 0.0) + time.monotonic() - started, 3)
-    run["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-    (out / RUN_FILE).write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
     records = [r for e in episodes for r in e.records]
     return BenchOutcome(out, records, episodes, len(new), write_report(out))
