@@ -122,6 +122,18 @@ def test_unscored_turns_are_tried_again(tmp_path):
     assert all(r.verdict != "infrastructure_error" for r in records)
 
 
+def test_kernel_coder_format_end_to_end(tmp_path):
+    config = BenchConfig(**{**CONFIG.__dict__, "template": "kernel-coder", "extraction": "answer", "samples": 1})
+    outcome = run_bench(config, tmp_path / "run", env=InstantEnv())
+    assert [r.verdict for r in sorted(outcome.records, key=lambda r: (r.problem, r.turn))] == [
+        "compile_error",
+        "ok",
+    ] * 3
+    first = outcome.records[0]
+    assert first.messages[-1] == {"role": "assistant", "content": "<think>"}
+    assert first.answer_text().startswith("<think>") and "</think>\n<answer>" in first.completion
+
+
 def test_other_settings_are_refused(tmp_path):
     out = tmp_path / "run"
     run_bench(CONFIG, out, env=InstantEnv())
