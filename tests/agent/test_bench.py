@@ -184,3 +184,23 @@ def test_unreachable_server_exits_2(tmp_path):
             "--base-url", url]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "cannot reach the model server" in result.output
+
+
+def test_report_step(tmp_path, monkeypatch, caplog):
+    import sys
+    import types
+
+    from tritongym.agent.bench import write_report
+
+    monkeypatch.setitem(sys.modules, "tritongym.bench.report", None)  # the package is absent
+    assert write_report(tmp_path) is False and "report step is unavailable" in caplog.text
+    called = []
+    module = types.SimpleNamespace(write_report=called.append)
+    monkeypatch.setitem(sys.modules, "tritongym.bench.report", module)
+    assert write_report(tmp_path) is True and called == [tmp_path]
+
+    def broken(run_dir):
+        raise ValueError("bad plot")
+
+    module.write_report = broken
+    assert write_report(tmp_path) is False and "bad plot" in caplog.text

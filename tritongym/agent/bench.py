@@ -212,7 +212,11 @@ def write_report(run_dir: Path) -> bool:
     except ImportError:
         log.warning("the report step is unavailable (tritongym.bench.report is missing); records are in %s", run_dir)
         return False
-    render(run_dir)
+    try:
+        render(run_dir)
+    except Exception:  # the records are safe on disk; `tritongym report` can render them again
+        log.exception("writing the report of %s failed", run_dir)
+        return False
     return True
 
 

@@ -205,26 +205,28 @@ class EpisodeRunner:
             self._queue_next(state, ready)
         generating: dict[Future, list[_Turn]] = {}
         evaluating: dict[Future, _Turn] = {}
-        with ThreadPoolExecutor(self.config.generation_batches, thread_name_prefix="tritongym-generate") as pool:
-            try:
-                while ready or generating or evaluating:
-                    while ready and len(generating) < self.config.generation_batches:
-                        size = self.config.max_batch or len(ready)
-                        batch = [ready.popleft() for _ in range(min(size, len(ready)))]
-                        generating[pool.submit(self._generate, batch)] = batch
-                    done, _ = wait([*generating, *evaluating], return_when=FIRST_COMPLETED)
-                    for future in done:
-                        if future in generating:
-                            future.result()  # a policy that raised (a bug, a fatal error) ends the run
-                            for turn in generating.pop(future):
-                                self._after_generation(turn, ready, evaluating)
-                        else:
-                            turn = evaluating.pop(future)
-                            self._after_evaluation(turn, future, ready, evaluating)
-            except BaseException:
-                for future in [*generating, *evaluating]:
-                    future.cancel()
-                raise
+        pool = ThreadPoolExecutor(self.config.generation_batches, thread_name_prefix="tritongym-generate")
+        try:
+            while ready or generating or evaluating:
+                while ready and len(generating) < self.config.generation_batches:
+                    size = self.config.max_batch or len(ready)
+                    batch = [ready.popleft() for _ in range(min(size, len(ready)))]
+                    generating[pool.submit(self._generate, batch)] = batch
+                done, _ = wait([*generating, *evaluating], return_when=FIRST_COMPLETED)
+                for future in done:
+                    if future in generating:
+                        future.result()  # a policy that raised (a bug, a fatal error) ends the run
+                        for turn in generating.pop(future):
+                            self._after_generation(turn, ready, evaluating)
+                    else:
+                        turn = evaluating.pop(future)
+                        self._after_evaluation(turn, future, ready, evaluating)
+        except BaseException:
+            for future in [*generating, *evaluating]:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)  # do not wait for an answer nobody will read
+            raise
+        pool.shutdown()
         return [s.episode for s in states]
 
     # -- building turns ------------------------------------------------------------------------
