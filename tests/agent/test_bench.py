@@ -204,3 +204,56 @@ def test_report_step(tmp_path, monkeypatch, caplog):
 
     module.write_report = broken
     assert write_report(tmp_path) is False and "bad plot" in caplog.text
+
+
+class InstantPool(InstantEnv):
+    slots = 2
+
+    def fingerprint(self):
+        return {"device": "instant"}
+
+
+@pytest.fixture
+def service(tmp_path):
+    """A tritongym service on loopback over a pool that judges instantly (bearer token 'tok')."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from tritongym.env.service import ServiceConfig, create_app
+    from tritongym.env.store import TaskStore
+
+    store = TaskStore(tmp_path / "tasks.sqlite")
+    port = closed_port()
+    config = uvicorn.Config(create_app(InstantPool(), store, ServiceConfig(token="tok")), port=port, log_level="error")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join()
+    store.close()
+
+
+def test_evaluation_on_a_service(service, tmp_path, monkeypatch):
+    args = ["bench", "--policy", "scripted", "--ids", "1-2", "--turns", "2", "--out", str(tmp_path / "run"),
+            "--env-url", service]  # fmt: skip
+    monkeypatch.setenv("TRITONGYM_TOKEN", "wrong")
+    refused = runner.invoke(app, args)
+    assert refused.exit_code == 2 and "refused the token" in refused.output
+    monkeypatch.setenv("TRITONGYM_TOKEN", "tok")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    records = sorted(read_records(tmp_path / "run" / TRAJECTORIES), key=lambda r: (r.problem, r.turn))
+    assert [r.verdict for r in records] == ["compile_error", "ok"] * 2
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["small"] is False
+
+
+def test_unreachable_service_exits_2(tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}"
+    result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "run"), "--env-url", url])
+    assert result.exit_code == 2 and "cannot reach the evaluation service" in result.output

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -183,6 +184,29 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
         policy = stack.enter_context(OpenAIPolicy(settings))
         policy.check()
         yield policy
+
+
+@contextmanager
+def open_service(url: str) -> Iterator[Env]:
+    """The Env of a running ``tritongym serve`` (bearer token from $TRITONGYM_TOKEN), checked first."""
+    try:
+        import httpx
+
+        from tritongym.env.client import HttpEnv
+    except ImportError:
+        raise ConfigError("--env-url needs the service client: pip install 'tritongym[serve]'") from None
+    token = os.environ.get("TRITONGYM_TOKEN") or None
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = httpx.get(url.rstrip("/") + "/metrics", headers=headers, timeout=10.0)
+    except httpx.HTTPError as exc:
+        raise ConfigError(f"cannot reach the evaluation service at {url}: {exc}") from None
+    if response.status_code in (401, 403):
+        raise ConfigError(f"the evaluation service at {url} refused the token (set $TRITONGYM_TOKEN)")
+    if response.status_code != 200:
+        raise ConfigError(f"{url} does not answer as a tritongym service (/metrics: HTTP {response.status_code})")
+    with HttpEnv(url, token) as env:
+        yield env
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from tritongym.agent.bench import BenchConfig, BenchOutcome, is_fast, run_bench
+from tritongym.agent.bench import BenchConfig, BenchOutcome, is_fast, open_service, run_bench
 from tritongym.agent.extract import POLICIES as EXTRACTIONS
 from tritongym.agent.records import TurnRecord
 from tritongym.errors import TritonGymError
@@ -131,9 +132,18 @@ def bench(
     request_timeout: Annotated[float, typer.Option(help="Time limit of one request, seconds.")] = 600.0,
     small: Annotated[
         bool | None,
-        typer.Option("--small/--full", help="Shrink problems to their CPU sizes (default: small on the CPU)."),
+        typer.Option(
+            "--small/--full",
+            help="Shrink problems to their CPU sizes (default: small when evaluating locally on the CPU).",
+        ),
     ] = None,
     jobs: Annotated[int | None, typer.Option(help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
+    env_url: Annotated[
+        str,
+        typer.Option(
+            help="Evaluate on a running 'tritongym serve' at this URL (token: $TRITONGYM_TOKEN), not locally."
+        ),
+    ] = "",
     trials: Annotated[int, typer.Option(help=EvalConfig.help("trials"))] = 5,
     tolerance: Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))] = "float64",
     timeout: Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))] = 180.0,
@@ -164,7 +174,7 @@ def bench(
             timing_budget_s=timing_budget,
             profile=profile,
         )
-        resolved, _ = resolve_device(device)
+        resolved = "service" if env_url else resolve_device(device)[0]
         if small is None:
             small = resolved == "cpu"
         if resolved == "cpu":
@@ -180,10 +190,12 @@ def bench(
         )  # fmt: skip
         if policy == "openai" and not model:
             raise TritonGymError("--policy openai needs --model (the model's name on the server)")
-        outcome = run_bench(
-            config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout,
-            progress=progress.record, on_start=progress.start,
-        )  # fmt: skip
+        with ExitStack() as stack:
+            env = stack.enter_context(open_service(env_url)) if env_url else None
+            outcome = run_bench(
+                config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
+                progress=progress.record, on_start=progress.start,
+            )  # fmt: skip
     except TritonGymError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_USAGE) from None
