@@ -257,3 +257,20 @@ def test_unreachable_service_exits_2(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}"
     result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "run"), "--env-url", url])
     assert result.exit_code == 2 and "cannot reach the evaluation service" in result.output
+
+
+def test_progress_without_a_terminal_logs_lines(caplog):
+    import logging
+
+    from tritongym.agent.cli import _Progress
+    from tritongym.agent.records import TurnRecord
+
+    caplog.set_level(logging.INFO, logger="tritongym")
+    progress = _Progress()
+    progress.start(total=3, done=1)
+    ok = TurnRecord("r", "p", 0, 0, [], "", "ok", result={"correct": True, "speedup": 1.5, "findings": []})
+    progress.record(ok)
+    progress.record(TurnRecord("r", "p", 0, 1, [], "", "mismatch", result={"correct": False}))
+    progress.stop()
+    assert "resuming: 1 of 3 turns already recorded" in caplog.text
+    assert "2/3 turns, 1 correct, 1 fast" in caplog.text and "3/3 turns, 1 correct, 1 fast" in caplog.text
