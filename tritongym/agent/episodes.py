@@ -159,7 +159,6 @@ class _Turn:
     generations: int = 0
     submissions: int = 0
     submitted_at: float = 0.0
-    result: EvalResult | None = None
     error: str = ""
 
 
@@ -297,11 +296,11 @@ class EpisodeRunner:
             self._finish(turn, None, ready, feedback=extraction.feedback)
             return
         turn.code = extraction.code
-        self._submit(turn, ready, evaluating)
+        self._submit(turn, evaluating)
 
     # -- evaluation ----------------------------------------------------------------------------
 
-    def _submit(self, turn: _Turn, ready: deque[_Turn], evaluating: dict[Future, _Turn]) -> None:
+    def _submit(self, turn: _Turn, evaluating: dict[Future, _Turn]) -> None:
         turn.submissions += 1
         turn.submitted_at = time.monotonic()
         try:
@@ -323,11 +322,10 @@ class EpisodeRunner:
             if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
                 turn.error = result.feedback
                 log.warning("infrastructure error evaluating %s (%d): %s", problem, turn.submissions, result.feedback)
-        turn.result = result
         if result is not None and result.verdict is not Verdict.INFRASTRUCTURE_ERROR:
             self._finish(turn, result, ready, feedback=render_feedback(result, self.config.feedback))
         elif turn.submissions <= self.config.eval_retries:
-            self._submit(turn, ready, evaluating)
+            self._submit(turn, evaluating)
         else:
             self._finish(turn, result, ready, unscored=turn.error)
 
