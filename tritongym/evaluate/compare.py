@@ -4,9 +4,11 @@ Pure functions of tensors. Two policies:
 
 * ``float64`` (default): the error of the candidate against a float64 run of the reference must be
   at most ``factor`` times PyTorch's own error at the problem's dtype (never less than one rounding
-  unit of the output's scale), plus ``abs_floor``. A candidate that fails this but is within
-  KernelBench's loose 1e-2 tolerance is reported as ``precision`` (e.g. tf32 or bf16 arithmetic
-  for a float32 problem), not ``mismatch``.
+  unit of the output's scale), plus a floor of ``scale_floor`` times the output's RMS. Every term
+  scales with the output, so multiplying a problem's outputs by 1e-9 changes no verdict. A candidate
+  that fails this but is within 1e-2 of the float64 result, relative to the element and the output's
+  RMS, is reported as ``precision`` (e.g. tf32 or bf16 arithmetic for a float32 problem), not
+  ``mismatch``.
 * ``fixed``: ``|got - ref| <= atol + rtol * |ref|`` against the reference at its own dtype
   (KernelBench's numbers: 1e-4 for fp32, 1e-2 for fp16/bf16).
 """
@@ -21,14 +23,18 @@ import torch
 from tritongym.evaluate.result import ErrorStats, Verdict
 
 LOOSE_TOLERANCE = 1e-2
-"""atol = rtol of the loose check that separates ``precision`` from ``mismatch``."""
+"""Relative bound of the loose check that separates ``precision`` from ``mismatch`` (float64 policy:
+relative to the element plus the output's RMS), and its atol = rtol as a fixed tolerance."""
 
 
 @dataclass(frozen=True)
 class Tolerance:
     policy: str = "float64"
+    """'float64' (against a float64 run of the reference) or 'fixed' (KernelBench's atol/rtol)."""
     factor: float = 32.0
-    abs_floor: float = 1e-6
+    """How many times PyTorch's own error at the problem's dtype a candidate may have (float64)."""
+    scale_floor: float = 1e-5
+    """Error always allowed, as a fraction of the RMS of the float64 reference output (float64)."""
     atol: float | None = None
     rtol: float | None = None
 
@@ -152,6 +158,23 @@ def _mismatch_message(stats: ErrorStats, verdict: Verdict) -> str:
     return text
 
 
+def allowed_error(ref64: torch.Tensor, reference_error: float, dtype: torch.dtype, tol: Tolerance):
+    """(allowed absolute error, RMS of the reference) under the float64 policy:
+
+    ``factor * max(reference_error, eps(dtype) * max|ref64|) + max(scale_floor * rms(ref64), tiny(dtype))``.
+
+    ``reference_error`` is PyTorch's own max error at the problem's dtype. The ``eps`` term is one
+    rounding unit where PyTorch happens to be exact; the floor, a fraction of the output's RMS, covers
+    elements near zero in an output of ordinary scale; ``tiny`` (the smallest normal number) lets an
+    all-zero output tolerate flushed denormals and nothing more.
+    """
+    finfo = torch.finfo(dtype)
+    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
+    rms = float(ref64.square().mean().sqrt()) if ref64.numel() else 0.0
+    floor = max(tol.scale_floor * rms, finfo.tiny)
+    return tol.factor * max(reference_error, finfo.eps * scale) + floor, rms
+
+
 def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expected64, tol: Tolerance):
     nonfinite = _nonfinite_error(got, expected64 if expected64 is not None else expected, path)
     if nonfinite:
@@ -171,13 +194,11 @@ def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expecte
     ref64 = torch.where(finite, expected64, 0.0)
     native64 = torch.where(finite, expected.double(), 0.0)
     reference_error = float((native64 - ref64).abs().max()) if ref64.numel() else 0.0
-    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
-    unit = torch.finfo(got.dtype).eps * scale
-    allowed = tol.factor * max(reference_error, unit) + tol.abs_floor
+    allowed, rms = allowed_error(ref64, reference_error, got.dtype, tol)
     stats = _stats(path, got64, ref64, allowed, reference_error)
     if not stats.mismatched:
         return Comparison(Verdict.OK, stats=stats)
-    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (1 + ref64.abs())
+    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (ref64.abs() + rms)
     verdict = Verdict.PRECISION if bool(loose.all()) else Verdict.MISMATCH
     return Comparison(verdict, _mismatch_message(stats, verdict), stats)
 
