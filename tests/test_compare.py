@@ -176,3 +176,52 @@ def test_subclass_outputs_are_refused():
     expected = torch.zeros(3)
     result = compare_outputs(expected.clone().as_subclass(Lazy), expected, expected.double(), F64)
     assert result.verdict is Verdict.WRONG_SHAPE and "expected a torch.Tensor, got tensor" in result.message
+
+
+def _sums_of_squares(scale: float = 1.0):
+    # Rows 0-1 are small; rows 2-3 sum to about 1.3e5 > 65504, fp16's largest value.
+    x = torch.cat([torch.full((2, 512), 0.5), torch.full((2, 512), 16.0)]).half()
+    return x, *_reference(lambda t: (t * t).sum(dim=1) * scale, x)
+
+
+def test_where_pytorch_overflows_at_the_dtype_its_inf_is_accepted():
+    x, expected, expected64 = _sums_of_squares()
+    assert torch.isinf(expected[2:]).all() and torch.isfinite(expected64).all()
+    got = (x.float() ** 2).sum(dim=1).half()  # fp32 accumulation still rounds 131072 to fp16's inf
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.ok and result.stats.overflowed == 2
+    assert "2 elements overflowed in PyTorch at float16" in result.message
+
+
+def test_where_pytorch_overflows_in_an_intermediate_the_float64_value_is_accepted():
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)  # 128: representable, PyTorch gives inf
+    assert torch.isinf(expected[2:]).all()
+    exact = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    assert compare_outputs(exact, expected, expected64, F64).ok
+    assert compare_outputs(expected.clone(), expected, expected64, F64).ok  # PyTorch's own inf, too
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        (float("nan"), "overflows to inf; either of those is accepted there"),
+        (-float("inf"), "overflows to inf; either of those is accepted there"),
+        (0.0, "2 elements overflowed in PyTorch at float16"),  # finite: judged against float64
+        (100.0, "2 elements overflowed in PyTorch at float16"),
+    ],
+)
+def test_where_pytorch_overflows_anything_else_is_a_mismatch(value, phrase):
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)
+    got = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    got[2:] = value
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH and phrase in result.message, result.message
+
+
+def test_overflowed_elements_do_not_loosen_the_tolerance_of_the_others():
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)
+    got = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    got[0] = 50.0  # not 0.125; PyTorch's inf there once made the allowed error infinite
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH and result.stats.worst_index == [0]
+    assert result.stats.reference_error == 0.0 and result.stats.allowed_abs_error < 5

@@ -138,7 +138,11 @@ class ErrorStats:
     """Elements over the allowed error."""
     numel: int
     reference_error: float | None = None
-    """PyTorch's own max error at the problem's dtype against float64 (float64 policy only)."""
+    """PyTorch's own max error at the problem's dtype against float64 (float64 policy only), over the
+    elements where it is finite."""
+    overflowed: int = 0
+    """Elements where PyTorch at the problem's dtype gives inf/NaN but float64 is finite (it
+    overflowed): there PyTorch's inf/NaN or the float64 value within tolerance is accepted."""
 
 
 @dataclass
