@@ -104,6 +104,7 @@ def test_dispatch_and_compilation_internals_stay_forbidden(source, path):
         "from torch._inductor.runtime.triton_heuristics import grid, pointwise\n",
         "from torch._inductor.runtime.triton_helpers import libdevice\nx = libdevice.exp\n",
         "from torch._inductor.select_algorithm import extern_kernels\nextern_kernels.mm\n",
+        "from torch._dynamo.testing import rand_strided\n",
     ],
 )
 def test_inductors_read_only_helpers_and_launchers_are_allowed(source):

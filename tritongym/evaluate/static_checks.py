@@ -82,9 +82,11 @@ SAFE_PATHS = {
     "torch._C._dynamo.guards._empty_strided_cpu": "allocates an uninitialised CPU tensor",
     "torch._C._dynamo.guards._reinterpret_tensor": "makes a strided view of a tensor",
     "torch._C._cuda_getCurrentRawStream": "reads the handle of the current CUDA stream",
+    "torch._dynamo.testing.rand_strided": "makes a random tensor of given sizes and strides",
 }
 """Read-only helpers under forbidden paths, allowed by their exact path (what Inductor's generated code
-calls). Anything reached through them (``get_raw_stream.__self__`` is ``torch._C``) stays forbidden."""
+calls, its benchmark stub's ``rand_strided`` included). Anything reached through them
+(``get_raw_stream.__self__`` is ``torch._C``) stays forbidden."""
 SAFE_MODULES = {
     "torch._inductor.runtime.triton_heuristics": "compiles and launches the candidate's @triton.jit kernels",
     "torch._inductor.runtime.triton_helpers": "device functions for Triton kernels (libdevice, math)",
