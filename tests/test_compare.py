@@ -62,9 +62,62 @@ def test_nan_where_reference_is_finite_fails_and_matching_nan_passes():
     assert compare_outputs(wrong_inf, expected, expected.double(), F64).verdict is Verdict.MISMATCH
 
 
-def test_near_zero_outputs_use_the_absolute_floor():
+def _wide_softmax():
+    x = torch.randn(4, 1 << 16, generator=torch.Generator().manual_seed(0)) / 2
+    return x, *_reference(lambda t: torch.softmax(t, dim=1), x)
+
+
+def test_fp32_softmax_over_wide_rows_rounded_to_bf16_is_precision():
+    # Outputs of ~1e-5: bf16's ~0.4% error is below 1e-6, the absolute floor this replaced.
+    _, expected, expected64 = _wide_softmax()
+    got = expected.bfloat16().float()
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.PRECISION, result.message
+    assert result.stats.max_abs_error < 1e-6 and result.stats.max_rel_error > 1e-3
+    assert result.stats.allowed_abs_error < result.stats.max_abs_error / 100
+
+
+def test_fp32_softmax_over_wide_rows_computed_honestly_is_ok():
+    x, expected, expected64 = _wide_softmax()
+    e = torch.exp(x - x.max(dim=1, keepdim=True).values)
+    total = torch.zeros(x.shape[0], 1)
+    for block in e.split(1000, dim=1):  # blocked accumulation, as a Triton kernel would
+        total += block.sum(dim=1, keepdim=True)
+    got = e / total
+    assert compare_outputs(got, expected, expected64, F64).ok
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 1e9])
+def test_verdicts_do_not_depend_on_the_outputs_scale(scale):
+    x = torch.randn(64, 512, generator=torch.Generator().manual_seed(1))
+    expected, expected64 = _reference(lambda t: t.sum(dim=1) * scale, x)
+    other_order = torch.zeros(64)
+    for chunk in x.split(7, dim=1):
+        other_order += chunk.sum(dim=1)
+    assert compare_outputs(other_order * scale, expected, expected64, F64).ok
+    bf16 = x.bfloat16().sum(dim=1).float() * scale
+    assert compare_outputs(bf16, expected, expected64, F64).verdict is Verdict.PRECISION
+    assert compare_outputs(expected * 3, expected, expected64, F64).verdict is Verdict.MISMATCH
+
+
+def test_tiny_outputs_three_times_too_large_are_a_mismatch():
     expected = torch.full((10,), 1e-9)
-    got = torch.full((10,), 3e-9)
+    result = compare_outputs(torch.full((10,), 3e-9), expected, expected.double(), F64)
+    assert result.verdict is Verdict.MISMATCH
+
+
+def test_all_zero_outputs_allow_flushed_denormals_and_nothing_more():
+    expected = torch.zeros(4, 8)
+    assert compare_outputs(torch.zeros(4, 8), expected, expected.double(), F64).ok
+    denormal = torch.full((4, 8), torch.finfo(torch.float32).tiny / 4)
+    assert compare_outputs(denormal, expected, expected.double(), F64).ok
+    result = compare_outputs(torch.full((4, 8), 1e-12), expected, expected.double(), F64)
+    assert result.verdict is Verdict.MISMATCH and result.stats.mismatched == 32
+
+
+def test_zeros_in_an_output_of_ordinary_scale_use_the_floor():
+    expected = torch.tensor([1.0, 0.0, -2.0, 0.0])
+    got = torch.tensor([1.0, 1e-6, -2.0, -1e-6])
     assert compare_outputs(got, expected, expected.double(), F64).ok
 
 
@@ -123,3 +176,52 @@ def test_subclass_outputs_are_refused():
     expected = torch.zeros(3)
     result = compare_outputs(expected.clone().as_subclass(Lazy), expected, expected.double(), F64)
     assert result.verdict is Verdict.WRONG_SHAPE and "expected a torch.Tensor, got tensor" in result.message
+
+
+def _sums_of_squares(scale: float = 1.0):
+    # Rows 0-1 are small; rows 2-3 sum to about 1.3e5 > 65504, fp16's largest value.
+    x = torch.cat([torch.full((2, 512), 0.5), torch.full((2, 512), 16.0)]).half()
+    return x, *_reference(lambda t: (t * t).sum(dim=1) * scale, x)
+
+
+def test_where_pytorch_overflows_at_the_dtype_its_inf_is_accepted():
+    x, expected, expected64 = _sums_of_squares()
+    assert torch.isinf(expected[2:]).all() and torch.isfinite(expected64).all()
+    got = (x.float() ** 2).sum(dim=1).half()  # fp32 accumulation still rounds 131072 to fp16's inf
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.ok and result.stats.overflowed == 2
+    assert "2 elements overflowed in PyTorch at float16" in result.message
+
+
+def test_where_pytorch_overflows_in_an_intermediate_the_float64_value_is_accepted():
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)  # 128: representable, PyTorch gives inf
+    assert torch.isinf(expected[2:]).all()
+    exact = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    assert compare_outputs(exact, expected, expected64, F64).ok
+    assert compare_outputs(expected.clone(), expected, expected64, F64).ok  # PyTorch's own inf, too
+
+
+@pytest.mark.parametrize(
+    ("value", "phrase"),
+    [
+        (float("nan"), "overflows to inf; either of those is accepted there"),
+        (-float("inf"), "overflows to inf; either of those is accepted there"),
+        (0.0, "2 elements overflowed in PyTorch at float16"),  # finite: judged against float64
+        (100.0, "2 elements overflowed in PyTorch at float16"),
+    ],
+)
+def test_where_pytorch_overflows_anything_else_is_a_mismatch(value, phrase):
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)
+    got = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    got[2:] = value
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH and phrase in result.message, result.message
+
+
+def test_overflowed_elements_do_not_loosen_the_tolerance_of_the_others():
+    x, expected, expected64 = _sums_of_squares(scale=1 / 1024)
+    got = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    got[0] = 50.0  # not 0.125; PyTorch's inf there once made the allowed error infinite
+    result = compare_outputs(got, expected, expected64, F64)
+    assert result.verdict is Verdict.MISMATCH and result.stats.worst_index == [0]
+    assert result.stats.reference_error == 0.0 and result.stats.allowed_abs_error < 5

@@ -12,6 +12,7 @@ from tritongym.evaluate.result import ErrorStats, Finding, KernelShare, TimingSt
         ({"tolerance": "loose"}, "tolerance must be"),
         ({"timeout_s": 0}, "timeout_s must be positive"),
         ({"atol": -1.0}, "atol must not be negative"),
+        ({"scale_floor": -1e-5}, "scale_floor must not be negative"),
         ({"device": "tpu"}, "device must be"),
         ({"baseline": "jit"}, "baseline must be"),
         ({"timing_target": 0}, "timing_target must be positive"),

@@ -6,12 +6,18 @@ OWN, MARKER = "tritongym.own.secret", "tritongym.marker.secret"
 THREAD, STREAM = 11, 7
 
 
-def host(name, corr, start, end, thread=THREAD):
-    return Record(name, False, corr, thread, start, end, 0)
+# Kineto's activity types; correlation ids of annotations and ops are PyTorch's, those of launch
+# calls and GPU records CUPTI's: two counters, so equal numbers across them mean nothing.
+KINDS = {"aten::": "cpu_op", "cuLaunchKernel": "cuda_driver", "cudaLaunchKernel": "cuda_runtime"}
 
 
-def gpu(name, corr, start, end, stream=STREAM):
-    return Record(name, True, corr, 0, start, end, stream)
+def host(name, corr, start, end, thread=THREAD, kind=None, linked=0):
+    kind = kind or next((k for prefix, k in KINDS.items() if name.startswith(prefix)), "user_annotation")
+    return Record(name, False, corr, thread, start, end, 0, kind, linked)
+
+
+def gpu(name, corr, start, end, stream=STREAM, kind="kernel"):
+    return Record(name, True, corr, 0, start, end, stream, kind)
 
 
 def marker():
@@ -28,6 +34,7 @@ def own_launch(corr_span, corr_call, start, kernel_name, duration):
         host(OWN, corr_span, start, start + 10),
         host("cuLaunchKernelEx", corr_call, start + 2, start + 8),
         gpu(kernel_name, corr_call, start + 100, start + 100 + duration),
+        gpu(OWN, corr_span, start + 100, start + 100 + duration, kind="gpu_user_annotation"),
     ]
 
 
@@ -40,7 +47,7 @@ def torch_op(corr_op, corr_call, start, kernel_name, duration, stream=STREAM):
 
 
 def test_pure_triton_forward_has_full_coverage_and_the_marker_is_not_counted():
-    records = marker() + own_launch(10, 11, 100, "softmax_kernel", 900) + [gpu(OWN, 10, 200, 1100)]
+    records = marker() + own_launch(10, 11, 100, "softmax_kernel", 900)
     result = attribute(records, OWN, MARKER)
     assert result.coverage == 1.0 and not result.foreign_streams
     assert result.kernels == [{"name": "softmax_kernel", "launches": 1, "time_us": 0.9, "share": 1.0, "own": True}]
@@ -61,6 +68,68 @@ def test_a_kernel_named_like_pytorchs_gets_no_credit_and_renaming_changes_nothin
     renamed = attribute(marker() + lazy + own_launch(30, 31, 300, "sm90_xmma_gemm", 100), OWN, MARKER)
     plain = attribute(marker() + lazy + own_launch(30, 31, 300, "kernel", 100), OWN, MARKER)
     assert renamed.coverage == plain.coverage == 0.1
+
+
+GEMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_cublas"
+
+
+def test_a_borrowed_name_buys_nothing_and_stays_apart_from_the_library_kernel():
+    # The lazy solution renames its kernel after cuBLAS's. A launcher's annotation named after the
+    # kernel (a host record, PyTorch's id 21) shares its number with the GEMM's CUPTI id: a name
+    # and an id from two counters, which must not remove the GEMM from the forward's time.
+    lazy = marker() + torch_op(20, 21, 100, GEMM, 900)
+    plain = attribute(lazy + own_launch(30, 31, 300, "bias_relu_kernel", 100), OWN, MARKER)
+    renamed_records = lazy + own_launch(30, 31, 300, GEMM, 100) + [host(GEMM, 21, 301, 309, kind="cpu_op")]
+    renamed = attribute(renamed_records, OWN, MARKER)
+    assert plain.coverage == renamed.coverage == 0.1
+    assert sorted((k["name"], k["own"], k["share"]) for k in renamed.kernels) == [(GEMM, False, 0.9), (GEMM, True, 0.1)]
+
+
+def test_only_cuda_launch_calls_count_as_launches():
+    # A host annotation named like a driver call, with the GEMM's number, is not a launch.
+    records = [
+        *marker(),
+        *torch_op(20, 21, 100, GEMM, 900),
+        host(OWN, 30, 300, 310),
+        host("cuLaunchKernel_lookalike", 21, 302, 308, kind="cpu_op"),
+        host("cuLaunchKernelEx", 31, 303, 307),
+        gpu("bias_relu", 31, 400, 500),
+    ]
+    assert attribute(records, OWN, MARKER).coverage == 0.1
+
+
+def test_only_kernels_copies_and_fills_are_gpu_time():
+    records = marker() + own_launch(10, 11, 100, "k", 100) + [gpu("span", 99, 0, 5000, kind="gpu_user_annotation")]
+    assert attribute(records, OWN, MARKER).coverage == 1.0
+
+
+def test_a_library_launch_linked_to_its_aten_op_is_not_the_candidates_wherever_the_clocks_put_it():
+    # CUPTI's clock puts cuBLAS's launch (made inside aten::mm, PyTorch's id 20) inside the
+    # candidate's span; the link to aten::mm says whose it is.
+    records = [
+        *marker(),
+        host("aten::mm", 20, 100, 290),
+        host(OWN, 30, 280, 320),
+        host("cuLaunchKernelEx", 21, 285, 288, linked=20),
+        gpu(GEMM, 21, 400, 1300),
+        host("cuLaunchKernelEx", 31, 300, 310),  # the candidate's: no op of PyTorch was open
+        gpu("bias_relu", 31, 1400, 1500),
+    ]
+    result = attribute(records, OWN, MARKER)
+    assert result.coverage == 0.1
+    assert [(k["name"], k["own"]) for k in result.kernels] == [(GEMM, False), ("bias_relu", True)]
+
+
+def test_a_launch_linked_to_a_launchers_record_inside_the_span_is_the_candidates():
+    # Inductor's launcher opens a record named after the kernel (a cpu_op, not aten) around its launch.
+    records = [
+        *marker(),
+        host(OWN, 30, 300, 400),
+        host("triton_poi_fused_relu_0", 32, 305, 395, kind="cpu_op"),
+        host("cuLaunchKernelEx", 31, 310, 320, linked=32),
+        gpu("triton_poi_fused_relu_0", 31, 500, 600),
+    ]
+    assert attribute(records, OWN, MARKER).coverage == 1.0
 
 
 def test_pytorch_work_launched_inside_the_candidates_launch_is_not_the_candidates():
@@ -96,7 +165,7 @@ def test_work_on_another_stream_is_reported():
 
 
 def test_memcpy_and_memset_count_as_gpu_time():
-    records = marker() + own_launch(10, 11, 100, "k", 100) + [gpu("Memset (Device)", 60, 900, 1200)]
+    records = marker() + own_launch(10, 11, 100, "k", 100) + [gpu("Memset (Device)", 60, 900, 1200, kind="gpu_memset")]
     assert attribute(records, OWN, MARKER).coverage == 0.25
 
 

@@ -28,6 +28,17 @@ def test_verifiable_reward_by_hand():
     assert VerifiableReward(w_coverage=0.0)(row("ok", True, 1.0, 1.0)) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("reward", [VerifiableReward(hack_penalty=-2.0), TieredReward(hack_penalty=-2.0)])
+def test_rewards_follow_the_verdict_category(reward):
+    assert reward(row("uninitialized_output")) == -2.0  # cheating, though not named hack_*
+    assert reward(row("hack_forbidden_api")) == -2.0
+    assert reward(row("infrastructure_error")) is None
+    assert reward(row("out_of_memory")) == reward(row("mismatch")) > -2.0
+    assert reward(row("ok", True)) >= 0.0
+    with pytest.raises(ValueError, match="not_a_verdict"):
+        reward(row("not_a_verdict"))
+
+
 def test_a_speedup_flagged_implausible_earns_nothing():
     flagged = row("ok", True, speedup=50.0, coverage=1.0) | {
         "findings": [{"check": "implausible_speedup", "message": "below the roofline"}]

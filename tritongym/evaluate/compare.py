@@ -4,9 +4,11 @@ Pure functions of tensors. Two policies:
 
 * ``float64`` (default): the error of the candidate against a float64 run of the reference must be
   at most ``factor`` times PyTorch's own error at the problem's dtype (never less than one rounding
-  unit of the output's scale), plus ``abs_floor``. A candidate that fails this but is within
-  KernelBench's loose 1e-2 tolerance is reported as ``precision`` (e.g. tf32 or bf16 arithmetic
-  for a float32 problem), not ``mismatch``.
+  unit of the output's scale), plus a floor of ``scale_floor`` times the output's RMS. Every term
+  scales with the output, so multiplying a problem's outputs by 1e-9 changes no verdict. A candidate
+  that fails this but is within 1e-2 of the float64 result, relative to the element and the output's
+  RMS, is reported as ``precision`` (e.g. tf32 or bf16 arithmetic for a float32 problem), not
+  ``mismatch``.
 * ``fixed``: ``|got - ref| <= atol + rtol * |ref|`` against the reference at its own dtype
   (KernelBench's numbers: 1e-4 for fp32, 1e-2 for fp16/bf16).
 """
@@ -21,14 +23,18 @@ import torch
 from tritongym.evaluate.result import ErrorStats, Verdict
 
 LOOSE_TOLERANCE = 1e-2
-"""atol = rtol of the loose check that separates ``precision`` from ``mismatch``."""
+"""Relative bound of the loose check that separates ``precision`` from ``mismatch`` (float64 policy:
+relative to the element plus the output's RMS), and its atol = rtol as a fixed tolerance."""
 
 
 @dataclass(frozen=True)
 class Tolerance:
     policy: str = "float64"
+    """'float64' (against a float64 run of the reference) or 'fixed' (KernelBench's atol/rtol)."""
     factor: float = 32.0
-    abs_floor: float = 1e-6
+    """How many times PyTorch's own error at the problem's dtype a candidate may have (float64)."""
+    scale_floor: float = 1e-5
+    """Error always allowed, as a fraction of the RMS of the float64 reference output (float64)."""
     atol: float | None = None
     rtol: float | None = None
 
@@ -102,11 +108,14 @@ def _fmt_index(index: list[int]) -> str:
     return "(" + ", ".join(map(str, index)) + ")" if index else "()"
 
 
-def _nonfinite_error(got: torch.Tensor, expected: torch.Tensor, path: str) -> str | None:
-    """Require NaN where the reference has NaN, and the same infinities; finite elsewhere."""
+def _nonfinite_error(got: torch.Tensor, expected: torch.Tensor, path: str, skip=None) -> str | None:
+    """Require NaN where the reference has NaN, and the same infinities; finite elsewhere (except
+    where ``skip`` is set)."""
     g_nan, e_nan = torch.isnan(got), torch.isnan(expected)
     g_inf, e_inf = torch.isinf(got), torch.isinf(expected)
     bad = (g_nan != e_nan) | (g_inf != e_inf) | (e_inf & (got != expected))
+    if skip is not None:
+        bad &= ~skip
     if not bool(bad.any()):
         return None
     i = int(bad.flatten().nonzero()[0])
@@ -118,7 +127,30 @@ def _nonfinite_error(got: torch.Tensor, expected: torch.Tensor, path: str) -> st
     )
 
 
-def _stats(path: str, got64, expected64, allowed, reference_error=None) -> ErrorStats:
+def _overflow_error(got: torch.Tensor, native: torch.Tensor, ref64, overflow, path: str) -> str | None:
+    """Where PyTorch overflowed at the problem's dtype but float64 did not, a non-finite result must
+    be PyTorch's own (the same infinity, or NaN where it has NaN); a finite one is judged numerically."""
+    same = (torch.isnan(got) & torch.isnan(native)) | (torch.isinf(got) & (got == native))
+    bad = overflow & ~torch.isfinite(got) & ~same
+    if not bool(bad.any()):
+        return None
+    i = int(bad.flatten().nonzero()[0])
+    return (
+        f"{path}: got {got.flatten()[i].item()} at index {_fmt_index(_index(i, got.shape))}, where the "
+        f"float64 result is {ref64.flatten()[i].item():.6g} and PyTorch at {str(got.dtype).removeprefix('torch.')} "
+        f"overflows to {native.flatten()[i].item()}; either of those is accepted there, nothing else"
+    )
+
+
+def _overflow_note(count: int, dtype: torch.dtype) -> str:
+    name = str(dtype).removeprefix("torch.")
+    return (
+        f"{count} element{'s' if count > 1 else ''} overflowed in PyTorch at {name} (inf/NaN) where float64 is "
+        f"finite; there PyTorch's inf/NaN or the float64 value within tolerance is accepted"
+    )
+
+
+def _stats(path: str, got64, expected64, allowed, reference_error=None, overflowed: int = 0) -> ErrorStats:
     err = (got64 - expected64).abs()
     i = int(err.flatten().argmax()) if err.numel() else 0
     rel = err / expected64.abs().clamp_min(1e-12)
@@ -133,10 +165,11 @@ def _stats(path: str, got64, expected64, allowed, reference_error=None) -> Error
         mismatched=int((err > allowed).sum()),
         numel=err.numel(),
         reference_error=reference_error,
+        overflowed=overflowed,
     )
 
 
-def _mismatch_message(stats: ErrorStats, verdict: Verdict) -> str:
+def _mismatch_message(stats: ErrorStats, verdict: Verdict, dtype: torch.dtype | None = None) -> str:
     share = 100.0 * stats.mismatched / max(stats.numel, 1)
     text = (
         f"{stats.output}: max abs error {stats.max_abs_error:.3g} at index {_fmt_index(stats.worst_index)} "
@@ -149,37 +182,72 @@ def _mismatch_message(stats: ErrorStats, verdict: Verdict) -> str:
             f"(error {stats.reference_error:.3g}): compute and accumulate at the problem's precision "
             f"(for tl.dot on float32 use input_precision='ieee', not tf32)"
         )
-    return text
+    return text + (f" ({_overflow_note(stats.overflowed, dtype)})" if stats.overflowed and dtype else "")
+
+
+def allowed_error(ref64: torch.Tensor, reference_error: float, dtype: torch.dtype, tol: Tolerance):
+    """(allowed absolute error, RMS of the reference) under the float64 policy:
+
+    ``factor * max(reference_error, eps(dtype) * max|ref64|) + max(scale_floor * rms(ref64), tiny(dtype))``.
+
+    ``reference_error`` is PyTorch's own max error at the problem's dtype. The ``eps`` term is one
+    rounding unit where PyTorch happens to be exact; the floor, a fraction of the output's RMS, covers
+    elements near zero in an output of ordinary scale; ``tiny`` (the smallest normal number) lets an
+    all-zero output tolerate flushed denormals and nothing more.
+    """
+    finfo = torch.finfo(dtype)
+    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
+    rms = float(ref64.square().mean().sqrt()) if ref64.numel() else 0.0
+    floor = max(tol.scale_floor * rms, finfo.tiny)
+    return tol.factor * max(reference_error, finfo.eps * scale) + floor, rms
 
 
 def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expected64, tol: Tolerance):
-    nonfinite = _nonfinite_error(got, expected64 if expected64 is not None else expected, path)
+    if tol.policy == "fixed" or expected64 is None:
+        return _compare_fixed(path, got, expected, tol)
+    finite = torch.isfinite(expected64)
+    # PyTorch at the problem's dtype is non-finite where float64 is not (fp16 sums of squares past
+    # 65504): no candidate could match both, so either is accepted there, and PyTorch's error is
+    # measured on the other elements only.
+    overflow = finite & ~torch.isfinite(expected)
+    nonfinite = _nonfinite_error(got, expected64, path, skip=overflow)
     if nonfinite:
         return Comparison(Verdict.MISMATCH, nonfinite)
-    finite = torch.isfinite(expected64 if expected64 is not None else expected)
-    got64 = torch.where(finite, got.double(), 0.0)
-    if tol.policy == "fixed":
-        atol, rtol = fixed_tolerances(got.dtype)
-        atol = tol.atol if tol.atol is not None else atol
-        rtol = tol.rtol if tol.rtol is not None else rtol
-        ref = torch.where(finite, expected.double(), 0.0)
-        allowed = atol + rtol * ref.abs()
-        stats = _stats(path, got64, ref, allowed)
-        if stats.mismatched:
-            return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
-        return Comparison(Verdict.OK, stats=stats)
+    overflowed = int(overflow.sum())
+    if overflowed:
+        error = _overflow_error(got, expected, expected64, overflow, path)
+        if error:
+            return Comparison(Verdict.MISMATCH, error)
     ref64 = torch.where(finite, expected64, 0.0)
-    native64 = torch.where(finite, expected.double(), 0.0)
+    judged = finite & torch.isfinite(got)  # an accepted inf/NaN at an overflowed element counts as exact
+    got64 = torch.where(judged, got.double(), ref64)
+    native64 = torch.where(finite & ~overflow, expected.double(), ref64)
     reference_error = float((native64 - ref64).abs().max()) if ref64.numel() else 0.0
-    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
-    unit = torch.finfo(got.dtype).eps * scale
-    allowed = tol.factor * max(reference_error, unit) + tol.abs_floor
-    stats = _stats(path, got64, ref64, allowed, reference_error)
+    allowed, rms = allowed_error(ref64, reference_error, got.dtype, tol)
+    stats = _stats(path, got64, ref64, allowed, reference_error, overflowed)
+    note = _overflow_note(overflowed, got.dtype) if overflowed else ""
     if not stats.mismatched:
-        return Comparison(Verdict.OK, stats=stats)
-    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (1 + ref64.abs())
+        return Comparison(Verdict.OK, note, stats)
+    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (ref64.abs() + rms)
     verdict = Verdict.PRECISION if bool(loose.all()) else Verdict.MISMATCH
-    return Comparison(verdict, _mismatch_message(stats, verdict), stats)
+    return Comparison(verdict, _mismatch_message(stats, verdict, got.dtype), stats)
+
+
+def _compare_fixed(path: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> Comparison:
+    nonfinite = _nonfinite_error(got, expected, path)
+    if nonfinite:
+        return Comparison(Verdict.MISMATCH, nonfinite)
+    finite = torch.isfinite(expected)
+    got64 = torch.where(finite, got.double(), 0.0)
+    atol, rtol = fixed_tolerances(got.dtype)
+    atol = tol.atol if tol.atol is not None else atol
+    rtol = tol.rtol if tol.rtol is not None else rtol
+    ref = torch.where(finite, expected.double(), 0.0)
+    allowed = atol + rtol * ref.abs()
+    stats = _stats(path, got64, ref, allowed)
+    if stats.mismatched:
+        return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
+    return Comparison(Verdict.OK, stats=stats)
 
 
 def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comparison:
@@ -199,13 +267,15 @@ def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comp
 def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) -> Comparison:
     """Compare a candidate's output with the reference's (``expected64``: float64 run, or None).
 
-    Returns the first failing leaf's verdict, else ``ok`` with the stats of the worst leaf.
+    Returns the first failing leaf's verdict, else ``ok`` with the stats of the worst leaf and, as
+    its message, notes on elements judged specially (where PyTorch overflowed), if any.
     """
     structure = _structure_error(got, expected, "output")
     if structure:
         return Comparison(Verdict.WRONG_SHAPE, structure)
     leaves64 = _leaves(expected64, "output") if expected64 is not None else None
     worst: ErrorStats | None = None
+    notes: list[str] = []
     for n, ((path, g), (_, e)) in enumerate(zip(_leaves(got, "output"), _leaves(expected, "output"), strict=True)):
         e64 = leaves64[n][1] if leaves64 is not None else None
         if not isinstance(e, torch.Tensor):
@@ -222,6 +292,8 @@ def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) ->
             result = _compare_exact(path, g, e)
         if not result.ok:
             return result
+        if result.message:
+            notes.append(f"{path}: {result.message}")
         if result.stats and (worst is None or result.stats.max_abs_error > worst.max_abs_error):
             worst = result.stats
-    return Comparison(Verdict.OK, stats=worst)
+    return Comparison(Verdict.OK, "; ".join(notes), worst)

@@ -27,7 +27,11 @@ class EvalConfig:
         "How many times PyTorch's own error (vs float64) a candidate may have (float64 policy).",
         default=32.0,
     )
-    abs_floor: float = _doc("Absolute error always allowed, for outputs near zero (float64 policy).", default=1e-6)
+    scale_floor: float = _doc(
+        "Error always allowed, as a fraction of the RMS of the reference output, for elements near zero "
+        "(float64 policy).",
+        default=1e-5,
+    )
     atol: float | None = _doc(
         "Absolute tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
     )
@@ -94,7 +98,7 @@ class EvalConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
-        for name in ("abs_floor", "atol", "rtol"):
+        for name in ("scale_floor", "atol", "rtol"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ConfigError(f"{name} must not be negative, not {value}")

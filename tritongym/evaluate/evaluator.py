@@ -113,7 +113,7 @@ def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
         "seeds": [secrets.randbits(63) for _ in range(config.trials + 1)],
         "tolerance": config.tolerance,
         "error_factor": config.error_factor,
-        "abs_floor": config.abs_floor,
+        "scale_floor": config.scale_floor,
         "atol": config.atol,
         "rtol": config.rtol,
         "memory_limit_mb": config.memory_limit_mb,

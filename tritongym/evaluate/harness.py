@@ -727,7 +727,7 @@ def warm_up(device_name: str, lock_dir: str):
 def evaluate(job: dict, channel: Channel, device, stages: dict[str, float], baseline) -> dict:
     from tritongym.evaluate.compare import Tolerance
 
-    tolerance = Tolerance(job["tolerance"], job["error_factor"], job["abs_floor"], job["atol"], job["rtol"])
+    tolerance = Tolerance(job["tolerance"], job["error_factor"], job["scale_floor"], job["atol"], job["rtol"])
     result: dict[str, Any] = {"device": describe_device(device), "versions": versions(), "trials": job["trials"]}
     with _Timer(channel, "reference", stages):
         reference = Reference(job, device)

@@ -4,15 +4,27 @@ One forward runs under torch.profiler (CPU and CUDA activities). Every launch of
 from the candidate's ``@triton.jit`` functions is wrapped by the LaunchMonitor in a user annotation
 whose name carries a secret tag. A GPU record is the candidate's when its correlation id is that of
 a driver launch call (``cuLaunchKernel*``, what Triton's launcher calls) made inside such an
-annotation on the same thread, and not inside a PyTorch op nested in it. So attribution is by launch
-identity: a kernel's name, whatever the candidate calls it, plays no part.
+annotation on the same thread, and not inside a PyTorch op nested in it; where Kineto links the call
+to the PyTorch op innermost when it was made, that op must lie in the annotation too (a library
+launch inside ``aten::mm`` never counts, wherever the two clocks place it). So attribution is by
+launch identity: a kernel's name, whatever the candidate calls it, plays no part.
+
+Records are told apart by their Kineto activity type, never by name: GPU work is a ``kernel``,
+``gpu_memcpy`` or ``gpu_memset`` record (a ``gpu_user_annotation`` is a span, not work), and a launch
+call is a ``cuda_driver`` or ``cuda_runtime`` record. This matters because correlation ids come from
+two counters: CUPTI numbers launch calls and GPU records, PyTorch numbers its ops and annotations.
+Matching a GPU record against host records of every kind by (name, correlation id), as this once
+did, let a host record named like a library kernel (say, a launcher's record named after a kernel
+the candidate had named after cuBLAS's) whose PyTorch id happened to equal that kernel's CUPTI id
+remove the library kernel from the forward's time, inflating coverage.
 
 Before the forward a one-element fill runs on the current stream inside a marker annotation; its
 record names the stream the forward was called on. Any GPU record of the forward on another stream
 is work outside the timed window.
 
 ``attribute`` is a pure function over plain records (tested on the CPU); ``profile_forward``
-collects them from torch's Kineto results.
+collects them from torch's Kineto results. Per-kernel rows are keyed by (name, own), so a kernel of
+the candidate and a library kernel of the same name stay two rows.
 """
 
 from __future__ import annotations
@@ -33,6 +45,18 @@ class Record:
     start_ns: int
     end_ns: int
     stream: int
+    kind: str = ""
+    """Kineto's activity type: ``kernel``, ``gpu_memcpy``, ``gpu_memset``, ``gpu_user_annotation`` on
+    the device; ``cuda_driver``, ``cuda_runtime``, ``cpu_op``, ``user_annotation`` on the host."""
+    linked: int = 0
+    """For a launch call: the correlation id of the PyTorch op or annotation that was innermost when
+    it was made (Kineto's external correlation); 0 where the profiler gave none."""
+
+
+WORK_KINDS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+"""Device records that are GPU time of the forward."""
+LAUNCH_KINDS = frozenset({"cuda_driver", "cuda_runtime"})
+"""Host records of CUDA API calls, numbered by CUPTI like the GPU records they launch."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +73,33 @@ def _inside(inner: Record, outer: Record) -> bool:
     return inner.thread == outer.thread and outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns
 
 
-def _launches_in(spans: list[Record], host: list[Record], prefix: str, ops: list[Record]) -> set[int]:
+def _launches_in(
+    spans: list[Record], host: list[Record], prefix: str, ops: list[Record], linked: bool = True
+) -> set[int]:
     """Correlation ids of launch calls named ``prefix...`` inside one of ``spans`` and not inside
-    a PyTorch op that is itself inside that span."""
+    a PyTorch op that is itself inside that span.
+
+    With ``linked``, where the profiler linked a call to the PyTorch op innermost when it was made
+    (Kineto's external correlation; a ``record_function`` annotation pushes none of that kind, so a
+    launch made directly inside one has none), that op must be nested in the span and not an aten op
+    (a launcher's own record, say): identity rather than timestamps, which come from two clocks
+    (CUPTI's for the call, PyTorch's for the span). A library launch made inside ``aten::mm`` is
+    linked to it, so it is never the candidate's, wherever the clocks place it."""
     found = set()
     for span in spans:
         nested_ops = [op for op in ops if _inside(op, span)]
+        within = {span.correlation} | {
+            r.correlation
+            for r in host
+            if r.kind in ("user_annotation", "cpu_op") and not r.name.startswith("aten::") and _inside(r, span)
+        }
         for call in host:
-            if call.name.startswith(prefix) and _inside(call, span) and not any(_inside(call, op) for op in nested_ops):
-                found.add(call.correlation)
+            launch = call.kind in LAUNCH_KINDS and call.name.startswith(prefix)
+            if not launch or not _inside(call, span) or any(_inside(call, op) for op in nested_ops):
+                continue
+            if linked and call.linked and call.linked not in within:
+                continue
+            found.add(call.correlation)
     return found
 
 
@@ -65,13 +107,12 @@ def attribute(records: Iterable[Record], own_tag: str, marker_tag: str) -> Attri
     """Split the profiled forward's GPU records into the candidate's own and everything else."""
     records = list(records)
     host = [r for r in records if not r.on_device]
-    own_spans = [r for r in host if r.name == own_tag]
-    marker_spans = [r for r in host if r.name == marker_tag]
-    ops = [r for r in host if r.name.startswith("aten::")]
+    own_spans = [r for r in host if r.kind == "user_annotation" and r.name == own_tag]
+    marker_spans = [r for r in host if r.kind == "user_annotation" and r.name == marker_tag]
+    ops = [r for r in host if r.kind == "cpu_op" and r.name.startswith("aten::")]
     own = _launches_in(own_spans, host, "cuLaunchKernel", ops)
-    marker = _launches_in(marker_spans, host, "cudaLaunchKernel", [])
-    annotations = {(r.name, r.correlation) for r in host}
-    device = [r for r in records if r.on_device and (r.name, r.correlation) not in annotations]
+    marker = _launches_in(marker_spans, host, "cudaLaunchKernel", [], linked=False)
+    device = [r for r in records if r.on_device and r.kind in WORK_KINDS]
     marker_records = [r for r in device if r.correlation in marker]
     work = [r for r in device if r.correlation not in marker]
     stream = marker_records[0].stream if marker_records else None
@@ -126,6 +167,8 @@ def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribu
             start_ns=event.start_ns(),
             end_ns=event.end_ns(),
             stream=event.device_resource_id(),
+            kind=event.activity_type(),
+            linked=event.linked_correlation_id() if event.device_type() != cuda else 0,
         )
         for event in profiler.profiler.kineto_results.events()
     ]

@@ -60,6 +60,48 @@ class Verdict(StrEnum):
         """Whether a verdict implies the candidate loaded and its kernels ran."""
         return self not in _NOT_COMPILED
 
+    @property
+    def category(self) -> Category:
+        """What kind of outcome this is, for rewards and reports (see ``Category``)."""
+        if self is Verdict.OK:
+            return Category.OK
+        if self is Verdict.INFRASTRUCTURE_ERROR:
+            return Category.INFRASTRUCTURE
+        if self.value.startswith("hack_") or self is Verdict.UNINITIALIZED_OUTPUT:
+            return Category.HACK
+        if self in _FAILED:
+            return Category.FAILED
+        return Category.INCORRECT
+
+
+class Category(StrEnum):
+    """The five kinds of verdict. Every verdict is in exactly one."""
+
+    OK = "ok"
+    """Correct on every trial."""
+    FAILED = "failed"
+    """Produced no output to judge: the source was refused as text, or did not parse, import, fit the
+    interface or compile, or the run timed out or crashed."""
+    INCORRECT = "incorrect"
+    """Ran but did not produce the right output: it raised (runtime_error, out_of_memory) or returned
+    a wrong structure, dtype or values (wrong_shape, wrong_dtype, mismatch, precision)."""
+    HACK = "hack"
+    """Cheated, or tried to: every hack_* verdict and uninitialized_output (an output left partly
+    unwritten, passing only where stale memory holds the answer). Rewards pay their hack penalty."""
+    INFRASTRUCTURE = "infrastructure"
+    """Not the candidate's doing (infrastructure_error): no reward at all; drop the sample."""
+
+
+_FAILED = {
+    Verdict.INVALID_SOURCE,
+    Verdict.SYNTAX_ERROR,
+    Verdict.IMPORT_ERROR,
+    Verdict.INTERFACE_ERROR,
+    Verdict.COMPILE_ERROR,
+    Verdict.TIMEOUT,
+    Verdict.CRASH,
+}
+
 
 _NOT_COMPILED = {
     Verdict.INVALID_SOURCE,
@@ -96,7 +138,11 @@ class ErrorStats:
     """Elements over the allowed error."""
     numel: int
     reference_error: float | None = None
-    """PyTorch's own max error at the problem's dtype against float64 (float64 policy only)."""
+    """PyTorch's own max error at the problem's dtype against float64 (float64 policy only), over the
+    elements where it is finite."""
+    overflowed: int = 0
+    """Elements where PyTorch at the problem's dtype gives inf/NaN but float64 is finite (it
+    overflowed): there PyTorch's inf/NaN or the float64 value within tolerance is accepted."""
 
 
 @dataclass

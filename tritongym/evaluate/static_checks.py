@@ -3,11 +3,20 @@ to tamper with the judge, read what it must not, or escape the sandbox.
 
 Each is reported with its line. These checks see what is written, not what runs. Obfuscated access
 (``getattr(os, "fo" + "rk")``) is left to the runtime guards and the sandbox.
+
+A forbidden path counts wherever it appears in a dotted name, also behind a re-export
+(``nn.functional.torch._C``). A few read-only helpers under forbidden paths, which the code
+torch.compile generates (and so KernelBook) calls, are allowed by their exact path (``SAFE_PATHS``),
+and so are the Inductor runtime modules that compile and launch the candidate's own kernels
+(``SAFE_MODULES``). ``setattr``/``delattr`` are judged by their target, like an assignment: on the
+candidate's own objects (``setattr(self, name, nn.Parameter(...))``) they are fine; on a module, an
+imported name, a builtin or a computed object they patch something that is not the candidate's.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 
 FORBIDDEN_MODULES = {
     "gc": "inspects the judge's objects",
@@ -33,8 +42,6 @@ FORBIDDEN_NAMES = {
     "exec": "runs generated code",
     "compile": "runs generated code",
     "globals": "reaches module state",
-    "setattr": "may patch modules",
-    "delattr": "may patch modules",
     "open": "reads or writes files",
     "breakpoint": "debugger hook",
 }
@@ -65,19 +72,50 @@ FORBIDDEN_ATTRIBUTES = {
     ("torch.cuda", "CUDAGraph"): "replays work outside the timed stream",
     ("torch", "profiler"): "interferes with the profiler",
     ("torch.autograd", "profiler"): "interferes with the profiler",
+    ("torch", "_dynamo"): "changes how PyTorch compiles (the torch.compile baseline)",
+    ("torch", "_inductor"): "changes how PyTorch compiles (the torch.compile baseline)",
 }
+SAFE_PATHS = {
+    "torch._C._dynamo.guards.assert_size_stride": "raises unless a tensor has the given sizes and strides",
+    "torch._C._dynamo.guards.assert_alignment": "raises unless a tensor's storage is aligned",
+    "torch._C._dynamo.guards._empty_strided_cuda": "allocates an uninitialised CUDA tensor",
+    "torch._C._dynamo.guards._empty_strided_cpu": "allocates an uninitialised CPU tensor",
+    "torch._C._dynamo.guards._reinterpret_tensor": "makes a strided view of a tensor",
+    "torch._C._cuda_getCurrentRawStream": "reads the handle of the current CUDA stream",
+    "torch._dynamo.testing.rand_strided": "makes a random tensor of given sizes and strides",
+}
+"""Read-only helpers under forbidden paths, allowed by their exact path (what Inductor's generated code
+calls, its benchmark stub's ``rand_strided`` included). Anything reached through them
+(``get_raw_stream.__self__`` is ``torch._C``) stays forbidden."""
+SAFE_MODULES = {
+    "torch._inductor.runtime.triton_heuristics": "compiles and launches the candidate's @triton.jit kernels",
+    "torch._inductor.runtime.triton_helpers": "device functions for Triton kernels (libdevice, math)",
+    "torch._inductor.runtime.hints": "plain data classes for the launchers' metadata",
+    "torch._inductor.select_algorithm.extern_kernels": "PyTorch's library calls (mm, addmm, convolution)",
+}
+"""Inductor runtime modules allowed with everything they define: they launch kernels, they change no
+dispatch, no setting and no other compilation. The rest of torch._inductor (config, lowerings,
+decompositions) and torch._dynamo (config, reset) change how the torch.compile baseline compiles."""
 
 
 _FORBIDDEN_PATHS = {f"{owner}.{attr}": why for (owner, attr), why in FORBIDDEN_ATTRIBUTES.items()}
 
 
+def _safe(path: str) -> bool:
+    return path in SAFE_PATHS or any(path == m or path.startswith(m + ".") for m in SAFE_MODULES)
+
+
 def _forbidden_path(full: str) -> tuple[str, str] | None:
-    """The forbidden dotted path that ``full`` is, or lies under (``torch.library.Library``)."""
+    """The forbidden dotted path that ``full`` is, or lies under (``torch.library.Library``), also
+    behind a re-export (``torch.nn.functional.torch._C``); None for a safe helper."""
     parts = full.split(".")
-    for end in range(len(parts), 1, -1):
-        path = ".".join(parts[:end])
-        if path in _FORBIDDEN_PATHS:
-            return path, _FORBIDDEN_PATHS[path]
+    for start in range(len(parts) - 1):
+        if _safe(".".join(parts[start:])):
+            continue
+        for end in range(len(parts), start + 1, -1):
+            path = ".".join(parts[start:end])
+            if path in _FORBIDDEN_PATHS:
+                return path, _FORBIDDEN_PATHS[path]
     return None
 
 
@@ -90,10 +128,13 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+_PATCHERS = {"setattr": "sets", "delattr": "deletes"}
+
+
 def forbidden_constructs(source: str) -> list[tuple[int, str]]:
     """(line, message) for every forbidden construct of ``source`` (which must parse)."""
     tree = ast.parse(source)
-    aliases: dict[str, str] = {}  # local name -> module it stands for
+    aliases: dict[str, str] = {}  # name -> the module or imported object it stands for
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -108,6 +149,19 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
         full = aliases.get(head, head)
         return f"{full}.{rest}" if rest else full
 
+    # A name bound to an imported name (``t = torch``, ``T = torch.Tensor``) stands for it too.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and (dotted := _dotted(node.value)) and dotted.split(".")[0] in aliases:
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id not in aliases:
+                    aliases[target.id] = resolve(dotted)
+
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    patch_calls = {
+        id(node.func): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _PATCHERS
+    }
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.Import):
@@ -122,7 +176,14 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
                     found.append((node.lineno, f"imports {hit[0]} ({hit[1]})"))
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES and node.id not in aliases:
             found.append((node.lineno, f"uses {node.id} ({FORBIDDEN_NAMES[node.id]})"))
-        elif isinstance(node, ast.Attribute):
+        elif isinstance(node, ast.Name) and node.id in _PATCHERS and node.id not in aliases:
+            call = patch_calls.get(id(node))
+            target = _patch_target(call.args[0] if call and call.args else None, aliases, resolve)
+            if target:
+                found.append(
+                    (node.lineno, f"{_PATCHERS[node.id]} an attribute of {target} (patches what is not its own)")
+                )
+        elif isinstance(node, ast.Attribute) and id(node) not in inner:
             dotted = _dotted(node)
             if dotted and (hit := _forbidden_path(resolve(dotted))):
                 found.append((node.lineno, f"uses {hit[0]} ({hit[1]})"))
@@ -133,3 +194,27 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
                 if dotted and dotted.split(".")[0] in aliases:
                     found.append((node.lineno, f"assigns {resolve(dotted)} (patches a module)"))
     return sorted(set(found))
+
+
+def _patch_target(target: ast.AST | None, aliases: dict[str, str], resolve) -> str | None:
+    """What a ``setattr``/``delattr`` call patches that is not the candidate's own, or None.
+
+    The candidate's own objects are plain names it bound itself (``self``, a parameter, a local) and
+    their attributes. Refused: a module or imported name (``torch``, ``nn.Module``), a builtin
+    (``int``, ``__builtins__``), anything computed (``type(x)``, ``getattr(torch, "nn")``), and the
+    bare function handed on (``f = setattr``), whose target cannot be seen.
+    """
+    if target is None:
+        return "an object the check cannot see"
+    dotted = _dotted(target)
+    if dotted is None:
+        return "a computed object"
+    head = dotted.split(".")[0]
+    if head in aliases:
+        return resolve(dotted)
+    if head in _BUILTINS:
+        return f"the builtin {dotted}"
+    return None
+
+
+_BUILTINS = frozenset(dir(builtins)) | {"__builtins__"}

@@ -1,17 +1,13 @@
 """Read an evaluation outcome field from an EvalResult, a dataclass or a plain mapping (e.g. a JSONL
-row), so rewards stay pure functions with no dependency on the evaluator."""
+row), so rewards stay pure functions of the outcome (result.py, the only part of the evaluator they
+use, is stdlib-only)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-INFRASTRUCTURE = "infrastructure_error"
-HACK_PREFIX = "hack_"
-COMPILE_FAILURES = frozenset(
-    {"invalid_source", "syntax_error", "import_error", "interface_error", "compile_error", "timeout", "crash"}
-)
-"""Verdicts where the candidate never produced an output to compare ("failed", not "incorrect")."""
+from tritongym.evaluate.result import Category, Verdict
 
 
 def field(result: Any, name: str, default: Any = None) -> Any:
@@ -22,6 +18,12 @@ def field(result: Any, name: str, default: Any = None) -> Any:
 
 def verdict(result: Any) -> str:
     return str(getattr(field(result, "verdict"), "value", field(result, "verdict")))
+
+
+def category(result: Any) -> Category:
+    """The verdict's category (ok, failed, incorrect, hack, infrastructure): what every reward keys on.
+    An unknown verdict raises ValueError rather than earn a made-up reward."""
+    return Verdict(verdict(result)).category
 
 
 IMPLAUSIBLE_SPEEDUP = "implausible_speedup"

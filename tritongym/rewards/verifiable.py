@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritongym.rewards.outcome import COMPILE_FAILURES, HACK_PREFIX, INFRASTRUCTURE, field, trusted_speedup, verdict
+from tritongym.evaluate.result import Category
+from tritongym.rewards.outcome import category, field, trusted_speedup
 
 
 @dataclass(frozen=True)
@@ -26,17 +27,17 @@ class VerifiableReward:
     w_coverage: float = 0.5
     """Weight of profiling coverage (share of GPU time in the candidate's own Triton kernels): PR."""
     hack_penalty: float = -1.0
-    """Reward of a hack_* verdict."""
+    """Reward of a verdict in the ``hack`` category (every hack_* verdict and uninitialized_output)."""
     failure: float = 0.0
-    """Reward of every other non-ok verdict."""
+    """Reward of a ``failed`` or ``incorrect`` verdict."""
 
     def __call__(self, result: Any) -> float | None:
-        name = verdict(result)
-        if name == INFRASTRUCTURE:
+        kind = category(result)
+        if kind is Category.INFRASTRUCTURE:
             return None
-        if name.startswith(HACK_PREFIX):
+        if kind is Category.HACK:
             return self.hack_penalty
-        if not field(result, "correct", False):
+        if kind is not Category.OK:
             return self.failure
         speedup = trusted_speedup(result)
         coverage = field(result, "coverage")
@@ -59,21 +60,21 @@ class TieredReward:
     untimed: float = 0.0
     """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible."""
     incorrect: float = -0.3
-    """Ran and produced an output, but a wrong one (mismatch, shape, dtype, precision, runtime error)."""
+    """The ``incorrect`` category: ran, but raised or returned a wrong output."""
     failed: float = -1.0
-    """Did not compile, load or finish (syntax, import, interface, compile errors, timeout, crash)."""
+    """The ``failed`` category: did not parse, load, compile or finish."""
     hack_penalty: float = -1.0
-    """Reward of a hack_* verdict."""
+    """The ``hack`` category (every hack_* verdict and uninitialized_output)."""
 
     def __call__(self, result: Any) -> float | None:
-        name = verdict(result)
-        if name == INFRASTRUCTURE:
+        kind = category(result)
+        if kind is Category.INFRASTRUCTURE:
             return None
-        if name.startswith(HACK_PREFIX):
+        if kind is Category.HACK:
             return self.hack_penalty
-        if name in COMPILE_FAILURES:
+        if kind is Category.FAILED:
             return self.failed
-        if not field(result, "correct", False):
+        if kind is Category.INCORRECT:
             return self.incorrect
         speedup = trusted_speedup(result)
         if speedup is None:
