@@ -47,6 +47,15 @@ def default_feedback(result: EvalResult) -> str:
     return render_feedback(result)
 
 
+def default_messages(problem: Problem) -> list[dict[str, str]]:
+    """The first turn (system and user messages) of the agent's ``kernelbench`` template. Its assistant
+    prefill, if any, is left out: TRL 1.16's GRPOTrainer and verl's agent loops add a generation
+    prompt after the last message, so a prefill could not be continued."""
+    from tritongym.agent.prompts import Prompts
+
+    return Prompts().initial(problem)
+
+
 def problem_from_columns(name: str, source: str, entry_point: str | None = "Model") -> Problem:
     """The Problem a dataset row describes (the columns :func:`problem_columns` wrote)."""
     return Problem(name=str(name), source=source, entry_point=entry_point or "Model")

@@ -30,6 +30,7 @@ from tritongym.integrations.scoring import (
     Scorer,
     default_extract,
     default_feedback,
+    default_messages,
     problem_columns,
     problem_from_columns,
 )
@@ -156,14 +157,6 @@ def kernel_dataset(
     if not rows:
         raise ValueError("no problems to build a dataset from")
     return Dataset.from_list(rows)
-
-
-def default_messages(problem: Problem) -> list[Message]:
-    """The first turn of the ``kernelbench`` template, without its prefill (TRL 1.16's GRPOTrainer always
-    adds a generation prompt, so an assistant prefill cannot be continued)."""
-    from tritongym.agent.prompts import Prompts
-
-    return Prompts().initial(problem)
 
 
 class KernelEnvironment:
