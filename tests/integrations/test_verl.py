@@ -259,3 +259,74 @@ def test_verls_registry_runs_our_loss_and_it_agrees_with_verls_dual_clip(core_al
         reference, theirs = core_algos.compute_policy_loss_vanilla(**args, config=config, rollout_is_weights=None)
         assert float(mine) == pytest.approx(float(reference), rel=1e-5), mode
         assert metrics["actor/pg_clipfrac_lower"] == pytest.approx(theirs["actor/pg_clipfrac_lower"])
+
+
+class ScriptedServer:
+    """verl's LLM server client, answering from a script (one word token, then end of sequence)."""
+
+    def __init__(self, vocab, answers):
+        self.vocab, self.answers = vocab, list(answers)
+
+    async def generate(self, request_id, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        return TokenOutput(token_ids=[self.vocab[self.answers.pop(0)], self.vocab["<eos>"]])
+
+
+class VerdictEnv:
+    """Answers holding the word ``good`` are correct, the rest mismatch."""
+
+    def submit(self, problem, candidate, config=None, *, priority=0, timeout_s=None):
+        future, ok = Future(), "good" in candidate
+        verdict = Verdict.OK if ok else Verdict.MISMATCH
+        future.set_result(EvalResult(problem=problem.name, verdict=verdict, feedback="", correct=ok, compiled=True))
+        return future
+
+
+def run_episode(answers, turns=3):
+    from omegaconf import OmegaConf
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+    from tritongym.integrations.scoring import Scorer
+    from tritongym.integrations.verl_agent import KernelAgentLoop
+
+    vocab = {w: i for i, w in enumerate(["<pad>", "<eos>", "<unk>", "bad", "good"])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} <eos> {% endfor %}"
+        "{% if add_generation_prompt %}assistant {% endif %}"
+    )
+    rollout = {"prompt_length": 4096, "response_length": 512, "multi_turn": {"max_assistant_turns": turns}}
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": rollout}, "data": {}})
+    row = verl_rows([PROBLEM])[0]
+
+    async def episode():
+        loop = KernelAgentLoop(
+            trainer_config=DictConfigWrap(config),
+            server_manager=ScriptedServer(vocab, answers),
+            tokenizer=tokenizer,
+            processor=None,
+            dataset_cls=None,
+            data_config=DictConfigWrap(config.data),
+        )
+        loop.scorer = Scorer(VerdictEnv(), extract=lambda text, problem: text)
+        return await loop.run({"temperature": 1.0}, raw_prompt=row["prompt"], extra_info=row["extra_info"])
+
+    return asyncio.run(episode()), vocab
+
+
+def test_the_agent_loop_feeds_back_until_correct_and_masks_the_feedback(core_algos):
+    output, vocab = run_episode(["bad", "good", "bad"])
+    assert output.extra_fields["turn_verdicts"] == ["mismatch", "ok"]  # stopped when correct
+    assert output.extra_fields["turn_scores"] == [0.0, 0.5] and output.reward_score == 0.5
+    mask, ids = torch.tensor(output.response_mask), torch.tensor(output.response_ids)
+    assert ids[mask.bool()].tolist() == [vocab["bad"], vocab["<eos>"], vocab["good"], vocab["<eos>"]]
+    assert turn_of_tokens(mask[None]).max() == 1 and not mask[2:-2].any()  # two turns, feedback masked
+    output, _ = run_episode(["bad", "bad", "bad"])
+    assert output.extra_fields["turn_verdicts"] == ["mismatch"] * 3 and output.reward_score == 0.0
