@@ -13,18 +13,52 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from tritongym.env.base import Env
+from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward, weighted_sum
 
 log = logging.getLogger(__name__)
+
+ENV_VARIABLE = "TRITONGYM_ENV"
+"""Where kernels are evaluated when no Env is given (verl's processes, the examples): ``local`` (default:
+a local pool on this host's GPUs), ``ray`` (the Ray cluster verl runs on) or an ``http(s)://`` URL of
+``tritongym serve`` (token in ``TRITONGYM_TOKEN``)."""
+
+_envs: dict[str, Env] = {}
+_envs_lock = threading.Lock()
+
+
+def env_from_spec(spec: str | None = None) -> Env:
+    """The Env of this process for ``spec`` (see :data:`ENV_VARIABLE`), created once and reused."""
+    spec = spec or os.environ.get(ENV_VARIABLE) or "local"
+    with _envs_lock:
+        if spec not in _envs:
+            if spec == "local":
+                from tritongym.env import LocalEnv
+
+                _envs[spec] = LocalEnv()
+            elif spec == "ray":
+                from tritongym.env.ray_backend import RayEnv
+
+                _envs[spec] = RayEnv()
+            elif spec.startswith(("http://", "https://")):
+                from tritongym.env.client import HttpEnv
+
+                _envs[spec] = HttpEnv(spec, os.environ.get("TRITONGYM_TOKEN"))
+            else:
+                raise ConfigError(f"{ENV_VARIABLE} must be 'local', 'ray' or an http(s):// URL, not {spec!r}")
+        return _envs[spec]
+
 
 NO_CODE = "no_code"
 """The verdict of an answer with no extractable code: nothing was evaluated."""

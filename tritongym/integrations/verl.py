@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +36,14 @@ from torch import Tensor
 
 from tritongym.env.base import Env
 from tritongym.errors import ConfigError
-from tritongym.integrations.scoring import Score, Scorer, default_messages, problem_columns, problem_from_columns
+from tritongym.integrations.scoring import (
+    Score,
+    Scorer,
+    default_messages,
+    env_from_spec,
+    problem_columns,
+    problem_from_columns,
+)
 from tritongym.problems import Problem
 from tritongym.rewards import TieredReward, VerifiableReward
 from tritongym.rl import PolicyLossConfig, compute_advantages, policy_loss, returns_to_go
@@ -59,12 +64,6 @@ REWARDS: dict[str, Callable[[], Callable[[Any], float | None]]] = {
     "tiered": TieredReward,
 }
 """Outcome rewards selectable by name from verl's ``reward_kwargs``."""
-
-ENV_VARIABLE = "TRITONGYM_ENV"
-"""Where verl's processes evaluate kernels when ``reward_kwargs`` name no ``env``: ``local`` (default:
-a local pool on this host's GPUs), ``ray`` (the Ray cluster verl runs on) or an ``http(s)://`` URL of
-``tritongym serve`` (token in ``TRITONGYM_TOKEN``)."""
-
 
 # --- the dataset -----------------------------------------------------------------------------------
 
@@ -111,31 +110,6 @@ def write_verl_dataset(rows: list[dict[str, Any]], path: str | Path) -> Path:
 
 
 # --- the reward function ---------------------------------------------------------------------------
-
-_envs: dict[str, Env] = {}
-_envs_lock = threading.Lock()
-
-
-def env_from_spec(spec: str | None = None) -> Env:
-    """The Env of this process for ``spec`` (see :data:`ENV_VARIABLE`), created once and reused."""
-    spec = spec or os.environ.get(ENV_VARIABLE) or "local"
-    with _envs_lock:
-        if spec not in _envs:
-            if spec == "local":
-                from tritongym.env import LocalEnv
-
-                _envs[spec] = LocalEnv()
-            elif spec == "ray":
-                from tritongym.env.ray_backend import RayEnv
-
-                _envs[spec] = RayEnv()
-            elif spec.startswith(("http://", "https://")):
-                from tritongym.env.client import HttpEnv
-
-                _envs[spec] = HttpEnv(spec, os.environ.get("TRITONGYM_TOKEN"))
-            else:
-                raise ConfigError(f"{ENV_VARIABLE} must be 'local', 'ray' or an http(s):// URL, not {spec!r}")
-        return _envs[spec]
 
 
 def scorer_for(env: str | Env | None = None, reward: str = "verifiable") -> Scorer:
