@@ -19,7 +19,6 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
 
 from helpers import DEVICE, small_problem
-from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
 from tritongym.integrations.scoring import Scorer
 from tritongym.integrations.trl import (
@@ -47,12 +46,6 @@ ANSWERS = {
     "hack": fenced((HACKS / "pytorch_only.py").read_text()),
     "no_code": "I would use a Triton kernel.",
 }
-
-
-@pytest.fixture(scope="module")
-def env():
-    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2)) as pool:
-        yield pool
 
 
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
@@ -123,8 +116,8 @@ def test_two_grpo_steps_log_the_rewards_tritongym_computes(env, tmp_path):
     args = GRPOConfig(
         output_dir=str(tmp_path),
         max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
+        per_device_train_batch_size=2,
+        num_generations=2,
         max_completion_length=2,
         learning_rate=1e-3,
         logging_steps=1,

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import DEVICE, small_problem
-from tritongym.env import LocalEnv, PoolConfig
+from helpers import small_problem
 from tritongym.errors import ConfigError
 from tritongym.evaluate import EvalResult, Verdict
 from tritongym.integrations.verl import (
@@ -146,12 +145,6 @@ def test_the_dual_clip_loss_matches_hand_computed_values_for_each_aggregation():
         verl_policy_loss(OLD, LOGP, ADV, MASK, "token-max", ACTOR)
 
 
-@pytest.fixture(scope="module")
-def env():
-    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2)) as pool:
-        yield pool
-
-
 def info(problem=PROBLEM):
     return verl_rows([problem])[0]["extra_info"]
 
@@ -160,18 +153,32 @@ def test_compute_score_pays_a_bundled_solution_and_penalises_a_hack(env):
     solution = f"<think>add</think>\n```python\n{PROBLEM.solution}\n```"
     hack = f"```python\n{(HACKS / 'pytorch_only.py').read_text()}\n```"
     good = asyncio.run(compute_score("tritongym", solution, PROBLEM.solution, info(), env=env))
-    assert good == {
-        "score": 0.5,
-        "correct": 1.0,
-        "compiled": 1.0,
-        "hack": 0.0,
-        "no_code": 0.0,
-        "infrastructure_error": 0.0,
-    }
-    bad = compute_score_sync("tritongym", hack, None, info(), env=env, reward="tiered")
+    assert good == {"score": 0.5, "correct": 1, "compiled": 1, "hack": 0, "no_code": 0, "infrastructure_error": 0}
+    bad, none = compute_score_batch(["tritongym"] * 2, [hack, "no code"], [None] * 2, [info()] * 2, env=env)
     assert bad["score"] == -1.0 and bad["hack"] == 1.0 and bad["correct"] == 0.0
-    batch = compute_score_batch(["tritongym"] * 3, [hack, "no code", solution], [None] * 3, [info()] * 3, env=env)
-    assert [s["score"] for s in batch] == [-1.0, 0.0, 0.5] and batch[1]["no_code"] == 1.0
+    assert none["score"] == 0.0 and none["no_code"] == 1.0
+
+
+class ScriptedEnv:
+    """Results by candidate text, for what needs no real evaluation."""
+
+    def __init__(self, results):
+        self.results = results
+
+    def submit(self, problem, candidate, config=None, *, priority=0, timeout_s=None):
+        future = Future()
+        future.set_result(self.results[candidate.strip()])
+        return future
+
+
+def test_the_sync_and_batch_scores_keep_input_order_and_take_the_named_reward():
+    ok = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True, compiled=True)
+    wrong = EvalResult(problem="p", verdict=Verdict.MISMATCH, feedback="", compiled=True)
+    scripted = ScriptedEnv({"class ModelNew: ok": ok, "class ModelNew: wrong": wrong})
+    answers = ["```python\nclass ModelNew: wrong\n```", "```python\nclass ModelNew: ok\n```"]
+    batch = compute_score_batch(["tritongym"] * 2, answers, [None] * 2, [info()] * 2, env=scripted, reward="tiered")
+    assert [s["score"] for s in batch] == [-0.3, 0.0]  # tiered: incorrect, correct but untimed (CPU)
+    assert compute_score_sync("tritongym", answers[1], None, info(), env=scripted)["score"] == 0.5
 
 
 class FailingEnv:

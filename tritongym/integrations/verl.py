@@ -5,7 +5,7 @@ verl's registries, the dataset builder, and (``integrations.verl_agent``) a mult
   custom reward function (``reward.custom_reward_function.path=pkg://tritongym.integrations.verl``).
   The problem travels in ``extra_info`` (the columns :func:`verl_rows` writes). verl's reward loop
   awaits an async ``compute_score`` for every sample at once, so all evaluations of a batch run
-  concurrently on the Env; the batch reward manager gets :func:`compute_score_batch`.
+  concurrently on the Env; the legacy batch reward manager gets :func:`compute_score_batch`.
 * :func:`verl_advantages`: verl's tensors (``token_level_rewards`` and ``response_mask`` [B, T], the
   ``uid`` index [B]) -> tritongym's estimators -> verl's (advantages, returns) [B, T]. Each maximal run
   of response tokens (``response_mask == 1``) is one assistant turn; a reward belongs to the turn whose
@@ -190,7 +190,7 @@ def compute_score_batch(
     infrastructure_score: float = math.nan,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """For verl's ``batch`` reward manager: every sample of the batch evaluated at once, in input order."""
+    """For verl's legacy ``batch`` reward manager: the whole batch evaluated at once, in input order."""
     problems = [problem_of(info) for info in extra_infos]
     scores = scorer_for(env, reward).score(problems, list(solution_strs))
     return [score_dict(s, infrastructure_score) for s in scores]
