@@ -25,6 +25,7 @@ from tritongym.integrations.verl import (
     compute_score_batch,
     compute_score_sync,
     estimator_options,
+    register_with_verl,
     turn_of_tokens,
     verl_advantages,
     verl_estimator,
@@ -101,6 +102,23 @@ def test_a_nan_reward_leaves_its_row_out_of_every_baseline():
     clean, _ = verl_advantages("trloo", MULTI_REWARDS, MULTI_MASK, UIDS)
     assert torch.equal(advantages[:3], clean) and not advantages[3].any() and not returns[3].any()
     assert not torch.isnan(advantages).any()
+
+
+def test_a_row_without_response_tokens_is_left_out():
+    rewards, mask = outcome_rows([1.0, 0.0, 0.0], [2, 2, 1])
+    mask[2] = 0  # a response truncated to nothing
+    advantages, returns = verl_advantages("rloo", rewards, mask, np.array(["a"] * 3, dtype=object))
+    assert advantages[:, 0].tolist() == [1.0, -1.0, 0.0] and not returns[2].any()
+
+
+def test_registering_without_verl_says_how_to_install_it():
+    try:
+        import verl  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError, match=r"tritongym\[verl\]"):
+            register_with_verl()
+    else:
+        pytest.skip("verl is installed: the registry tests below cover registration")
 
 
 def test_the_registered_function_reads_verls_algorithm_config():
