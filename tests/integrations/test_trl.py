@@ -277,3 +277,89 @@ def test_the_tool_has_the_schema_trl_builds_from_its_signature_and_docstring():
     assert schema["function"]["name"] == "evaluate_kernel"
     assert schema["function"]["parameters"]["required"] == ["code"]
     assert "ModelNew" in schema["function"]["parameters"]["properties"]["code"]["description"]
+
+
+def tool_call(code: str) -> str:
+    return "<tool_call>\n" + json.dumps({"name": "evaluate_kernel", "arguments": {"code": code}}) + "\n</tool_call>"
+
+
+def tool_calling_tokenizer(answers) -> PreTrainedTokenizerFast:
+    """TRL's own Qwen2.5 chat template (it knows how to parse its tool calls) over a word-level vocabulary."""
+    from importlib import resources
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<pad>": 0, "<|im_end|>": 1, "<unk>": 2, "<|im_start|>": 3}
+    for text in answers:
+        vocab[text] = len(vocab)
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        unk_token="<unk>",
+        padding_side="left",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tokenizer.chat_template = (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()
+    return tokenizer
+
+
+class EnvironmentRecorder(TrainerCallback):
+    def __init__(self):
+        self.trainer, self.steps = None, []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "rewards/KernelEnvironment/mean" in logs:
+            environments = self.trainer.environments
+            self.steps.append(
+                {
+                    "logged": list(self.trainer._logs["rewards"]["KernelEnvironment"]),
+                    "own": [e.get_reward() for e in environments],
+                    "verdicts": [[s.verdict for s in e.scores] for e in environments],
+                    "calls": logs["tools/call_frequency"],
+                }
+            )
+
+
+def test_grpo_with_the_tool_environment_rewards_rollouts_by_their_evaluations(tmp_path, monkeypatch):
+    from trl import GRPOConfig, GRPOTrainer
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    answers = [tool_call("class ModelNew: ok"), tool_call("class ModelNew: hack"), "Done."]
+    tokenizer = tool_calling_tokenizer(answers)
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=512,
+        max_tool_calling_iterations=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        seed=0,
+        generation_kwargs={"suppress_tokens": [0, 2, 3]},
+    )
+    recorder = EnvironmentRecorder()
+    trainer = GRPOTrainer(
+        model=tiny_model(len(tokenizer)),
+        args=args,
+        train_dataset=kernel_dataset(PROBLEMS[:1]),
+        processing_class=tokenizer,
+        environment_factory=kernel_environment_factory(StubEnv(OUTCOMES), max_evaluations=3),
+        callbacks=[recorder],
+    )
+    recorder.trainer = trainer
+    trainer.train()
+
+    (step,) = recorder.steps
+    assert step["calls"] > 0 and any(step["verdicts"]), step
+    assert all(len(v) <= 3 for v in step["verdicts"])  # the budget holds even for concurrent calls
+    assert step["logged"] == pytest.approx(step["own"])  # TRL's reward is the environment's
+    for verdicts, reward in zip(step["verdicts"], step["own"], strict=True):
+        best = 0.5 if "ok" in verdicts else (-1.0 if verdicts else 0.0)
+        assert reward == best

@@ -185,11 +185,14 @@ class KernelEnvironment:
         self._reward_of = reward_of
         self._feedback = feedback
         self._problem: Problem | None = None
+        self._started = 0
         self.scores: list[Score] = []
+        """The evaluations of the current rollout, in the order they finished."""
 
     def reset(self, problem: str, problem_source: str, entry_point: str = "Model", **kwargs: Any) -> None:
         """Start a rollout on the row's problem (the prompt is left as it is)."""
         self._problem = problem_from_columns(problem, problem_source, entry_point)
+        self._started = 0
         self.scores = []
 
     async def evaluate_kernel(self, code: str) -> str:
@@ -203,8 +206,9 @@ class KernelEnvironment:
         """
         if self._problem is None:
             raise RuntimeError("evaluate_kernel called before reset")
-        if len(self.scores) >= self._max_evaluations:
+        if self._started >= self._max_evaluations:
             return f"No evaluations left (the limit is {self._max_evaluations}); give your final answer."
+        self._started += 1  # before awaiting: TRL runs a message's tool calls concurrently
         (score,) = await self._scorer.ascore([self._problem], [code], codes=[code])
         self.scores.append(score)
         return self._feedback(score.result)
@@ -213,7 +217,7 @@ class KernelEnvironment:
         """The rollout's reward; None when the evaluation that decides it was an infrastructure error."""
         if not self.scores:
             return self._scorer.reward(NO_CODE_OUTCOME)
-        if self._reward_of == "last":
+        if self._reward_of == "last":  # the last to finish, of the last message's calls
             return self.scores[-1].reward
         rewards = [s.reward for s in self.scores if s.reward is not None]
         return max(rewards) if rewards else None
