@@ -240,6 +240,21 @@ def test_the_dataset_holds_a_conversational_prompt_and_the_problem_columns():
         kernel_dataset([])
 
 
+def test_a_kernelbook_row_keeps_its_entry_point_from_table_to_reward(env, tmp_path):
+    from test_kernelbook import REFERENCE, SOLUTION
+
+    from tritongym.problems import load_table
+
+    table = tmp_path / "book.jsonl"
+    table.write_text(json.dumps({"uuid": "ss", "python_code": REFERENCE, "entry_point": "ScaledShift"}) + "\n")
+    dataset = kernel_dataset(load_table(table))
+    row = dataset[0]
+    assert row["entry_point"] == "ScaledShift" and "ScaledShiftNew" in row["prompt"][-1]["content"]
+    columns = {k: [row[k]] for k in ("problem", "problem_source", "entry_point")}
+    completion = [{"role": "assistant", "content": fenced(SOLUTION)}]
+    assert KernelReward(env, config=CONFIG)([row["prompt"]], [completion], **columns) == [0.5]
+
+
 def test_the_tool_environment_scores_the_best_evaluation_and_keeps_to_its_budget():
     factory = kernel_environment_factory(StubEnv(OUTCOMES), max_evaluations=2)
     environment = factory()
