@@ -164,6 +164,8 @@ class StubEnv:
 
     def submit(self, problem, candidate, config=None, *, priority=0, timeout_s=None):
         self.submitted.append((problem.name, candidate))
+        if candidate.strip() == "class ModelNew: refused":
+            raise ConnectionRefusedError("no service at this address")
         future = Future()
         outcome = self.outcomes[candidate.strip()]
         if isinstance(outcome, BaseException):
@@ -198,21 +200,22 @@ def test_rewards_come_back_in_input_order_with_none_for_infrastructure_errors():
     env = StubEnv(OUTCOMES)
     reward = KernelReward(env, format_reward=FormatReward(), format_weight=0.1)
     texts = [answer("class ModelNew: infra"), answer("class ModelNew: ok"), "no code", answer("class ModelNew: down")]
-    texts.append(answer("class ModelNew: hack"))
+    texts += [answer("class ModelNew: hack"), answer("class ModelNew: refused")]
     completions = [[{"role": "assistant", "content": t}] for t in texts]
     metrics, extra = {}, {}
     out = reward(
-        [None] * 5,
+        [None] * 6,
         completions,
-        **columns(5),
+        **columns(6),
         log_metric=metrics.__setitem__,
         log_extra=extra.__setitem__,
     )
     # infrastructure errors are None although their format earned 1.0: no training signal at all
-    assert out == [None, pytest.approx(0.5 + 0.1), 0.0, None, pytest.approx(-1.0 + 0.1)]
-    assert extra["verdict"] == ["infrastructure_error", "ok", "no_code", "infrastructure_error", "hack_no_triton"]
-    assert metrics == {"kernel_reward/correct": 0.2, "kernel_reward/infrastructure_errors": 0.4}
-    assert len(env.submitted) == 4  # the answer without code was never evaluated
+    assert out == [None, pytest.approx(0.5 + 0.1), 0.0, None, pytest.approx(-1.0 + 0.1), None]
+    infra = "infrastructure_error"
+    assert extra["verdict"] == [infra, "ok", "no_code", infra, "hack_no_triton", infra]
+    assert metrics == {"kernel_reward/correct": pytest.approx(1 / 6), "kernel_reward/infrastructure_errors": 0.5}
+    assert len(env.submitted) == 5  # the answer without code was never evaluated
 
 
 def test_the_async_reward_gives_the_same_rewards():

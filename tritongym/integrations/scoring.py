@@ -153,11 +153,17 @@ class Scorer:
         return [self.extract(text, problem) for problem, text in zip(problems, texts, strict=True)]
 
     def submit(self, problems: Sequence[Problem], codes: Sequence[str | None]) -> list[Future[EvalResult] | None]:
-        """Queue every candidate at once; None where there is no candidate."""
-        return [
-            None if code is None else self.env.submit(problem, code, self.config)
-            for problem, code in zip(problems, codes, strict=True)
-        ]
+        """Queue every candidate at once; None where there is no candidate. An Env that refuses a
+        submission (a service down) gives a failed future: an infrastructure error, not a crash."""
+        return [None if code is None else self._submit(p, code) for p, code in zip(problems, codes, strict=True)]
+
+    def _submit(self, problem: Problem, code: str) -> Future[EvalResult]:
+        try:
+            return self.env.submit(problem, code, self.config)
+        except Exception as exc:
+            failed: Future[EvalResult] = Future()
+            failed.set_exception(exc)
+            return failed
 
     def finish(
         self,
