@@ -355,3 +355,18 @@ def test_the_agent_loop_feeds_back_until_correct_and_masks_the_feedback(core_alg
     assert turn_of_tokens(mask[None]).max() == 1 and not mask[2:-2].any()  # two turns, feedback masked
     output, _ = run_episode(["bad", "bad", "bad"])
     assert output.extra_fields["turn_verdicts"] == ["mismatch"] * 3 and output.reward_score == 0.0
+
+
+def test_the_agent_loop_refuses_an_unknown_episode_reward(core_algos, monkeypatch):
+    monkeypatch.setenv("TRITONGYM_EPISODE_REWARD", "mean")
+    with pytest.raises(ConfigError, match="best' or 'last"):
+        run_episode(["bad"])
+
+
+def test_the_episode_reward_is_the_best_or_last_turn_and_nan_for_an_infrastructure_error(core_algos):
+    from tritongym.integrations.scoring import Score
+    from tritongym.integrations.verl_agent import episode_reward
+
+    turns = [Score(0.5, "ok"), Score(None, "infrastructure_error")]
+    assert episode_reward(turns) == 0.5 and math.isnan(episode_reward(turns, "last"))
+    assert math.isnan(episode_reward([Score(None, "infrastructure_error")])) and math.isnan(episode_reward([]))

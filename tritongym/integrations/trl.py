@@ -18,7 +18,6 @@ TRL is imported lazily (``pip install 'tritongym[trl]'``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -36,8 +35,6 @@ from tritongym.integrations.scoring import (
 )
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward
-
-log = logging.getLogger(__name__)
 
 Message = dict[str, Any]
 

@@ -17,7 +17,6 @@ This module imports verl at the top: only verl's workers (through the registry) 
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 from typing import Any
@@ -28,10 +27,9 @@ from verl.experimental.agent_loop.agent_loop import register as register_agent_l
 
 from tritongym.agent.feedback import render_feedback
 from tritongym.agent.prompts import Prompts
+from tritongym.errors import ConfigError
 from tritongym.integrations.scoring import Score
 from tritongym.integrations.verl import AGENT_LOOP, problem_of, scorer_for
-
-log = logging.getLogger(__name__)
 
 DEFAULT_TURNS = 4
 """Turns of an episode when ``actor_rollout_ref.rollout.multi_turn.max_assistant_turns`` is unset."""
@@ -59,6 +57,8 @@ class KernelAgentLoop(AgentLoopBase):
         self.max_turns = int(turns or DEFAULT_TURNS)
         self.response_length = self.rollout_config.response_length
         self.reward_of = os.environ.get("TRITONGYM_EPISODE_REWARD", "best")
+        if self.reward_of not in ("best", "last"):
+            raise ConfigError(f"TRITONGYM_EPISODE_REWARD must be 'best' or 'last', not {self.reward_of!r}")
         self.stop_when_correct = os.environ.get("TRITONGYM_STOP_WHEN_CORRECT", "1") != "0"
         self.prompts = Prompts()
         self.scorer = scorer_for(None, os.environ.get("TRITONGYM_REWARD", "verifiable"))
