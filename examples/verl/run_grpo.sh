@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Single-turn GRPO-style training with verl on tritongym: verl's default single-turn agent loop,
+# tritongym's async compute_score as the reward, tritongym's RLOO estimator and dual-clip loss.
+# Kernels are evaluated by a `tritongym serve` on other GPUs (TRITONGYM_ENV), or locally (local).
+set -euo pipefail
+MODEL=${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}
+DATA=${DATA:-data/tritongym}
+export TRITONGYM_ENV=${TRITONGYM_ENV:-http://localhost:8000}
+export VERL_USE_EXTERNAL_MODULES=tritongym.integrations.verl_plugin
+
+python examples/verl/prepare_data.py --problems "${PROBLEMS:-bundled}" --out "$DATA"
+
+python -m verl.trainer.main_ppo \
+  data.train_files="$DATA/train.parquet" \
+  data.val_files="$DATA/test.parquet" \
+  data.train_batch_size=16 \
+  data.max_prompt_length=4096 \
+  data.max_response_length=8192 \
+  actor_rollout_ref.model.path="$MODEL" \
+  actor_rollout_ref.rollout.name=vllm \
+  actor_rollout_ref.rollout.n=8 \
+  actor_rollout_ref.actor.ppo_mini_batch_size=16 \
+  actor_rollout_ref.actor.clip_ratio_low=0.2 \
+  actor_rollout_ref.actor.clip_ratio_high=0.28 \
+  actor_rollout_ref.actor.clip_ratio_c=3.0 \
+  actor_rollout_ref.actor.policy_loss.loss_mode=tritongym_dual_clip \
+  algorithm.adv_estimator=tritongym_rloo \
+  reward.custom_reward_function.path=pkg://tritongym.integrations.verl \
+  reward.custom_reward_function.name=compute_score \
+  trainer.n_gpus_per_node="${GPUS:-8}" \
+  trainer.nnodes=1 \
+  trainer.total_epochs=10 \
+  trainer.logger='["console"]' \
+  "$@"
