@@ -104,3 +104,10 @@ def test_weighted_sum():
     assert weighted_sum([1.0, None], [0.2, 0.8]) is None
     with pytest.raises(ValueError, match="2 rewards but 1 weights"):
         weighted_sum([1.0, 0.5], [1.0])
+
+
+def test_an_answer_without_code_is_a_failure_not_an_error_for_every_reward():
+    from tritongym.rewards import TieredReward, VerifiableReward
+
+    assert VerifiableReward()({"verdict": "no_code"}) == VerifiableReward().failure
+    assert TieredReward()({"verdict": "no_code"}) is not None

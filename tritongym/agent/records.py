@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tritongym.evaluate.result import EvalResult
-
-NO_CODE = "no_code"
-"""The outcome of a completion with no extractable solution: nothing was evaluated."""
+from tritongym.rewards.outcome import NO_CODE as NO_CODE
 
 
 @dataclass

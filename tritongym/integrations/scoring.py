@@ -26,6 +26,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward, weighted_sum
+from tritongym.rewards.outcome import NO_CODE
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,8 @@ def env_from_spec(spec: str | None = None) -> Env:
         return _envs[spec]
 
 
-NO_CODE = "no_code"
-"""The verdict of an answer with no extractable code: nothing was evaluated."""
-
-NO_CODE_OUTCOME: dict[str, Any] = {"verdict": Verdict.INVALID_SOURCE.value, "correct": False}
-"""What the outcome rewards see for an answer with no code: an invalid source (the model's fault)."""
+NO_CODE_OUTCOME: dict[str, Any] = {"verdict": NO_CODE, "correct": False}
+"""What the outcome rewards see for an answer with no code: a ``failed`` outcome (the model's fault)."""
 
 
 def default_extract(text: str, problem: Problem) -> str | None:

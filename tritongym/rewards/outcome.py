@@ -20,10 +20,15 @@ def verdict(result: Any) -> str:
     return str(getattr(field(result, "verdict"), "value", field(result, "verdict")))
 
 
+NO_CODE = "no_code"
+"""The outcome of an answer with no extractable solution (nothing was evaluated): a ``failed`` one."""
+
+
 def category(result: Any) -> Category:
     """The verdict's category (ok, failed, incorrect, hack, infrastructure): what every reward keys on.
-    An unknown verdict raises ValueError rather than earn a made-up reward."""
-    return Verdict(verdict(result)).category
+    ``no_code`` is ``failed``. An unknown verdict raises ValueError rather than earn a made-up reward."""
+    name = verdict(result)
+    return Category.FAILED if name == NO_CODE else Verdict(name).category
 
 
 IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
