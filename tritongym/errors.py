@@ -19,3 +19,7 @@ class ConfigError(TritonGymError):
 
 class SandboxError(TritonGymError):
     """The sandbox process could not be started or spoke outside its protocol."""
+
+
+class PolicyError(TritonGymError):
+    """The model server cannot be used (unreachable, refused the key, unknown model): no retry helps."""

@@ -54,6 +54,15 @@ class TurnRecord:
     """Behaviour log-probabilities of ``token_ids`` (local policies only)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Wall time of this turn's stages (``generate``, ``evaluate``)."""
+    error: str = ""
+    """Why the turn was left unscored (verdict ``infrastructure_error``, reward None): the evaluation or
+    the generation failed through no fault of the model, after the runner's retries. "" otherwise."""
+
+    def answer_text(self) -> str:
+        """The whole answer: the assistant prefill the policy continued (if any), then the completion."""
+        last = self.messages[-1] if self.messages else {}
+        prefill = last.get("content", "") if last.get("role") == "assistant" else ""
+        return prefill + self.completion
 
     def eval_result(self) -> EvalResult | None:
         return None if self.result is None else EvalResult.from_dict(self.result)
