@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 class HFPolicy:
     """Batched sampling from a transformers causal LM (``model``) with its ``tokenizer``'s chat template."""
 
-    def __init__(self, model: Any, tokenizer: Any, name: str = "", batch_size: int = 16):
+    def __init__(
+        self, model: Any, tokenizer: Any, name: str = "", batch_size: int = 16, max_prompt_tokens: int | None = None
+    ):
         if tokenizer.chat_template is None:
             raise ConfigError("the tokenizer has no chat template; set tokenizer.chat_template")
         self.model = model
@@ -37,6 +39,8 @@ class HFPolicy:
         self.name = name or getattr(model.config, "_name_or_path", "") or "hf"
         self.batch_size = batch_size
         """Conversations per ``generate`` call (each with ``n`` samples)."""
+        self.max_prompt_tokens = max_prompt_tokens
+        """Longer prompts are not generated from: their answers are empty, finish reason ``length``."""
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
 
@@ -55,9 +59,16 @@ class HFPolicy:
         prompts = [self.prompt_ids(c) for c in conversations]
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
-        out: list[list[Completion]] = []
-        for start in range(0, len(prompts), self.batch_size):
-            out.extend(self._generate_batch(prompts[start : start + self.batch_size], sampling))
+        limit = self.max_prompt_tokens
+        fits = [i for i, p in enumerate(prompts) if limit is None or len(p) <= limit]
+        out: list[list[Completion]] = [
+            [Completion(text="", finish_reason="length", prompt_tokens=len(p), prompt_token_ids=list(p))] * sampling.n
+            for p in prompts
+        ]
+        for start in range(0, len(fits), self.batch_size):
+            chunk = fits[start : start + self.batch_size]
+            for i, samples in zip(chunk, self._generate_batch([prompts[i] for i in chunk], sampling), strict=True):
+                out[i] = samples
         return out
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingConfig) -> list[list[Completion]]:

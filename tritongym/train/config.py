@@ -71,8 +71,13 @@ class RolloutSection:
     engine: str = "hf"
     """Rollout engine: ``hf`` (the trained model itself, transformers generate)."""
     template: str = "kernelbench"
-    """Prompt template: ``kernelbench`` (task, architecture, return ModelNew in a python block) or
-    ``kernel-coder`` (reasoning in <think>, code in <answer>, the assistant turn prefilled with <think>)."""
+    """First-turn prompt template (tritongym.agent.prompts): ``kernelbench`` (task, one-shot example,
+    architecture, return ModelNew in a python block), ``kernel-coder`` (reasoning in <think>, code in
+    <answer>, the assistant turn prefilled with <think>), or a template file."""
+    feedback_template: str = "drkernel-feedback"
+    """Template of the user message of later turns (the rendered evaluation, then "improve it")."""
+    extraction: str = "last"
+    """How the program is taken from an answer: ``first``, ``last`` code block, or ``answer`` tags."""
     prompts_per_step: int = 4
     """Problems per step."""
     samples_per_prompt: int = 4
@@ -83,7 +88,8 @@ class RolloutSection:
     """What each turn sees: ``all``, ``last:K`` (first prompt + last K exchanges) or ``best:K`` (first
     prompt + the K consecutive exchanges of highest summed reward)."""
     max_prompt_tokens: int = 2048
-    """An episode ends when its next context would be longer than this."""
+    """A context longer than this is not generated from: the turn gets an empty answer (finish reason
+    ``length``, verdict ``no_code``) and no loss."""
     max_completion_tokens: int = 1024
     """Most tokens per answer."""
     temperature: float = 1.0
@@ -309,7 +315,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "kernel-coder": {
         "data": {"small": True},
-        "rollout": {"template": "kernel-coder", "turns": 1, "samples_per_prompt": 8},
+        "rollout": {"template": "kernel-coder", "extraction": "answer", "turns": 1, "samples_per_prompt": 8},
         "reward": {"name": "kernel-coder"},
         "advantage": {"estimator": "grpo"},
         "filters": {"mrs": "off", "prs": False},
@@ -415,11 +421,13 @@ def validate(config) -> None:
     rollout = config.rollout
     if rollout.engine != "hf":
         raise ConfigError(f"rollout.engine {rollout.engine!r} is not available; the engine today is 'hf'")
-    if rollout.template not in ("kernelbench", "kernel-coder"):
-        raise ConfigError(f"rollout.template must be kernelbench or kernel-coder, not {rollout.template!r}")
+    from tritongym.agent.episodes import EpisodeConfig
+    from tritongym.agent.prompts import Prompts
+
+    EpisodeConfig(history=rollout.history, extraction=rollout.extraction)
+    Prompts(rollout.template, rollout.feedback_template)
     if rollout.prompts_per_step < 1 or rollout.samples_per_prompt < 1 or rollout.turns < 1:
         raise ConfigError("need rollout.prompts_per_step, samples_per_prompt and turns >= 1")
-    history_mode(rollout.history)
     if config.filters.mrs not in ("off", "token", "sequence", "geometric"):
         raise ConfigError(f"filters.mrs must be off, token, sequence or geometric, not {config.filters.mrs!r}")
     if config.filters.tis not in ("off", "token", "sequence"):
@@ -428,16 +436,6 @@ def validate(config) -> None:
 
     ADVANTAGES.get(config.advantage.estimator)
     loss_config(config)
-
-
-def history_mode(spec: str) -> tuple[str, int]:
-    """``all`` -> ("all", 0); ``last:K`` / ``best:K`` -> (mode, K)."""
-    if spec == "all":
-        return "all", 0
-    mode, _, k = spec.partition(":")
-    if mode in ("last", "best") and k.isdigit() and int(k) >= 1:
-        return mode, int(k)
-    raise ConfigError(f"history must be 'all', 'last:K' or 'best:K' with K >= 1, not {spec!r}")
 
 
 def loss_config(config: TrainConfig):

@@ -75,3 +75,51 @@ def build_tiny_model(tokenizer, hidden_size: int = 32, layers: int = 2, heads: i
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         return LlamaForCausalLM(config)
+
+
+class ForcedPolicy:
+    """A Policy whose answers come from a script but whose tokens and behaviour log-probs come from a
+    real model, as if it had sampled them: the text is tokenized (plus the end-of-turn token) and
+    scored by the model at ``temperature``. It drives the trainer down known paths (a correct kernel,
+    a broken one, no code) with a model too small to write any.
+
+    ``script(messages, call)`` returns the answer text; ``call`` counts the answers given so far.
+    """
+
+    def __init__(self, model, tokenizer, script, temperature: float = 1.0, name: str = "forced"):
+        from tritongym.policy.hf import HFPolicy
+
+        self._hf = HFPolicy(model, tokenizer, name=name)
+        self.model, self.tokenizer, self.script = model, tokenizer, script
+        self.temperature, self.name, self.calls = temperature, name, 0
+
+    def generate(self, conversations, sampling):
+        import torch
+
+        from tritongym.policy.base import Completion
+
+        out = []
+        for messages in conversations:
+            prompt = self._hf.prompt_ids(messages)
+            samples = []
+            for _ in range(sampling.n):
+                text = self.script(messages, self.calls)
+                self.calls += 1
+                tokens = [*self.tokenizer(text, add_special_tokens=False).input_ids, self.tokenizer.eos_token_id]
+                device = next(self.model.parameters()).device
+                with torch.no_grad():
+                    logits = self.model(torch.tensor([prompt + tokens], device=device)).logits[0].float()
+                logp = torch.log_softmax(logits[len(prompt) - 1 : -1] / self.temperature, dim=-1)
+                logprobs = logp.gather(-1, torch.tensor(tokens, device=device)[:, None])[:, 0].tolist()
+                samples.append(
+                    Completion(
+                        text=self.tokenizer.decode(tokens, skip_special_tokens=True),
+                        prompt_tokens=len(prompt),
+                        completion_tokens=len(tokens),
+                        prompt_token_ids=prompt,
+                        token_ids=tokens,
+                        logprobs=logprobs,
+                    )
+                )
+            out.append(samples)
+        return out
