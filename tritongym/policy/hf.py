@@ -46,13 +46,7 @@ class HFPolicy:
 
     def prompt_ids(self, conversation: list[Message]) -> list[int]:
         """The token ids the model continues for ``conversation`` (generation prompt, or the prefill)."""
-        if not conversation:
-            raise ConfigError("a conversation needs at least one message")
-        prefill = conversation[-1]["role"] == "assistant"
-        text = self.tokenizer.apply_chat_template(
-            conversation, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
-        )
-        return self.tokenizer(text, add_special_tokens=False).input_ids
+        return chat_prompt_ids(self.tokenizer, conversation)
 
     @torch.no_grad()
     def generate(self, conversations: list[list[Message]], sampling: SamplingConfig) -> list[list[Completion]]:
@@ -140,6 +134,18 @@ class HFPolicy:
             token_ids=tokens,
             logprobs=logprobs[: len(tokens)],
         )
+
+
+def chat_prompt_ids(tokenizer: Any, conversation: list[Message]) -> list[int]:
+    """The chat template's token ids for ``conversation``: with the generation prompt, or, when the last
+    message is from the assistant, ending with that message's text (a prefill to continue)."""
+    if not conversation:
+        raise ConfigError("a conversation needs at least one message")
+    prefill = conversation[-1]["role"] == "assistant"
+    text = tokenizer.apply_chat_template(
+        conversation, tokenize=False, add_generation_prompt=not prefill, continue_final_message=prefill
+    )
+    return tokenizer(text, add_special_tokens=False).input_ids
 
 
 def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
