@@ -241,7 +241,7 @@ def run_sft(
                 for start in range(0, len(chosen), optim.micro_batch_size):
                     loss, _ = completion_loss(model, collate(chosen[start : start + optim.micro_batch_size], pad))
                     (loss / tokens).backward()
-                    total_loss += float(loss)
+                    total_loss += float(loss.detach())
                 params = [p for p in model.parameters() if p.requires_grad]
                 norm = torch.nn.utils.clip_grad_norm_(params, optim.grad_clip if optim.grad_clip > 0 else float("inf"))
                 optimizer.step()
