@@ -44,13 +44,19 @@ def kernel_coder(tmp_path, out, steps, *extra):
 
 def test_kernel_coder_reward_rises(tmp_path):
     model, tokenizer = tiny()
-    history = Trainer(kernel_coder(tmp_path, "learn", 30), model=model, tokenizer=tokenizer).fit(progress=False)
+    config = kernel_coder(
+        tmp_path, "learn", 30, "data.eval_problems=bundled", "data.eval_names=['03_row_sum']", "run.eval_every=15"
+    )
+    history = Trainer(config, model=model, tokenizer=tokenizer).fit(progress=False)
     rewards = [m["reward_mean"] for m in history]
     first, last = statistics.fmean(rewards[:5]), statistics.fmean(rewards[-5:])
     # a random model rarely closes its reasoning (format 0.5) and almost never adds a code block after
     # it (1.0); learning to close it first is worth +0.5 per answer
     assert last > first + 0.2, rewards
     assert history[-1]["verdict/no_code"] == 1.0  # nothing is evaluated: no answer defines ModelNew
+    # held-out evaluation (one greedy episode of 03_row_sum) every 15 steps
+    assert [i + 1 for i, m in enumerate(history) if "eval/reward_mean" in m] == [15, 30]
+    assert history[-1]["eval/episodes"] == 1.0
 
 
 def test_resume_repeats_the_uninterrupted_run(tmp_path):

@@ -5,6 +5,7 @@ tokens train with which advantages (:func:`plan_update`), and the PPO epochs (:f
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,7 +147,7 @@ def ppo_update(
     for _epoch in range(o.ppo_epochs):
         order = trained[torch.randperm(len(trained), generator=generator)] if len(trained) > 1 else trained
         micro = [order[i : i + o.micro_batch_size] for i in range(0, len(order), o.micro_batch_size)]
-        per_step = o.grad_accumulation or len(micro)
+        per_step = o.grad_accumulation or max(len(micro), 1)
         for start in range(0, len(micro), per_step):
             group = micro[start : start + per_step]
             every = torch.cat(group) if group else trained[:0]
@@ -258,7 +259,9 @@ def rl_step(trainer: Any, step: int, problems: list) -> dict[str, float]:
 
     # 4. PPO epochs over micro-batches, optimizer steps; the rollout engine gets the new weights.
     update = ppo_update(trainer.model, trainer.optimizer, rows, plan, old_logp, config, trainer.ref_model, generator)
-    trainer.scheduler.step()  # the schedule counts training steps
+    with warnings.catch_warnings():  # a step where every sample was rejected has no optimizer step
+        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+        trainer.scheduler.step()  # the schedule counts training steps
     trainer.engine.update_weights(trainer.model)
 
     # 5. Metrics.
