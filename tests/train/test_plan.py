@@ -143,3 +143,16 @@ def test_config_layers_and_errors(tmp_path):
     (tmp_path / "bad.toml").write_text("[rollout\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(path=tmp_path / "bad.toml")
+
+
+def test_docs_list_every_config_field():
+    from dataclasses import fields
+    from pathlib import Path
+
+    from tritongym.train.config import SFTConfig
+
+    docs = (Path(__file__).parents[2] / "docs" / "training.md").read_text()
+    for config in (TrainConfig, SFTConfig):
+        for section in fields(config):
+            for f in fields(section.default_factory()):
+                assert f"| `{f.name}` |" in docs, f"{section.name}.{f.name} is not in docs/training.md"
