@@ -85,3 +85,17 @@ def test_resume_without_checkpoint_fails(tmp_path):
     model, tokenizer = tiny()
     with pytest.raises(ConfigError, match="has no checkpoint"):
         Trainer(kernel_coder(tmp_path, "empty", 1), model=model, tokenizer=tokenizer).fit(resume=True)
+
+
+def test_overlap_samples_the_next_batch_before_the_update(tmp_path):
+    """With rollout.overlap, step 2's answers were sampled by the weights before step 1's update: its
+    behaviour log-probs differ from the trainer's; without it they agree at every step."""
+    model, tokenizer = tiny()
+    stale = Trainer(kernel_coder(tmp_path, "overlap", 3, "rollout.overlap=true"), model=model, tokenizer=tokenizer)
+    history = stale.fit(progress=False)
+    gaps = [m["rollout_trainer_logp_gap"] for m in history]
+    assert gaps[0] < 1e-4 and gaps[1] > 1e-3 and gaps[2] > 1e-3, gaps
+    assert [m["train/optimizer_steps"] for m in history] == [1, 1, 1] and "time/wait_rollout" in history[1]
+    model, tokenizer = tiny()
+    fresh = Trainer(kernel_coder(tmp_path, "fresh", 2), model=model, tokenizer=tokenizer).fit(progress=False)
+    assert all(m["rollout_trainer_logp_gap"] < 1e-4 for m in fresh)

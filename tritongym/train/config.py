@@ -96,6 +96,10 @@ class RolloutSection:
     """Sampling temperature (the trainer's log-probs use the same)."""
     top_p: float = 1.0
     """Nucleus sampling; below 1 the behaviour log-probs are of the truncated distribution."""
+    overlap: bool = False
+    """Collect the next step's rollouts while this step trains: their first turns are sampled before
+    this step's update (one step of staleness, which the PPO ratio and MRS/TIS account for), and their
+    evaluation overlaps the update. Sampling is then not reproducible across runs."""
     eval_samples: int = 1
     """Episodes per held-out problem at evaluation."""
     eval_temperature: float = 0.0

@@ -8,7 +8,9 @@ sync); a vLLM engine (colocated, weights pushed in ``update_weights``) fits the 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -146,9 +148,12 @@ def run_episodes(
     reward: TrainReward,
     eval_config: EvalConfig | None,
     run_id: str = "",
+    lock: threading.Lock | None = None,
+    generated: threading.Event | None = None,
 ) -> RolloutBatch:
-    """``samples`` episodes of each problem through tritongym.agent's EpisodeRunner."""
-    timed = _TimedPolicy(engine.policy)
+    """``samples`` episodes of each problem through tritongym.agent's EpisodeRunner. Each generation
+    holds ``lock`` (the trainer's weights lock) and then sets ``generated``."""
+    timed = _TimedPolicy(engine.policy, lock, generated)
     if reward.needs_env:
         if env is None:
             raise ConfigError("this reward needs evaluations, but no environment was given")
@@ -169,17 +174,22 @@ def run_episodes(
 
 
 class _TimedPolicy:
-    """A Policy that adds up the time its ``generate`` calls take."""
+    """A Policy that adds up the time its ``generate`` calls take, holding ``lock`` while generating
+    and setting ``generated`` after each call."""
 
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: Policy, lock: threading.Lock | None, generated: threading.Event | None):
         self.policy, self.name, self.seconds = policy, policy.name, 0.0
+        self.lock, self.generated = lock or contextlib.nullcontext(), generated
 
     def generate(self, conversations, sampling):
-        start = time.monotonic()
-        try:
-            return self.policy.generate(conversations, sampling)
-        finally:
-            self.seconds += time.monotonic() - start
+        with self.lock:
+            start = time.monotonic()
+            try:
+                return self.policy.generate(conversations, sampling)
+            finally:
+                self.seconds += time.monotonic() - start
+                if self.generated is not None:
+                    self.generated.set()
 
 
 def episode_config(template: str, feedback_template: str, extraction: str, turns: int, history: str) -> EpisodeConfig:

@@ -4,6 +4,7 @@ tokens train with which advantages (:func:`plan_update`), and the PPO epochs (:f
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from tritongym.train.batch import Rows, build_rows
 from tritongym.train.config import TrainConfig, loss_config
 from tritongym.train.metrics import rollout_metrics
 from tritongym.train.model import token_logprobs
-from tritongym.train.rollout import run_episodes
+from tritongym.train.rollout import RolloutBatch, run_episodes
 
 
 @dataclass
@@ -227,42 +228,58 @@ def old_logprobs(model: Any, rows: Rows, temperature: float, micro_batch_size: i
     return logp, entropy
 
 
-def rl_step(trainer: Any, step: int, problems: list) -> dict[str, float]:
-    """One step of RL on ``problems`` (``trainer`` holds the model, engine, env and config)."""
+def collect(trainer: Any, step: int, generated: threading.Event | None = None) -> RolloutBatch:
+    """Step 1, the rollouts of ``step``: episodes with token ids and behaviour log-probs; each answer is
+    evaluated by the environment and rewarded turn by turn (the feedback of turn t is the prompt of
+    turn t+1). Everything random in it is seeded by (seed, step). ``generated`` is set after each
+    generation (the trainer waits for the first one before it changes the weights)."""
     config: TrainConfig = trainer.config
-    started = time.monotonic()
-    torch.manual_seed(trainer.step_seed(step))  # rollouts and PPO order depend on (seed, step) only
-    generator = torch.Generator().manual_seed(trainer.step_seed(step))
-
-    # 1. Rollouts: episodes with token ids and behaviour log-probs; each answer is evaluated by the
-    #    environment and rewarded turn by turn (the feedback of turn t is the prompt of turn t+1).
+    torch.manual_seed(trainer.step_seed(step))
     rollout = run_episodes(
         trainer.engine,
         trainer.env,
-        problems,
+        trainer.problems_for_step(step),
         samples=config.rollout.samples_per_prompt,
         episode=trainer.episode_config,
         sampling=trainer.sampling,
         reward=trainer.reward,
         eval_config=trainer.eval_config,
         run_id=trainer.run_id,
+        lock=trainer.weights_lock,
+        generated=generated,
     )
     trainer.save_records(rollout.episodes, step)
+    return rollout
 
-    # 2. Rows: one per scored turn with its full context; episodes with infrastructure errors are dropped.
-    rows = build_rows(rollout.episodes, trainer.tokenizer.pad_token_id)
-    train_started = time.monotonic()
 
-    # 3. Trainer log-probs before the update (the PPO ratio's old policy), then the filters and advantages.
-    old_logp, entropy = old_logprobs(trainer.model, rows, config.rollout.temperature, config.optim.micro_batch_size)
-    plan = plan_update(rows, old_logp, config, generator)
+def rl_step(trainer: Any, step: int, rollout: RolloutBatch | None = None) -> dict[str, float]:
+    """One step of RL (``trainer`` holds the model, engine, env and config). ``rollout``: the step's
+    episodes when they were collected ahead (one step of staleness), else they are collected here."""
+    config: TrainConfig = trainer.config
+    started = time.monotonic()
+    generator = torch.Generator().manual_seed(trainer.step_seed(step))
 
-    # 4. PPO epochs over micro-batches, optimizer steps; the rollout engine gets the new weights.
-    update = ppo_update(trainer.model, trainer.optimizer, rows, plan, old_logp, config, trainer.ref_model, generator)
-    with warnings.catch_warnings():  # a step where every sample was rejected has no optimizer step
-        warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
-        trainer.scheduler.step()  # the schedule counts training steps
-    trainer.engine.update_weights(trainer.model)
+    # 1. Rollouts (see collect).
+    if rollout is None:
+        rollout = collect(trainer, step)
+
+    with trainer.weights_lock:  # no generation while the weights change
+        # 2. Rows: one per scored turn with its full context; episodes with infrastructure errors are dropped.
+        rows = build_rows(rollout.episodes, trainer.tokenizer.pad_token_id)
+        train_started = time.monotonic()
+
+        # 3. Trainer log-probs before the update (the PPO ratio's old policy), then the filters and advantages.
+        old_logp, entropy = old_logprobs(trainer.model, rows, config.rollout.temperature, config.optim.micro_batch_size)
+        plan = plan_update(rows, old_logp, config, generator)
+
+        # 4. PPO epochs over micro-batches, optimizer steps; the rollout engine gets the new weights.
+        update = ppo_update(
+            trainer.model, trainer.optimizer, rows, plan, old_logp, config, trainer.ref_model, generator
+        )
+        with warnings.catch_warnings():  # a step where every sample was rejected has no optimizer step
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+            trainer.scheduler.step()  # the schedule counts training steps
+        trainer.engine.update_weights(trainer.model)
 
     # 5. Metrics.
     metrics = rollout_metrics(rollout.episodes, config.filters.prs_threshold)

@@ -7,6 +7,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ from tritongym.train.config import TrainConfig
 from tritongym.train.metrics import MetricsWriter, plot_metrics, rollout_metrics, truncate_metrics
 from tritongym.train.model import build_optimizer, load_model
 from tritongym.train.rollout import HFRollout, RolloutEngine, build_reward, episode_config, run_episodes
-from tritongym.train.step import rl_step
+from tritongym.train.step import collect, rl_step
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,8 @@ class Trainer:
         if config.loss.kl_coef > 0 and config.model.lora_rank == 0:
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         self.step = 0
+        self.weights_lock = threading.Lock()
+        """Held while generating and while the weights change (rl_step's update)."""
         self.out.mkdir(parents=True, exist_ok=True)
 
     # -- data ---------------------------------------------------------------------------------
@@ -129,7 +134,7 @@ class Trainer:
 
     def fit(self, steps: int | None = None, resume: bool = False, progress: bool = True) -> list[dict[str, float]]:
         """Train until step ``steps`` (default: run.steps); ``resume`` continues from the newest checkpoint."""
-        run = self.config.run
+        run, r = self.config.run, self.config.rollout
         total = steps or run.steps
         if resume:
             self.resume()
@@ -138,12 +143,24 @@ class Trainer:
         history = []
         console = Console(stderr=True)
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
+        ahead = ThreadPoolExecutor(1, thread_name_prefix="tritongym-rollout") if r.overlap else None
+        pending: Future | None = None
         with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
             task = bar.add_task("training", total=total, completed=self.step)
             try:
                 while self.step < total:
                     step = self.step + 1
-                    metrics = rl_step(self, step, self.problems_for_step(step))
+                    waited = time.monotonic()
+                    rollout = pending.result() if pending is not None else None
+                    waited = time.monotonic() - waited
+                    pending = None
+                    if ahead is not None and step < total:
+                        if rollout is None:
+                            rollout = collect(self, step)
+                        pending = self._collect_ahead(ahead, step + 1)
+                    metrics = rl_step(self, step, rollout)
+                    if ahead is not None:
+                        metrics["time/wait_rollout"] = waited
                     self.step = step
                     if run.eval_every and self.eval_problems and step % run.eval_every == 0:
                         metrics |= self.evaluate(step)
@@ -155,9 +172,21 @@ class Trainer:
                     log.info(_progress_line(step, metrics))
             finally:
                 writer.close()
+                if ahead is not None:
+                    ahead.shutdown(wait=True, cancel_futures=True)
         if history:
             plot_metrics(self.out)
         return history
+
+    def _collect_ahead(self, pool: ThreadPoolExecutor, step: int) -> Future:
+        """Start the rollouts of ``step`` in the background and return once their first generation is
+        done: it used the weights from before the current step's update (one step of staleness), and
+        their evaluation overlaps that update."""
+        generated = threading.Event()
+        future = pool.submit(collect, self, step, generated)
+        while not generated.wait(0.05) and not future.done():
+            pass
+        return future
 
     def evaluate(self, step: int) -> dict[str, float]:
         """Episodes on the held-out problems with the evaluation sampling; metrics prefixed ``eval/``."""
@@ -175,6 +204,7 @@ class Trainer:
                 reward=self.reward,
                 eval_config=self.eval_config,
                 run_id=f"{self.run_id}/eval-{step}",
+                lock=self.weights_lock,
             )
         metrics = rollout_metrics(batch.episodes, self.config.filters.prs_threshold)
         return {f"eval/{k}": v for k, v in metrics.items()}
