@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tritongym.agent.cli import bench as bench_command
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
@@ -31,6 +32,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True)
 app.add_typer(problems_app, name="problems")
+app.command("bench")(bench_command)
 out = Console()
 err = Console(stderr=True)
 

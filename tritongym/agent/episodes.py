@@ -159,7 +159,6 @@ class _Turn:
     generations: int = 0
     submissions: int = 0
     submitted_at: float = 0.0
-    result: EvalResult | None = None
     error: str = ""
 
 
@@ -205,26 +204,28 @@ class EpisodeRunner:
             self._queue_next(state, ready)
         generating: dict[Future, list[_Turn]] = {}
         evaluating: dict[Future, _Turn] = {}
-        with ThreadPoolExecutor(self.config.generation_batches, thread_name_prefix="tritongym-generate") as pool:
-            try:
-                while ready or generating or evaluating:
-                    while ready and len(generating) < self.config.generation_batches:
-                        size = self.config.max_batch or len(ready)
-                        batch = [ready.popleft() for _ in range(min(size, len(ready)))]
-                        generating[pool.submit(self._generate, batch)] = batch
-                    done, _ = wait([*generating, *evaluating], return_when=FIRST_COMPLETED)
-                    for future in done:
-                        if future in generating:
-                            future.result()  # a policy that raised (a bug, a fatal error) ends the run
-                            for turn in generating.pop(future):
-                                self._after_generation(turn, ready, evaluating)
-                        else:
-                            turn = evaluating.pop(future)
-                            self._after_evaluation(turn, future, ready, evaluating)
-            except BaseException:
-                for future in [*generating, *evaluating]:
-                    future.cancel()
-                raise
+        pool = ThreadPoolExecutor(self.config.generation_batches, thread_name_prefix="tritongym-generate")
+        try:
+            while ready or generating or evaluating:
+                while ready and len(generating) < self.config.generation_batches:
+                    size = self.config.max_batch or len(ready)
+                    batch = [ready.popleft() for _ in range(min(size, len(ready)))]
+                    generating[pool.submit(self._generate, batch)] = batch
+                done, _ = wait([*generating, *evaluating], return_when=FIRST_COMPLETED)
+                for future in done:
+                    if future in generating:
+                        future.result()  # a policy that raised (a bug, a fatal error) ends the run
+                        for turn in generating.pop(future):
+                            self._after_generation(turn, ready, evaluating)
+                    else:
+                        turn = evaluating.pop(future)
+                        self._after_evaluation(turn, future, ready, evaluating)
+        except BaseException:
+            for future in [*generating, *evaluating]:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)  # do not wait for an answer nobody will read
+            raise
+        pool.shutdown()
         return [s.episode for s in states]
 
     # -- building turns ------------------------------------------------------------------------
@@ -295,11 +296,11 @@ class EpisodeRunner:
             self._finish(turn, None, ready, feedback=extraction.feedback)
             return
         turn.code = extraction.code
-        self._submit(turn, ready, evaluating)
+        self._submit(turn, evaluating)
 
     # -- evaluation ----------------------------------------------------------------------------
 
-    def _submit(self, turn: _Turn, ready: deque[_Turn], evaluating: dict[Future, _Turn]) -> None:
+    def _submit(self, turn: _Turn, evaluating: dict[Future, _Turn]) -> None:
         turn.submissions += 1
         turn.submitted_at = time.monotonic()
         try:
@@ -321,11 +322,10 @@ class EpisodeRunner:
             if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
                 turn.error = result.feedback
                 log.warning("infrastructure error evaluating %s (%d): %s", problem, turn.submissions, result.feedback)
-        turn.result = result
         if result is not None and result.verdict is not Verdict.INFRASTRUCTURE_ERROR:
             self._finish(turn, result, ready, feedback=render_feedback(result, self.config.feedback))
         elif turn.submissions <= self.config.eval_retries:
-            self._submit(turn, ready, evaluating)
+            self._submit(turn, evaluating)
         else:
             self._finish(turn, result, ready, unscored=turn.error)
 

@@ -10,7 +10,7 @@ works wherever a template name does. docs/agent.md lists the placeholders.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -78,7 +78,6 @@ def parse_template(text: str, name: str) -> Template:
     return Template(name=name, **sections)
 
 
-@cache
 def load_template(spec: str) -> Template:
     """A bundled template by name, or a template file by path."""
     if spec in bundled_templates():
@@ -112,12 +111,17 @@ class Prompts:
     feedback_template: str = "drkernel-feedback"
     """Template whose ``feedback`` section is the user message of every later turn."""
 
+    _first: Template = field(init=False, repr=False, compare=False)
+    _later: Template = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
-        first = load_template(self.template)
+        first, later = load_template(self.template), load_template(self.feedback_template)
         if not first.user:
             raise ConfigError(f"template {self.template}: it has no 'user' section for the first turn")
-        if not load_template(self.feedback_template).feedback:
+        if not later.feedback:
             raise ConfigError(f"template {self.feedback_template}: it has no 'feedback' section for later turns")
+        object.__setattr__(self, "_first", first)  # read once: a file edited later does not change a run
+        object.__setattr__(self, "_later", later)
 
     def _values(self, problem: Problem, feedback: str = "") -> dict[str, str]:
         example_architecture, example_solution = _example()
@@ -134,16 +138,16 @@ class Prompts:
     @property
     def prefill(self) -> str:
         """The start of every assistant answer ("" for none)."""
-        return load_template(self.template).prefill
+        return self._first.prefill
 
     def initial(self, problem: Problem) -> list[Message]:
         """The first turn's system (if any) and user messages."""
-        template = load_template(self.template)
+        template = self._first
         values = self._values(problem)
         messages = [{"role": "system", "content": fill(template.system, values)}] if template.system else []
         return [*messages, {"role": "user", "content": fill(template.user, values)}]
 
     def feedback(self, problem: Problem, rendered: str) -> Message:
         """The user message that follows an answer, carrying its rendered evaluation."""
-        body = fill(load_template(self.feedback_template).feedback, self._values(problem, rendered))
+        body = fill(self._later.feedback, self._values(problem, rendered))
         return {"role": "user", "content": body}

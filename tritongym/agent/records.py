@@ -31,9 +31,10 @@ class TurnRecord:
     messages: list[dict[str, str]]
     """The conversation the policy was given for this turn (after the history mode was applied)."""
     completion: str
-    """The policy's raw answer."""
+    """The policy's raw answer (the continuation of the prefill, if ``messages`` ends with one)."""
     verdict: str
-    """The EvalResult's verdict, or ``no_code`` when no solution could be extracted."""
+    """The EvalResult's verdict, ``no_code`` when no solution could be extracted (nothing was evaluated),
+    or ``infrastructure_error`` for a turn left unscored (see ``error``)."""
     iteration: int = 0
     """Test-time-scaling iteration (0 when the run has one)."""
     model: str = ""
@@ -46,6 +47,7 @@ class TurnRecord:
     rewards: dict[str, float] = field(default_factory=dict)
     """Named reward components, when the reward is composed."""
     finish_reason: str = "stop"
+    """``stop``, ``length`` (the token limit cut the answer) or ``error`` (generation failed)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_token_ids: list[int] = field(default_factory=list)
@@ -53,7 +55,8 @@ class TurnRecord:
     logprobs: list[float] = field(default_factory=list)
     """Behaviour log-probabilities of ``token_ids`` (local policies only)."""
     seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time of this turn's stages (``generate``, ``evaluate``)."""
+    """Wall time of this turn's stages: ``generate`` (its batched call, retries included) and ``evaluate``
+    (submission to result, queue and retries included; absent when nothing was evaluated)."""
     error: str = ""
     """Why the turn was left unscored (verdict ``infrastructure_error``, reward None): the evaluation or
     the generation failed through no fault of the model, after the runner's retries. "" otherwise."""

@@ -122,10 +122,15 @@ class TextOnlyEnv:
 
 class TextOnlyRunner(EpisodeRunner):
     """The episode runner for rewards of the text alone: an extracted program is not submitted; the
-    turn is scored at once (its verdict becomes ``unevaluated``)."""
+    turn is scored at once (its verdict becomes ``unevaluated``). It hooks the runner's submission
+    step; a first-class text-only mode of EpisodeRunner would replace it."""
 
-    def _submit(self, turn, ready, evaluating) -> None:
-        self._finish(turn, None, ready)
+    def _after_generation(self, turn, ready, evaluating) -> None:
+        self._ready = ready
+        super()._after_generation(turn, ready, evaluating)
+
+    def _submit(self, turn, *_queues) -> None:
+        self._finish(turn, None, self._ready)
 
 
 @dataclass

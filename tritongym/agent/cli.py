@@ -1,0 +1,205 @@
+"""``tritongym bench``: benchmark a model (any OpenAI-compatible server) on a problem set.
+
+Registered on the main app by tritongym/cli.py. Exit codes: 0 the run finished and every turn was
+judged; 2 bad usage or input (unknown problem set, bad --ids, unreachable server, a run directory
+holding other settings); 3 some turns were left unscored by infrastructure or generation errors
+(re-running the same command tries them again).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from tritongym.agent.bench import BenchConfig, BenchOutcome, is_fast, open_service, run_bench
+from tritongym.agent.extract import POLICIES as EXTRACTIONS
+from tritongym.agent.records import TurnRecord
+from tritongym.errors import TritonGymError
+from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.evaluator import resolve_device
+
+EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
+LOG_EVERY_S = 30.0
+"""Without a terminal, a progress line is logged at most this often."""
+
+log = logging.getLogger("tritongym.bench")
+err = Console(stderr=True)
+
+
+def _levels(spec: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in spec.split(",") if x.strip())
+    except ValueError:
+        raise typer.BadParameter(f"--levels expects numbers such as 1,2, not {spec!r}") from None
+
+
+class _Progress:
+    """A rich progress bar on a terminal; periodic log lines otherwise."""
+
+    def __init__(self) -> None:
+        self.correct = self.fast = self.done = self.total = 0
+        self.started = time.monotonic()
+        self.last_log = 0.0
+        self.bar: Progress | None = None
+        self.task = None
+
+    def start(self, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        if err.is_terminal:
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("correct {task.fields[correct]} fast {task.fields[fast]}"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("turns", total=total, completed=done, correct=0, fast=0)
+        if done:
+            log.info("resuming: %d of %d turns already recorded", done, total)
+
+    def record(self, record: TurnRecord) -> None:
+        self.done += 1
+        self.correct += bool(record.result and record.result.get("correct"))
+        self.fast += is_fast(record)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, correct=self.correct, fast=self.fast)
+        elif time.monotonic() - self.last_log >= LOG_EVERY_S or self.done == self.total:
+            self.last_log = time.monotonic()
+            log.info("%d/%d turns, %d correct, %d fast, %.0f s", self.done, self.total, self.correct, self.fast,
+                     self.last_log - self.started)  # fmt: skip
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _print_summary(outcome: BenchOutcome) -> None:
+    records = outcome.records
+    solved = sum(any(r.result and r.result.get("correct") for r in e.records) for e in outcome.episodes)
+    correct = sum(bool(r.result and r.result.get("correct")) for r in records)
+    err.print(
+        f"{len(outcome.episodes)} episodes, {len(records)} turns ({outcome.new_records} new): "
+        f"{correct} correct turns, {solved} episodes correct at some turn"
+        + (f", [magenta]{outcome.unscored} unscored[/magenta]" if outcome.unscored else "")
+    )
+    where = "report.md, summary.json and plots" if outcome.report_written else "trajectories.jsonl and run.json"
+    err.print(f"{where} in {outcome.run_dir}")
+
+
+def bench(
+    out: Annotated[Path, typer.Option(help="Run directory (created; re-running the same command resumes it).")],
+    policy: Annotated[
+        str, typer.Option(help="'openai' (a chat-completions server) or 'scripted' (loopback replay).")
+    ] = "openai",
+    model: Annotated[str, typer.Option(help="Model name on the server (scripted: a label).")] = "",
+    base_url: Annotated[str, typer.Option(help="API root of the server, e.g. http://127.0.0.1:8000/v1.")] = "",
+    script: Annotated[
+        str, typer.Option(help="Scripted policy: 'fix' (broken kernel, then the known one) or 'replay'.")
+    ] = "fix",
+    problems: Annotated[
+        str, typer.Option(help="'bundled', a directory (KernelBench level), a .py file or a .jsonl/.parquet table.")
+    ] = "bundled",
+    levels: Annotated[str, typer.Option(help="Keep these KernelBench levels, e.g. 1,2.")] = "",
+    ids: Annotated[str, typer.Option(help="Keep problems with these leading numbers, e.g. 1-20,25.")] = "",
+    samples: Annotated[int, typer.Option(help="Episodes per problem.")] = 1,
+    turns: Annotated[int, typer.Option(help="Turns per episode (per iteration).")] = 1,
+    history: Annotated[str, typer.Option(help="Context of later turns: all, last:K or best:K.")] = "all",
+    iterations: Annotated[int, typer.Option(help="STTS iterations, each restarting from the best:K window.")] = 1,
+    template: Annotated[
+        str, typer.Option(help="First-turn template: kernelbench, kernel-coder or a file.")
+    ] = "kernelbench",
+    feedback_template: Annotated[str, typer.Option(help="Template of the feedback turns.")] = "drkernel-feedback",
+    extraction: Annotated[str, typer.Option(help=f"Code extraction: {', '.join(EXTRACTIONS)}.")] = "last",
+    feedback_style: Annotated[str, typer.Option(help="Feedback shown to the model: text or json.")] = "text",
+    feedback_chars: Annotated[int, typer.Option(help="Longest feedback message.")] = 2000,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling mass.")] = 1.0,
+    max_tokens: Annotated[int, typer.Option(help="Most new tokens per answer.")] = 8192,
+    concurrency: Annotated[int, typer.Option(help="Requests to the server in flight at once.")] = 32,
+    request_timeout: Annotated[float, typer.Option(help="Time limit of one request, seconds.")] = 600.0,
+    small: Annotated[
+        bool | None,
+        typer.Option(
+            "--small/--full",
+            help="Shrink problems to their CPU sizes (default: small when evaluating locally on the CPU).",
+        ),
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
+    env_url: Annotated[
+        str,
+        typer.Option(
+            help="Evaluate on a running 'tritongym serve' at this URL (token: $TRITONGYM_TOKEN), not locally."
+        ),
+    ] = "",
+    trials: Annotated[int, typer.Option(help=EvalConfig.help("trials"))] = 5,
+    tolerance: Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))] = "float64",
+    timeout: Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))] = 180.0,
+    device: Annotated[str, typer.Option(help=EvalConfig.help("device"))] = "auto",
+    memory_limit_mb: Annotated[int, typer.Option(help=EvalConfig.help("memory_limit_mb"))] = 8192,
+    torch_compute: Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))] = "penalize",
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help=EvalConfig.help("timing"))] = True,
+    baseline: Annotated[str, typer.Option(help=EvalConfig.help("baseline"))] = "eager",
+    timing_budget: Annotated[float, typer.Option(help=EvalConfig.help("timing_budget_s"))] = 10.0,
+    profile: Annotated[bool, typer.Option("--profile/--no-profile", help=EvalConfig.help("profile"))] = True,
+) -> None:
+    """Benchmark a model: episodes of up to TURNS turns per problem and sample, judged by the environment,
+    written to OUT (trajectories.jsonl, run.json, then summary.json, report.md and plots)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+        logging.getLogger("tritongym").setLevel(logging.INFO)
+    progress = _Progress()
+    try:
+        eval_config = EvalConfig(
+            trials=trials,
+            tolerance=tolerance,
+            timeout_s=timeout,
+            device=device,
+            memory_limit_mb=memory_limit_mb,
+            torch_compute=torch_compute,
+            timing=timing,
+            baseline=baseline,
+            timing_budget_s=timing_budget,
+            profile=profile,
+        )
+        resolved = "service" if env_url else resolve_device(device)[0]
+        if small is None:
+            small = resolved == "cpu"
+        if resolved == "cpu":
+            err.print(
+                "[yellow]No GPU in use: kernels run under Triton's interpreter at small sizes; no timings.[/yellow]"
+            )
+        config = BenchConfig(
+            policy=policy, model=model or (f"scripted-{script}" if policy == "scripted" else ""), base_url=base_url,
+            script=script, problems=problems, levels=_levels(levels), ids=ids, samples=samples, turns=turns,
+            iterations=iterations, history=history, template=template, feedback_template=feedback_template,
+            extraction=extraction, feedback_style=feedback_style, feedback_chars=feedback_chars,
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small, eval=eval_config,
+        )  # fmt: skip
+        if policy == "openai" and not model:
+            raise TritonGymError("--policy openai needs --model (the model's name on the server)")
+        with ExitStack() as stack:
+            env = stack.enter_context(open_service(env_url)) if env_url else None
+            outcome = run_bench(
+                config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
+                progress=progress.record, on_start=progress.start,
+            )  # fmt: skip
+    except TritonGymError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    finally:
+        progress.stop()
+    _print_summary(outcome)
+    raise typer.Exit(EXIT_INFRA if outcome.unscored else EXIT_OK)
