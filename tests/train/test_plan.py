@@ -156,3 +156,28 @@ def test_docs_list_every_config_field():
         for section in fields(config):
             for f in fields(section.default_factory()):
                 assert f"| `{f.name}` |" in docs, f"{section.name}.{f.name} is not in docs/training.md"
+
+
+def test_rows_drop_unjudged_episodes_and_need_token_ids():
+    from tritongym.agent.episodes import Episode
+    from tritongym.agent.records import TurnRecord
+    from tritongym.problems import find_problem
+    from tritongym.train.batch import build_rows
+
+    problem = find_problem("01_vector_add")
+
+    def record(turn, reward, tokens=(5, 6), verdict="ok"):
+        return TurnRecord(
+            "r", problem.name, 0, turn, [{"role": "user", "content": "x"}], "ab", verdict, reward=reward,
+            prompt_token_ids=[1, 2, 3], token_ids=list(tokens), logprobs=[-1.0] * len(tokens),
+        )  # fmt: skip
+
+    judged = Episode(problem, 0, [record(0, 0.0), record(1, 1.0)])
+    unjudged = Episode(problem, 1, [record(0, 0.0), record(1, None, verdict="infrastructure_error")], scored=False)
+    rows = build_rows([judged, unjudged], pad_id=0)
+    assert len(rows) == 2 and rows.dropped_episodes == 1 and rows.dropped_turns == 2
+    assert rows.input_ids[0].tolist() == [1, 2, 3, 5, 6] and rows.token_mask[0].tolist() == [False, False, True, True]
+    assert rows.behaviour_logp[0].tolist() == [0.0, 0.0, -1.0, -1.0] and rows.turn.tolist() == [0, 1]
+    remote = Episode(problem, 2, [record(0, 1.0, tokens=())])
+    with pytest.raises(ConfigError, match="no token ids"):
+        build_rows([remote], pad_id=0)

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from tritongym.agent.episodes import Episode
 from tritongym.agent.records import TurnRecord
+from tritongym.errors import ConfigError
 
 
 @dataclass
@@ -69,6 +70,11 @@ def build_rows(episodes: list[Episode], pad_id: int) -> Rows:
             continue
         group = problems.setdefault(episode.problem.name, len(problems))
         for record in episode.records:
+            if (record.completion and not record.token_ids) or len(record.logprobs) != len(record.token_ids):
+                raise ConfigError(
+                    f"{record.problem} turn {record.turn}: the rollout policy returned no token ids or no "
+                    "log-prob per token; training needs a local policy (the hf engine)"
+                )
             records.append(record)
             groups.append(group)
             trajectories.append(index)

@@ -4,6 +4,7 @@ tokens train with which advantages (:func:`plan_update`), and the PPO epochs (:f
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import warnings
@@ -277,7 +278,7 @@ def rl_step(trainer: Any, step: int, rollout: RolloutBatch | None = None) -> dic
             trainer.model, trainer.optimizer, rows, plan, old_logp, config, trainer.ref_model, generator
         )
         with warnings.catch_warnings():  # a step where every sample was rejected has no optimizer step
-            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step()`")
+            warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
             trainer.scheduler.step()  # the schedule counts training steps
         trainer.engine.update_weights(trainer.model)
 
