@@ -181,3 +181,13 @@ def test_rows_drop_unjudged_episodes_and_need_token_ids():
     remote = Episode(problem, 2, [record(0, 1.0, tokens=())])
     with pytest.raises(ConfigError, match="no token ids"):
         build_rows([remote], pad_id=0)
+
+
+def test_example_configs_load():
+    from pathlib import Path
+
+    root = Path(__file__).parents[2] / "examples"
+    drkernel = load_config(path=root / "train_drkernel.toml", preset="drkernel")
+    assert drkernel.rollout.turns == 3 and drkernel.model.lora_rank == 16 and drkernel.rollout.overlap
+    coder = load_config(path=root / "train_kernel_coder.toml", preset="kernel-coder")
+    assert coder.reward.name == "kernel-coder" and coder.rollout.samples_per_prompt == 8
