@@ -106,9 +106,10 @@ def token_logprobs(
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
     if temperature != 1.0:
         logits = logits / temperature
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, input_ids[:, 1:, None])[..., 0]
+    normalizer = torch.logsumexp(logits, dim=-1)  # no second [B, L, V] tensor unless the entropy is asked
+    logp = logits.gather(-1, input_ids[:, 1:, None])[..., 0] - normalizer
     entropy = None
     if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        probs = torch.softmax(logits, dim=-1)
+        entropy = normalizer - (probs * logits).sum(-1)
     return logp, entropy
