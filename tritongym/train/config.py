@@ -58,8 +58,9 @@ class DataSection:
     eval_names: list[str] = field(default_factory=list)
     """Keep only these held-out problem names (empty: all); names also in the training set are removed
     from it, so a bundled set can be split by name."""
-    small: bool = True
-    """Shrink problems to their CPU sizes (the interpreter); False for real sizes on a GPU."""
+    small: bool | None = None
+    """Shrink problems to their CPU sizes (true) or keep their real sizes (false); unset: shrink when
+    the evaluation runs on the CPU (Triton's interpreter)."""
     shuffle: bool = True
     """Visit the training problems in a seeded random order, reshuffled every pass."""
 
@@ -318,7 +319,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "run": {"eval_timing": True, "eval_profile": True},
     },
     "kernel-coder": {
-        "data": {"small": True},
         "rollout": {"template": "kernel-coder", "extraction": "answer", "turns": 1, "samples_per_prompt": 8},
         "reward": {"name": "kernel-coder"},
         "advantage": {"estimator": "grpo"},

@@ -66,10 +66,11 @@ class Trainer:
         self.run_id = self.out.name
         torch.manual_seed(run.seed)
         data = config.data
-        self.problems = select_problems(data.problems, data.names, data.small)
+        small = data.small if data.small is not None else _evaluates_on_cpu(run.env_devices)
+        self.problems = select_problems(data.problems, data.names, small)
         self.eval_problems: list[Problem] = []
         if data.eval_problems:
-            self.eval_problems = select_problems(data.eval_problems, data.eval_names, data.small)
+            self.eval_problems = select_problems(data.eval_problems, data.eval_names, small)
             held_out = {p.name for p in self.eval_problems}
             self.problems = [p for p in self.problems if p.name not in held_out]
         if not self.problems:
@@ -251,6 +252,10 @@ class Trainer:
 
 def _env_device(devices: str) -> str:
     return "cpu" if devices == "cpu" else "auto"
+
+
+def _evaluates_on_cpu(devices: str) -> bool:
+    return devices == "cpu" or (devices == "auto" and not torch.cuda.is_available())
 
 
 def _progress_line(step: int, m: dict[str, float]) -> str:
