@@ -117,3 +117,22 @@ def test_sft_dataset_errors(tmp_path):
     with pytest.raises(ConfigError, match="presets are training recipes"):
         load_config(SFTConfig, preset="drkernel")
     assert torch.is_tensor(collate([([1, 2, 3], 1)], 0).input_ids)
+
+
+def test_sft_resume_repeats_the_uninterrupted_run(tmp_path, tokenizer):
+    data = tmp_path / "pairs.jsonl"
+    pairs = [{"messages": [{"role": "user", "content": f"task {i}"}], "completion": f"x = {i}"} for i in range(4)]
+    data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+
+    def config(out, *extra):
+        sets = [f"data.path='{data}'", f"run.out='{tmp_path / out}'", "run.epochs=3", "run.tensorboard=false"]
+        return load_config(SFTConfig, overrides=[*sets, "optim.lr=1e-2", "optim.micro_batch_size=2", *extra])
+
+    straight = build_tiny_model(tokenizer)
+    run_sft(config("straight"), model=straight, tokenizer=tokenizer, progress=False)
+    first = build_tiny_model(tokenizer)
+    run_sft(config("resumed", "run.max_steps=4"), model=first, tokenizer=tokenizer, progress=False)
+    resumed = build_tiny_model(tokenizer, seed=1)
+    history = run_sft(config("resumed"), model=resumed, tokenizer=tokenizer, resume=True, progress=False)
+    assert len(history) == 2  # 2 steps per epoch, 3 epochs: steps 5 and 6 after the checkpoint of step 4
+    assert all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters(), strict=True))
