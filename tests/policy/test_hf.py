@@ -93,3 +93,23 @@ def test_needs_a_chat_template_and_a_message():
     tokenizer.chat_template = None
     with pytest.raises(ConfigError, match="no chat template"):
         HFPolicy(model, tokenizer)
+
+
+def test_load_from_a_saved_directory(tmp_path, policy):
+    from tritongym.policy.hf import load_hf_policy
+    from tritongym.train.config import ModelSection
+    from tritongym.train.model import load_model
+
+    policy.model.save_pretrained(tmp_path)
+    policy.tokenizer.save_pretrained(tmp_path)
+    loaded = load_hf_policy(str(tmp_path), dtype="float32", device="cpu")
+    assert loaded.name == str(tmp_path)
+    conversation = [{"role": "user", "content": "hi"}]
+    [[a]] = loaded.generate([conversation], SamplingConfig(temperature=0.0, max_tokens=4))
+    [[b]] = policy.generate([conversation], SamplingConfig(temperature=0.0, max_tokens=4))
+    assert a.token_ids == b.token_ids
+    # a random model from the saved architecture, one layer instead of two
+    model, tokenizer = load_model(
+        ModelSection(name=str(tmp_path), random_init=True, config_overrides={"num_hidden_layers": 1})
+    )
+    assert model.config.num_hidden_layers == 1 and len(tokenizer) == len(policy.tokenizer)
