@@ -25,6 +25,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems
+from tritongym.train.cli import register as register_training
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -357,6 +358,9 @@ def serve(
     finally:
         env.close()
         store.close()
+
+
+register_training(app)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -4,6 +4,8 @@ from tritongym.evaluate import EvalResult, Verdict
 from tritongym.evaluate.result import Finding
 from tritongym.rewards import (
     FormatReward,
+    KernelCoderFormatReward,
+    KernelCoderReward,
     TieredReward,
     VerifiableReward,
     extract_code,
@@ -111,3 +113,34 @@ def test_an_answer_without_code_is_a_failure_not_an_error_for_every_reward():
 
     assert VerifiableReward()({"verdict": "no_code"}) == VerifiableReward().failure
     assert TieredReward()({"verdict": "no_code"}) is not None
+
+
+def test_kernel_coder_format_reward():
+    reward = KernelCoderFormatReward()
+    code = f"{FENCE}python\nprint(1)\n{FENCE}"
+    assert reward(f"<think>plan the tiles</think>\n{code}") == 1.0
+    assert reward(f"<think>plan</think>{code}\n{code}") == 1.0  # several blocks: still reasoning then code
+    assert reward("<think>plan the tiles</think> no code yet") == 0.5
+    assert reward(f"<think>draft {code}</think> nothing after") == 0.5  # code inside the reasoning is no answer
+    assert reward(code) == 0.0
+    assert reward(f"{code}\n<think>afterthought</think>") == 0.5  # the block is before the reasoning
+    assert reward(f"<think></think>{code}") == 0.0  # empty reasoning
+    assert reward(f"<think>never closed {code}") == 0.0
+    assert reward("") == 0.0
+
+
+def test_similarity_first_block_and_kernel_coder_reward():
+    first, last = "abcd", "wxyz"
+    text = f"<think>t</think>{FENCE}python\n{first}\n{FENCE}\n{FENCE}\n{last}\n{FENCE}"
+    # SequenceMatcher("abcd", "abce"): 3 matching characters of 8 -> 2*3/8 = 0.75
+    assert similarity_reward(text, "abce", block="first") == pytest.approx(0.75)
+    assert similarity_reward(text, "abce", block="last") == 0.0
+    assert similarity_reward(text, "abce") == 0.0  # today's default: the last block
+    # autojunk off: on a solution of >= 200 characters autojunk would drop every popular character
+    # (the ratio would be 1/210); the true ratio matches 2 of every 3 characters
+    code, solution = "xay" * 70, "xby" * 70
+    assert similarity_reward(f"{FENCE}\n{code}\n{FENCE}", solution, block="first") == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="'first' or 'last'"):
+        similarity_reward(text, "x", block="middle")
+    assert KernelCoderReward()(text, "abce") == pytest.approx(1.0 + 0.75)
+    assert KernelCoderReward(w_format=0.5, w_similarity=2.0)("<think>t</think>", "abce") == pytest.approx(0.25)

@@ -42,9 +42,50 @@ class FormatReward:
         return self.partial
 
 
-def similarity_reward(text: str, solution: str) -> float:
-    """difflib.SequenceMatcher ratio between the answer's code and a ground-truth solution (0 if no code)."""
-    code = extract_code(text)
-    if code is None:
+def similarity_reward(text: str, solution: str, block: str = "last") -> float:
+    """difflib.SequenceMatcher ratio (autojunk off) between a code block of the answer and a
+    ground-truth solution, both stripped of surrounding whitespace; 0 if the answer has no code.
+    ``block``: ``last`` (the default, as :func:`extract_code`) or ``first`` (the Kernel Coder recipe)."""
+    blocks = code_blocks(text)
+    if block not in ("first", "last"):
+        raise ValueError(f"block must be 'first' or 'last', not {block!r}")
+    if not blocks:
         return 0.0
+    code = blocks[0] if block == "first" else blocks[-1]
     return difflib.SequenceMatcher(None, code.strip(), solution.strip(), autojunk=False).ratio()
+
+
+@dataclass(frozen=True)
+class KernelCoderFormatReward:
+    """The Kernel Coder recipe's format reward: 1.0 for reasoning then code, 0.5 for reasoning
+    without code, 0.0 otherwise.
+
+    Reasoning is a non-empty ``<think>…</think>`` block; code is a fenced code block that starts
+    after ``</think>`` (code inside the reasoning does not count). Score the whole assistant message,
+    prefill included (a prefilled ``<think>`` is part of the answer's reasoning block).
+    """
+
+    think_open: str = "<think>"
+    think_close: str = "</think>"
+
+    def __call__(self, text: str) -> float:
+        start = text.find(self.think_open)
+        end = text.find(self.think_close, start + len(self.think_open)) if start >= 0 else -1
+        if end < 0 or not text[start + len(self.think_open) : end].strip():
+            return 0.0
+        after = end + len(self.think_close)
+        return 1.0 if any(m.start() >= after for m in _FENCE.finditer(text)) else 0.5
+
+
+@dataclass(frozen=True)
+class KernelCoderReward:
+    """The Kernel Coder recipe's reward of a text: ``w_format * format + w_similarity * similarity``,
+    with :class:`KernelCoderFormatReward` and :func:`similarity_reward` on the FIRST code block
+    against the reference Triton code (no GPU evaluation)."""
+
+    w_format: float = 1.0
+    w_similarity: float = 1.0
+
+    def __call__(self, text: str, solution: str) -> float:
+        fmt = KernelCoderFormatReward()(text)
+        return self.w_format * fmt + self.w_similarity * similarity_reward(text, solution, block="first")
