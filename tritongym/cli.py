@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tritongym.bench.report_cli import report as report_command
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
@@ -304,6 +305,8 @@ def demo(
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
     raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
 
+
+app.command("report")(report_command)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -69,6 +69,11 @@ def build_summary(config: dict[str, Any], records: Sequence[TurnRecord]) -> dict
 
 def write_report(run_dir: Path) -> None:
     """Write ``summary.json``, ``report.md`` and the plots of a run directory (re-rendering them)."""
+    render_run(run_dir)
+
+
+def render_run(run_dir: str | Path) -> dict[str, Any]:
+    """What ``write_report`` does; returns the summary it wrote."""
     run_dir = Path(run_dir)
     config, records = load_run(run_dir)
     summary = build_summary(config, records)
@@ -76,6 +81,13 @@ def write_report(run_dir: Path) -> None:
     plotted = _plots(run_dir, summary)
     (run_dir / REPORT).write_text(render_markdown(summary, run_dir.name, plotted), encoding="utf-8")
     log.info("report written to %s", run_dir / REPORT)
+    return summary
+
+
+def headline_table(summary: dict[str, Any]) -> str:
+    """The headline table of one run's summary, as markdown."""
+    views = headline_views(summary)
+    return _table(["metric", *[label for label, _ in views]], headline_rows(views))
 
 
 # Formatting
@@ -103,7 +115,7 @@ def _config_value(value: Any) -> str:
     return str(value)
 
 
-def _views(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def headline_views(summary: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The headline views: the first turn alone when a run has one turn, else first and best."""
     if summary["turns"] == 1:
         return [("single turn", summary["first_turn"])]
@@ -138,7 +150,7 @@ def headline_rows(views: Sequence[tuple[str, dict[str, Any]]]) -> list[list[str]
 
 def render_markdown(summary: dict[str, Any], name: str, plotted: bool = True) -> str:
     """report.md of one run."""
-    views = _views(summary)
+    views = headline_views(summary)
     parts = [f"# Benchmark report: {summary['run'].get('model') or name}\n"]
     parts.append(
         f"{summary['records']} turn records, {summary['episodes']} episodes over {summary['problems']} problems, "
@@ -151,7 +163,7 @@ def render_markdown(summary: dict[str, Any], name: str, plotted: bool = True) ->
         parts.append("## Run\n")
         parts.append(_table(["setting", "value"], [[k, _config_value(v)] for k, v in summary["run"].items()]))
     parts.append("## Headline\n")
-    parts.append(_table(["metric", *[label for label, _ in views]], headline_rows(views)))
+    parts.append(headline_table(summary))
 
     parts.append("## fast_p\n")
     header = ["p"] + [f"{label}: {c}" for label, _ in views for c in ("KernelBench >", "Dr.Kernel >=")]
@@ -261,7 +273,7 @@ def _plot_fast_p(plt, runs: Sequence[tuple[str, dict[str, Any]]], path: Path) ->
     fig, ax = plt.subplots(figsize=(7, 4.5))
     unmeasured = False
     for name, summary in runs:
-        views = _views(summary)[-1:] if len(runs) > 1 else _views(summary)
+        views = headline_views(summary)[-1:] if len(runs) > 1 else headline_views(summary)
         for label, block in views:
             for convention, style in (("kernelbench", "-o"), ("drkernel", "--s")):
                 xs, ys = _fast_p_series(block, convention)
@@ -374,7 +386,7 @@ def compare_runs(dirs: Sequence[str | Path], out_dir: str | Path) -> str:
     out_dir.mkdir(parents=True, exist_ok=True)
     labels = _labels(dirs)
     summaries = [build_summary(*load_run(d)) for d in dirs]
-    columns = [(label, _views(s)[-1][1]) for label, s in zip(labels, summaries, strict=True)]
+    columns = [(label, headline_views(s)[-1][1]) for label, s in zip(labels, summaries, strict=True)]
     table = _table(["metric", *labels], headline_rows(columns))
     parts = [f"# Comparison of {len(dirs)} runs\n"]
     parts.append(
