@@ -56,9 +56,15 @@ def _parse_sizes(sizes: list[str]) -> dict[str, int]:
 
 
 def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:
-    if small:
-        problem = problem.small()
-    return problem.with_sizes(**sizes)
+    return problem.prepare(small=small, sizes=sizes)
+
+
+def _announce_sizes(problems: list[Problem]) -> None:
+    """Say which problems run at shrunk sizes, and what changed; nothing when none was shrunk."""
+    shrunk = [p for p in problems if p.shrunk]
+    if shrunk:
+        lines = "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk)
+        err.print(f"[yellow]small sizes (--full to keep them): {lines}[/yellow]", soft_wrap=True)
 
 
 def _announce_device(config: EvalConfig) -> tuple[str, bool]:
@@ -67,7 +73,7 @@ def _announce_device(config: EvalConfig) -> tuple[str, bool]:
     if device == "cpu":
         err.print(
             "[yellow]No GPU in use: kernels run on the CPU with Triton's interpreter "
-            "(TRITON_INTERPRET=1), at small problem sizes; correctness only, no timings.[/yellow]"
+            "(TRITON_INTERPRET=1); correctness only, no timings.[/yellow]"
         )
     return device, device == "cpu"
 
@@ -167,7 +173,8 @@ SmallOpt = Annotated[
     bool | None,
     typer.Option(
         "--small/--full",
-        help="Shrink bundled problems to their CPU sizes (default: small on the CPU, full on a GPU).",
+        help="Shrink problems to CPU sizes: a bundled problem's own, any other's size constants to a budget "
+        "(default: small on the CPU, full on a GPU).",
     ),
 ]
 SourceColumnOpt = Annotated[
@@ -258,6 +265,7 @@ def eval_command(
         if candidate.is_dir():
             columns = TableColumns(source=source_column, entry_point=entry_point_column)
             tasks = _batch_tasks(candidate, problems, columns, small, sizes)
+            _announce_sizes([t.problem for t in tasks])
             code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
             raise typer.Exit(code)
         if problem is None:
@@ -265,6 +273,7 @@ def eval_command(
         if not candidate.is_file():
             raise _fail_usage(f"{candidate}: no such file")
         task = Task(_prepare(find_problem(problem), small, sizes), candidate.read_bytes(), str(candidate))
+        _announce_sizes([task.problem])
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     result = evaluate(task.problem, task.candidate, config)
@@ -303,6 +312,7 @@ def demo(
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
+    _announce_sizes([t.problem for t in tasks])
     raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
 
 

@@ -109,6 +109,11 @@ def test_missing_empty_or_broken_run_directories_are_clear_errors(tmp_path):
     (run / "trajectories.jsonl").write_text('{"run_id": "r"}\n{"run_id": "r"}\n')
     with pytest.raises(ConfigError, match="malformed trajectory records"):
         write_report(run)
+    odd = record("p", 0, 0, "ok")
+    odd.verdict = "great_success"
+    run = make_run(tmp_path / "oddverdict", [odd])
+    with pytest.raises(ConfigError, match="cannot summarize.*great_success"):
+        write_report(run)
 
 
 def test_compare_runs_puts_runs_side_by_side(tmp_path):

@@ -64,7 +64,10 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[TurnRecord]]:
 
 def build_summary(config: dict[str, Any], records: Sequence[TurnRecord]) -> dict[str, Any]:
     """summary.json's content: the run's configuration and every metric (metrics.summarize)."""
-    return {"schema": SCHEMA, "run": config, **metrics.summarize(records)}
+    try:
+        return {"schema": SCHEMA, "run": config, **metrics.summarize(records)}
+    except ValueError as exc:  # a verdict no version of tritongym wrote
+        raise ConfigError(f"cannot summarize the trajectory records: {exc}") from exc
 
 
 def write_report(run_dir: Path) -> None:
