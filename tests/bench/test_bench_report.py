@@ -112,7 +112,7 @@ def test_missing_empty_or_broken_run_directories_are_clear_errors(tmp_path):
     odd = record("p", 0, 0, "ok")
     odd.verdict = "great_success"
     run = make_run(tmp_path / "oddverdict", [odd])
-    with pytest.raises(ConfigError, match="cannot summarize.*great_success"):
+    with pytest.raises(ConfigError, match=r"cannot summarize.*great_success"):
         write_report(run)
 
 
