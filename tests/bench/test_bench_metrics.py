@@ -250,3 +250,10 @@ def test_block_reports_k_up_to_the_samples_and_summarize_needs_records():
     assert b["pass_at_k"]["10"] == pytest.approx(closed_form(12, 3, 10))
     with pytest.raises(ValueError, match="no trajectory records"):
         m.summarize([])
+
+
+def test_a_turn_recorded_twice_counts_once_as_its_last_record():
+    summary = m.summarize([record("p", 0, 0, "infrastructure_error"), record("p", 0, 0, "ok"), record("p", 1, 0, "ok")])
+    assert summary["records"] == 2
+    assert summary["first_turn"]["correct_rate"] == 1.0
+    assert summary["verdicts"] == {"ok": 2}

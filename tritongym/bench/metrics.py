@@ -362,8 +362,10 @@ def block(attempts: Sequence[Attempt], excluded_episodes: int = 0, ks: Sequence[
 
 def summarize(records: Iterable[TurnRecord]) -> dict[str, Any]:
     """All metrics of a run: verdict counts of every record; the metric blocks of the first turn and
-    of the best over all turns (and iterations); the per-turn, best-by-turn and best-by-iteration curves."""
-    attempts = [attempt(r) for r in records]
+    of the best over all turns (and iterations); the per-turn, best-by-turn and best-by-iteration curves.
+    A turn recorded twice (problem, sample, turn) counts once, as its last record."""
+    latest = {(a.problem, a.sample, a.turn): a for a in map(attempt, records)}  # a resumed run's rewrite wins
+    attempts = list(latest.values())
     if not attempts:
         raise ValueError("no trajectory records to summarize")
     turns = max(a.turn for a in attempts) + 1
