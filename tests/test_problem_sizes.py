@@ -67,6 +67,27 @@ def get_init_inputs():
     return []
 """
 
+HINGE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 32768
+input_shape = (32768,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+"""
+
 SMALL = """import torch
 import torch.nn as nn
 
@@ -104,10 +125,12 @@ def test_input_elements_reads_shapes_statically():
 
 def test_shrink_keeps_small_constants_and_ratios():
     overrides = shrink_sizes(CONV, budget=1 << 14)
-    # batch_size (16), in_channels (3) and kernel_size (3) are at or under the floor: untouched;
-    # out_channels reaches the model through get_init_inputs and shrinks with the rest
-    assert overrides == {"height": 16, "width": 16, "out_channels": 16}
-    assert input_elements(CONV, overrides)[0] == 16 * 3 * 16 * 16 <= 1 << 14
+    # one factor (1/8) for all; in_channels (3) and kernel_size (3) are under the floor: untouched;
+    # out_channels reaches the model through get_init_inputs and stops at the floor (16); the
+    # leading (batch) dimension may go down to 2
+    assert overrides == {"batch_size": 2, "height": 32, "width": 32, "out_channels": 16}
+    assert input_elements(CONV, overrides)[0] == 2 * 3 * 32 * 32 <= 1 << 14
+    assert shrink_sizes(CONV, budget=1 << 20) == {"batch_size": 8, "height": 128, "width": 128, "out_channels": 32}
     overrides = shrink_sizes(MATMUL, budget=1 << 14)
     assert set(overrides) == {"M", "K", "N"}  # dim = M // 2 follows M
     assert overrides["K"] == 2 * overrides["M"]  # the 1:2 ratio holds
@@ -124,9 +147,14 @@ def test_problem_small_works_on_any_problem_and_says_what_changed(tmp_path):
     write(level, "3_small", SMALL)
     conv, matmul, small = load_directory(level)
     shrunk = conv.small()
-    assert shrunk.shrunk == {"out_channels": (64, 16), "height": (256, 16), "width": (256, 16)}
-    assert shrunk.size_notice == "out_channels 64->16, height 256->16, width 256->16"
-    assert "height = 16; width = 16" in shrunk.source
+    assert shrunk.shrunk == {
+        "batch_size": (16, 2),
+        "out_channels": (64, 16),
+        "height": (256, 32),
+        "width": (256, 32),
+    }
+    assert shrunk.size_notice == "batch_size 16->2, out_channels 64->16, height 256->32, width 256->32"
+    assert "height = 32; width = 32" in shrunk.source
     assert conv.shrunk == {} and conv.size_notice == ""
     m = matmul.small()
     assert m.sizes["dim"] == m.sizes["M"] // 2 and m.shrunk["dim"] == (2048, m.sizes["dim"])
@@ -143,9 +171,9 @@ def test_bundled_problems_keep_their_declared_small_sizes():
 
 def test_prepare_applies_small_then_explicit_sizes(tmp_path):
     conv = load_file(write(tmp_path, "conv", CONV))
-    prepared = conv.prepare(small=True, sizes={"height": 32})
-    assert (prepared.sizes["height"], prepared.sizes["width"]) == (32, 16)
-    assert set(prepared.shrunk) == {"out_channels", "width"}  # height was set, not shrunk
+    prepared = conv.prepare(small=True, sizes={"height": 64})
+    assert (prepared.sizes["height"], prepared.sizes["width"]) == (64, 32)
+    assert set(prepared.shrunk) == {"batch_size", "out_channels", "width"}  # height was set, not shrunk
     assert conv.prepare(small=False, sizes={"height": 32}).shrunk == {}
     assert conv.prepare() is conv
 
@@ -195,7 +223,7 @@ def test_shrinking_that_cannot_reach_the_budget_warns(tmp_path, caplog):
     conv = load_file(write(tmp_path, "conv", CONV))
     with caplog.at_level(logging.WARNING):
         shrunk = conv.small(budget=100)
-    assert "problem conv: still over the size budget" in caplog.text
+    assert "problem conv: inputs of 1536 elements at its smallest sizes, over the budget of 100" in caplog.text
     assert shrunk.sizes["height"] == 16
 
 
@@ -241,3 +269,11 @@ def test_an_error_in_a_batch_names_its_problem(tmp_path):
     result = runner.invoke(app, ["eval", "--candidate", str(candidates), "--problems", str(problems)])
     assert result.exit_code == EXIT_USAGE
     assert "problem 3_needs_pkg needs tritongym_missing_hf" in result.stderr
+
+
+def test_shape_tuples_count_and_shrink_with_the_rest():
+    # the model only broadcasts because both sizes are equal: one factor keeps them equal
+    assert input_elements(HINGE) == (32768 * 32768 + 32768, {"batch_size", "input_shape[0]"})
+    assert shrink_sizes(HINGE) == {"batch_size": 64, "input_shape[0]": 64}
+    flat = HINGE.replace("torch.rand(batch_size, *input_shape)", "torch.rand(input_shape)")
+    assert input_elements(flat)[0] == 32768 + 32768

@@ -17,20 +17,20 @@ def get_inputs():
 """
 
 
-def test_int_constants_lists_only_module_level_integer_literals():
-    assert int_constants(SOURCE) == {"batch_size": 4096, "dim": 8192}
+def test_int_constants_lists_only_module_level_integers_and_tuple_elements():
+    assert int_constants(SOURCE) == {"batch_size": 4096, "dim": 8192, "nested[0]": 1, "nested[1]": 2}
 
 
 def test_override_rewrites_only_the_named_literals_and_keeps_the_rest():
     shrunk = override_int_constants(SOURCE, {"batch_size": 4, "dim": 16})
     assert "batch_size = 4  # rows" in shrunk
     assert "dim: int = 16" in shrunk
-    assert int_constants(shrunk) == {"batch_size": 4, "dim": 16}
+    assert int_constants(shrunk) == {"batch_size": 4, "dim": 16, "nested[0]": 1, "nested[1]": 2}
     assert shrunk.replace("= 4  #", "= 4096  #").replace("int = 16", "int = 8192") == SOURCE
 
 
 def test_override_of_unknown_or_non_integer_name_is_an_error():
-    with pytest.raises(ProblemError, match=r"batchsize.*its constants: batch_size, dim"):
+    with pytest.raises(ProblemError, match=r"batchsize.*its constants: batch_size, dim, nested\[0\]"):
         override_int_constants(SOURCE, {"batchsize": 2})
     with pytest.raises(ProblemError, match="scale"):
         override_int_constants(SOURCE, {"scale": 2})
@@ -114,3 +114,13 @@ def test_override_of_rebound_or_float_names_is_an_error():
     for name in ("ratio", "reused", "grown"):
         with pytest.raises(ProblemError, match=f"cannot override {name}"):
             override_int_constants(EXPRESSIONS, {name: 2})
+
+
+def test_shape_tuple_elements_are_size_constants():
+    source = "n = 8\ninput_shape = (n * 4, 3, 'x', 4096)  # shape\n"
+    assert int_constants(source) == {"n": 8, "input_shape[0]": 32, "input_shape[1]": 3, "input_shape[3]": 4096}
+    shrunk = override_int_constants(source, {"input_shape[3]": 16, "n": 2})
+    assert shrunk == "n = 2\ninput_shape = (n * 4, 3, 'x', 16)  # shape\n"
+    assert int_constants(shrunk)["input_shape[0]"] == 8
+    assert "input_shape[2]" not in int_constants(source)
+    assert int_constants("t = (1, 2)\nt = None\n") == {}

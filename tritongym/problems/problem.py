@@ -87,9 +87,16 @@ class Problem:
         except ProblemError as exc:
             raise ProblemError(f"problem {self.name}: {exc}") from None
         small = self.with_sizes(**overrides)
-        if not self.small_sizes and overrides and input_elements(small.source)[0] > budget:
-            log.warning("problem %s: still over the size budget after shrinking (%s)", self.name, small.size_notice)
-        return replace(small, shrunk=changed_sizes(self.sizes, small.sizes))
+        small = replace(small, shrunk=changed_sizes(self.sizes, small.sizes))
+        if not self.small_sizes and (elements := input_elements(small.source)[0]) > budget:
+            log.warning(
+                "problem %s: inputs of %d elements at its smallest sizes, over the budget of %d (%s)",
+                self.name,
+                elements,
+                budget,
+                small.size_notice or "no size constant to shrink",
+            )
+        return small
 
     def require_packages(self) -> None:
         """Raise ProblemError naming the packages the reference imports that are not installed here."""

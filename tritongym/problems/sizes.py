@@ -22,6 +22,8 @@ INPUT_BUDGET = 1 << 14
 MIN_SIZE = 16
 """``shrink_sizes`` never takes a constant below this (nor touches one already at or below it), so
 convolution windows, pooling kernels and small channel counts keep fitting."""
+MIN_BATCH = 2
+"""The floor of a constant that is the leading (batch) dimension of an input: any batch works."""
 
 _OPS = {
     ast.Add: operator.add,
@@ -45,6 +47,17 @@ class SizeConstant:
     depends_on: tuple[str, ...]
     """Earlier constants its expression refers to (empty for ``4096`` or ``2048 * 2``)."""
     statement: ast.Assign | ast.AnnAssign
+    node: ast.expr
+    """The expression an override replaces: the statement's value, or one element of a shape tuple."""
+
+
+@dataclass
+class _Module:
+    constants: dict[str, SizeConstant]
+    """Integer constants; the integer elements of a shape tuple ``input_shape = (4096, 3)`` are
+    constants named ``input_shape[0]``, ``input_shape[1]``."""
+    tuples: dict[str, list[int | None]]
+    """Module-level tuples of integers (None where an element is not one), for ``*input_shape``."""
 
 
 def _eval_int(node: ast.expr, env: Mapping[str, int]) -> int | None:
@@ -90,42 +103,60 @@ def _targets(node: ast.stmt) -> list[str] | None:
     return None
 
 
-def _evaluate(tree: ast.Module, overrides: Mapping[str, int] = {}) -> dict[str, SizeConstant]:
+def _evaluate(tree: ast.Module, overrides: Mapping[str, int] = {}) -> _Module:
     """Module-level integer constants in order, with ``overrides`` standing in for their expressions."""
     found: dict[str, SizeConstant] = {}
+    tuples: dict[str, list[int | None]] = {}
     env: dict[str, int] = {}
+
+    def forget(name: str) -> None:
+        found.pop(name, None)
+        env.pop(name, None)
+        for element in [n for n in found if n.startswith(f"{name}[")]:
+            found.pop(element)
+        tuples.pop(name, None)
+
     for node in tree.body:
         names = _targets(node)
         if names is None:
             rebound = getattr(node, "targets", None) or [getattr(node, "target", None)]
             for target in filter(None, rebound):  # a name rebound to something else is no constant
                 for name in _names(target):
-                    found.pop(name, None)
-                    env.pop(name, None)
+                    forget(name)
+            continue
+        for name in names:
+            forget(name)
+        if isinstance(node.value, ast.Tuple | ast.List) and len(names) == 1:
+            values: list[int | None] = []
+            for index, element in enumerate(node.value.elts):
+                key = f"{names[0]}[{index}]"
+                value = None if isinstance(element, ast.Starred) else _eval_int(element, env)
+                value = overrides.get(key, value)
+                if value is not None:
+                    depends = tuple(sorted(_names(element) & set(env)))
+                    found[key] = SizeConstant(key, value, depends, node, element)
+                values.append(value)
+            tuples[names[0]] = values
             continue
         value = _eval_int(node.value, env)
         depends = tuple(sorted(_names(node.value) & set(env)))
         for name in names:
-            if name in overrides:
-                env[name] = overrides[name]
-            elif value is not None:
-                env[name] = value
-            else:
-                found.pop(name, None)
-                env.pop(name, None)
+            value_here = overrides.get(name, value)
+            if value_here is None:
                 continue
-            found[name] = SizeConstant(name, env[name], depends, node)
-    return found
+            env[name] = value_here
+            found[name] = SizeConstant(name, value_here, depends, node, node.value)
+    return _Module(found, tuples)
 
 
 def size_constants(source: str) -> dict[str, SizeConstant]:
     """The module-level integer constants of ``source``, in order (the last assignment of a name wins)."""
-    return _evaluate(_parse(source))
+    return _evaluate(_parse(source)).constants
 
 
 def int_constants(source: str, overrides: Mapping[str, int] = {}) -> dict[str, int]:
     """Name -> value of the module-level integer constants of ``source`` (as if ``overrides`` applied)."""
-    return {name: c.value for name, c in _evaluate(_parse(source), overrides).items()}
+    return {name: c.value for name, c in _evaluate(_parse(source), overrides).constants.items()}
 
 
 def _offset(line_starts: list[int], lineno: int, col: int) -> int:
@@ -144,7 +175,7 @@ def override_int_constants(source: str, overrides: Mapping[str, int]) -> str:
     when a name is not such a constant (a typo must not pass silently) or a value is not an integer.
     """
     tree = _parse(source)
-    constants = _evaluate(tree)
+    constants = _evaluate(tree).constants
     unknown = [name for name in overrides if name not in constants]
     if unknown:
         known = ", ".join(constants) or "none"
@@ -161,8 +192,7 @@ def override_int_constants(source: str, overrides: Mapping[str, int]) -> str:
         starts.append(starts[-1] + len(line.encode()))
     edits: dict[int, tuple[int, str]] = {}
     for name in overrides:
-        statement = constants[name].statement
-        value_node = statement.value
+        statement, value_node = constants[name].statement, constants[name].node
         span = value_node.end_lineno - value_node.lineno
         if len(_targets(statement)) == 1:
             node, text = value_node, _literal(overrides[name], span)
@@ -254,79 +284,115 @@ def _locals(function: ast.FunctionDef, env: dict[str, int]) -> dict[str, set[str
     return local
 
 
-def _closure(names: set[str], local: Mapping[str, set[str]], constants: Mapping[str, SizeConstant]) -> set[str]:
-    """The module constants ``names`` depend on, through local and module assignments."""
+def _closure(names: set[str], local: Mapping[str, set[str]], module: _Module) -> set[str]:
+    """The module constants ``names`` depend on, through local and module assignments (a shape
+    tuple stands for its integer elements)."""
+    constants = module.constants
     used, pending = set(names), list(names)
     while pending:
         name = pending.pop()
-        for dependency in local.get(name, set()) | set(constants[name].depends_on if name in constants else ()):
+        dependencies = local.get(name, set()) | set(constants[name].depends_on if name in constants else ())
+        dependencies |= {f"{name}[{i}]" for i in range(len(module.tuples.get(name, [])))}
+        for dependency in dependencies:
             if dependency not in used:
                 used.add(dependency)
                 pending.append(dependency)
     return used & set(constants)
 
 
-def input_elements(source: str, overrides: Mapping[str, int] = {}) -> tuple[int, set[str]]:
-    """Total elements of the tensors ``get_inputs()`` creates (a dimension it cannot read counts 1),
-    and the module constants those shapes depend on. Static: nothing is run."""
+def _dims(dims: list[ast.expr], module: _Module) -> list[ast.expr | int | None]:
+    """Dimension expressions with shape tuples expanded (``*input_shape``, or the tuple as the shape)."""
+    expanded: list[ast.expr | int | None] = []
+    for dim in dims:
+        name = dim.value if isinstance(dim, ast.Starred) else dim
+        if isinstance(name, ast.Name) and name.id in module.tuples and (isinstance(dim, ast.Starred) or len(dims) == 1):
+            expanded.extend(module.tuples[name.id])
+        elif isinstance(dim, ast.Starred):
+            expanded.append(None)
+        else:
+            expanded.append(dim)
+    return expanded
+
+
+def _inputs(source: str, overrides: Mapping[str, int] = {}) -> tuple[int, set[str], set[str]]:
+    """Total input elements, the constants the shapes depend on, and the constants that are the
+    leading (batch) dimension of an input."""
     tree = _parse(source)
-    constants = _evaluate(tree, overrides)
-    env = {name: c.value for name, c in constants.items()}
+    module = _evaluate(tree, overrides)
+    env = {name: c.value for name, c in module.constants.items()}
     function = _function(tree, "get_inputs")
     if function is None:
-        return 0, set()
+        return 0, set(), set()
     local = _locals(function, env)
-    total, used = 0, set()
+    total, used, leading = 0, set(), set()
     for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
         dims = _shape_of(call)
         if dims is None:
             continue
         size = 1
-        for dim in dims:
-            value = None if isinstance(dim, ast.Starred) else _eval_int(dim, env)
+        for dim in _dims(dims, module):
+            value = dim if not isinstance(dim, ast.expr) else _eval_int(dim, env)
             size *= max(value, 1) if value is not None else 1
+        for dim in dims:
             used |= _names(dim)
+        if len(dims) > 1 and isinstance(dims[0], ast.Name):
+            leading.add(dims[0].id)
         total += size
-    return total, _closure(used, local, constants)
+    return total, _closure(used, local, module), leading & set(module.constants)
+
+
+def input_elements(source: str, overrides: Mapping[str, int] = {}) -> tuple[int, set[str]]:
+    """Total elements of the tensors ``get_inputs()`` creates (a dimension it cannot read counts 1),
+    and the module constants those shapes depend on. Static: nothing is run."""
+    total, used, _ = _inputs(source, overrides)
+    return total, used
 
 
 def init_constants(source: str) -> set[str]:
     """The module constants ``get_init_inputs()`` passes to the model (``in_features`` ...)."""
     tree = _parse(source)
-    constants = _evaluate(tree)
+    module = _evaluate(tree)
     function = _function(tree, "get_init_inputs")
     if function is None:
         return set()
-    local = _locals(function, {name: c.value for name, c in constants.items()})
+    local = _locals(function, {name: c.value for name, c in module.constants.items()})
     returned = set().union(*(_names(n.value) for n in ast.walk(function) if isinstance(n, ast.Return) and n.value))
-    return _closure(returned, local, constants)
+    return _closure(returned, local, module)
 
 
 def _scaled(value: int, factor: float, floor: int) -> int:
-    """``value * factor`` rounded to a multiple of its power-of-two part (at most 16), not below ``floor``."""
+    """``value * factor`` rounded to a multiple of its power-of-two part (at most 16, and at most the
+    target itself), not below ``floor``."""
+    target = value * factor
     granule = min(value & -value, 16)
-    return min(value, max(floor, round(value * factor / granule) * granule))
+    while granule > 1 and granule > target:
+        granule //= 2
+    return min(value, max(floor, round(target / granule) * granule))
 
 
-def shrink_sizes(source: str, budget: int = INPUT_BUDGET, floor: int = MIN_SIZE) -> dict[str, int]:
+def shrink_sizes(
+    source: str, budget: int = INPUT_BUDGET, floor: int = MIN_SIZE, batch_floor: int = MIN_BATCH
+) -> dict[str, int]:
     """Overrides that bring the elements ``get_inputs()`` creates within ``budget``.
 
     The constants shrunk are the independent ones (literal expressions) that the input shapes or the
-    model's init inputs depend on and that are above ``floor``; all are scaled by one factor (halved
-    until the inputs fit, so their ratios hold) and rounded to keep their power-of-two divisibility.
-    Constants derived from them follow. Returns {} when the inputs already fit; best effort (every
-    constant at ``floor``) when they cannot.
+    model's init inputs depend on and that are above their floor: ``batch_floor`` for a constant that
+    is the leading (batch) dimension of an input, ``floor`` for the others. All are scaled by one
+    factor (halved until the inputs fit, so their ratios hold until a floor is reached) and rounded
+    to keep their power-of-two divisibility. Constants derived from them follow. Returns {} when the
+    inputs already fit; best effort (every constant at its floor) when they cannot.
     """
-    total, used = input_elements(source)
+    total, used, leading = _inputs(source)
     if total <= budget:
         return {}
     constants = size_constants(source)
     used |= init_constants(source)
-    roots = {n: constants[n].value for n in used if not constants[n].depends_on and constants[n].value > floor}
+    floors = {n: batch_floor if n in leading else floor for n in used}
+    roots = {n: constants[n].value for n in used if not constants[n].depends_on and constants[n].value > floors[n]}
     overrides: dict[str, int] = {}
     for step in range(1, _MAX_BITS):
-        overrides = {name: _scaled(value, 2.0**-step, floor) for name, value in roots.items()}
-        if input_elements(source, overrides)[0] <= budget or all(v == floor for v in overrides.values()):
+        overrides = {name: _scaled(value, 2.0**-step, floors[name]) for name, value in roots.items()}
+        if input_elements(source, overrides)[0] <= budget or all(v == floors[n] for n, v in overrides.items()):
             break
     return {name: value for name, value in overrides.items() if value != roots[name]}
 
