@@ -244,6 +244,12 @@ def test_cli_notice_appears_only_when_sizes_were_shrunk(tmp_path, monkeypatch):
     kept = runner.invoke(app, ["eval", "--problem", str(small), "--candidate", candidate, "--small", "--trials", "1"])
     assert "small sizes" not in kept.stderr and "syntax_error" in kept.stdout
     assert [p.sizes["n"] for p in evaluated] == [16384, 64]
+    hinge = str(write(tmp_path, "hinge", HINGE))
+    args = ["eval", "--problem", hinge, "--candidate", candidate, "--full", "--size", "input_shape[0]=8"]
+    assert runner.invoke(app, args).exit_code == 1
+    assert evaluated[-1].sizes == {"batch_size": 32768, "input_shape[0]": 8}
+    bad = runner.invoke(app, [*args[:-1], "input_shape[x]=8"])
+    assert bad.exit_code == EXIT_USAGE and "NAME[INDEX]=INTEGER" in bad.stderr
     missing = write(tmp_path, "needs_pkg", HF_MODEL.replace("transformers", "tritongym_missing_hf"))
     result = runner.invoke(app, ["eval", "--problem", str(missing), "--candidate", candidate])
     assert result.exit_code == EXIT_USAGE

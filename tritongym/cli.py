@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -46,8 +47,8 @@ def _parse_sizes(sizes: list[str]) -> dict[str, int]:
     parsed = {}
     for item in sizes:
         name, sep, value = item.partition("=")
-        if not sep or not name.isidentifier():
-            raise _fail_usage(f"--size expects NAME=INTEGER, got {item!r}")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", name):
+            raise _fail_usage(f"--size expects NAME=INTEGER or NAME[INDEX]=INTEGER, got {item!r}")
         try:
             parsed[name] = int(value)
         except ValueError:
@@ -185,7 +186,9 @@ EntryPointColumnOpt = Annotated[
 ]
 SizeOpt = Annotated[
     list[str] | None,
-    typer.Option("--size", help="Override a module-level size constant, NAME=INTEGER (repeatable)."),
+    typer.Option(
+        "--size", help="Override a size constant, NAME=INTEGER or NAME[INDEX]=INTEGER for a shape tuple (repeatable)."
+    ),
 ]
 
 
