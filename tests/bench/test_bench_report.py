@@ -140,3 +140,21 @@ def test_compare_labels_runs_by_path_when_names_clash(tmp_path):
     b = make_run(tmp_path / "y" / "run", [record("p", 0, 0, "mismatch")])
     table = compare_runs([a, b], tmp_path / "out")
     assert f"| metric | {a} | {b} |" in table
+
+
+def test_test_time_scaling_run_reports_best_over_iterations(tmp_path):
+    records = [
+        record("p", 0, 0, "mismatch", iteration=0),
+        record("p", 0, 1, "mismatch", iteration=0),
+        record("p", 0, 2, "ok", speedup=1.25, iteration=1),
+        record("p", 0, 3, "ok", speedup=0.9, iteration=1),
+    ]
+    run = make_run(tmp_path / "stts", records, {"model": "m", "turns": 2, "iterations": 2, "history": "best:1"})
+    write_report(run)
+    summary = json.loads((run / "summary.json").read_text())
+    assert [b["correct_rate"] for b in summary["best_by_iteration"]] == [0.0, 1.0]
+    assert summary["best"]["geomean_speedup"] == pytest.approx(1.25)
+    report = (run / "report.md").read_text()
+    assert "in 2 iterations" in report
+    assert "## Best over iterations" in report
+    assert "| 1 | 100.0% | 100.0% | 1.25 |" in report
