@@ -124,3 +124,11 @@ def test_shape_tuple_elements_are_size_constants():
     assert int_constants(shrunk)["input_shape[0]"] == 8
     assert "input_shape[2]" not in int_constants(source)
     assert int_constants("t = (1, 2)\nt = None\n") == {}
+
+
+def test_unpacked_names_are_size_constants():
+    source = "batch = 4\nD, H, W = 32, batch * 8, 16  # volume\nx, y = compute()\n"
+    assert int_constants(source) == {"batch": 4, "D": 32, "H": 32, "W": 16}
+    shrunk = override_int_constants(source, {"D": 8, "W": 2, "batch": 1})
+    assert shrunk == "batch = 1\nD, H, W = 8, batch * 8, 2  # volume\nx, y = compute()\n"
+    assert int_constants(shrunk)["H"] == 8

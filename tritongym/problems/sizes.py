@@ -103,6 +103,19 @@ def _targets(node: ast.stmt) -> list[str] | None:
     return None
 
 
+def _unpacking(node: ast.stmt) -> bool:
+    """``D, H, W = 32, 32, 32``: names unpacked from a literal tuple of the same length."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Tuple)
+        and all(isinstance(t, ast.Name) for t in node.targets[0].elts)
+        and isinstance(node.value, ast.Tuple)
+        and len(node.value.elts) == len(node.targets[0].elts)
+        and not any(isinstance(e, ast.Starred) for e in node.value.elts)
+    )
+
+
 def _evaluate(tree: ast.Module, overrides: Mapping[str, int] = {}) -> _Module:
     """Module-level integer constants in order, with ``overrides`` standing in for their expressions."""
     found: dict[str, SizeConstant] = {}
@@ -118,6 +131,15 @@ def _evaluate(tree: ast.Module, overrides: Mapping[str, int] = {}) -> _Module:
 
     for node in tree.body:
         names = _targets(node)
+        if _unpacking(node):  # D, H, W = 32, 32, 32: each name its own element
+            for target, element in zip(node.targets[0].elts, node.value.elts, strict=True):
+                forget(target.id)
+                value = overrides.get(target.id, _eval_int(element, env))
+                if value is not None:
+                    depends = tuple(sorted(_names(element) & set(env)))
+                    env[target.id] = value
+                    found[target.id] = SizeConstant(target.id, value, depends, node, element)
+            continue
         if names is None:
             rebound = getattr(node, "targets", None) or [getattr(node, "target", None)]
             for target in filter(None, rebound):  # a name rebound to something else is no constant
@@ -194,7 +216,7 @@ def override_int_constants(source: str, overrides: Mapping[str, int]) -> str:
     for name in overrides:
         statement, value_node = constants[name].statement, constants[name].node
         span = value_node.end_lineno - value_node.lineno
-        if len(_targets(statement)) == 1:
+        if value_node is not statement.value or len(_targets(statement)) == 1:  # one expression of its own
             node, text = value_node, _literal(overrides[name], span)
         else:  # chained: one assignment per name, the first one left keeps the expression
             node, parts, kept = statement, [], None
