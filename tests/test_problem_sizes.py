@@ -283,3 +283,9 @@ def test_shape_tuples_count_and_shrink_with_the_rest():
     assert shrink_sizes(HINGE) == {"batch_size": 64, "input_shape[0]": 64}
     flat = HINGE.replace("torch.rand(batch_size, *input_shape)", "torch.rand(input_shape)")
     assert input_elements(flat)[0] == 32768 + 32768
+
+
+def test_shrinking_keeps_a_factor_of_three():
+    grouped = CONV.replace("in_channels = 3", "in_channels = 240")
+    overrides = shrink_sizes(grouped)
+    assert overrides["in_channels"] % 3 == 0 and overrides["in_channels"] < 240

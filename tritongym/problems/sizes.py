@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import math
 import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -383,13 +384,14 @@ def init_constants(source: str) -> set[str]:
 
 
 def _scaled(value: int, factor: float, floor: int) -> int:
-    """``value * factor`` rounded to a multiple of its power-of-two part (at most 16, and at most the
-    target itself), not below ``floor``."""
+    """``value * factor``, not below ``floor``, rounded to a multiple of ``gcd(value, 48)`` (halved
+    while larger than the result), so that 4096 stays a multiple of 16 and 240 of 3."""
     target = value * factor
-    granule = min(value & -value, 16)
-    while granule > 1 and granule > target:
+    granule = math.gcd(value, 48)
+    while granule > 1 and granule > max(target, floor):
         granule //= 2
-    return min(value, max(floor, round(target / granule) * granule))
+    lowest = -(-floor // granule) * granule
+    return min(value, max(lowest, round(target / granule) * granule))
 
 
 def shrink_sizes(
@@ -401,8 +403,9 @@ def shrink_sizes(
     model's init inputs depend on and that are above their floor: ``batch_floor`` for a constant that
     is the leading (batch) dimension of an input, ``floor`` for the others. All are scaled by one
     factor (halved until the inputs fit, so their ratios hold until a floor is reached) and rounded
-    to keep their power-of-two divisibility. Constants derived from them follow. Returns {} when the
-    inputs already fit; best effort (every constant at its floor) when they cannot.
+    to keep their divisibility by powers of two (up to 16) and by 3. Constants derived from them
+    follow. Returns {} when the inputs already fit; best effort (every constant at its floor) when
+    they cannot.
     """
     total, used, leading = _inputs(source)
     if total <= budget:
