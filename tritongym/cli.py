@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tritongym.agent.cli import bench as bench_command
+from tritongym.bench.report_cli import report as report_command
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
@@ -48,8 +50,8 @@ def _parse_sizes(sizes: list[str]) -> dict[str, int]:
     parsed = {}
     for item in sizes:
         name, sep, value = item.partition("=")
-        if not sep or not name.isidentifier():
-            raise _fail_usage(f"--size expects NAME=INTEGER, got {item!r}")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", name):
+            raise _fail_usage(f"--size expects NAME=INTEGER or NAME[INDEX]=INTEGER, got {item!r}")
         try:
             parsed[name] = int(value)
         except ValueError:
@@ -58,9 +60,15 @@ def _parse_sizes(sizes: list[str]) -> dict[str, int]:
 
 
 def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:
-    if small:
-        problem = problem.small()
-    return problem.with_sizes(**sizes)
+    return problem.prepare(small=small, sizes=sizes)
+
+
+def _announce_sizes(problems: list[Problem]) -> None:
+    """Say which problems run at shrunk sizes, and what changed; nothing when none was shrunk."""
+    shrunk = [p for p in problems if p.shrunk]
+    if shrunk:
+        lines = "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk)
+        err.print(f"[yellow]small sizes (--full to keep them): {lines}[/yellow]", soft_wrap=True)
 
 
 def _announce_device(config: EvalConfig) -> tuple[str, bool]:
@@ -69,7 +77,7 @@ def _announce_device(config: EvalConfig) -> tuple[str, bool]:
     if device == "cpu":
         err.print(
             "[yellow]No GPU in use: kernels run on the CPU with Triton's interpreter "
-            "(TRITON_INTERPRET=1), at small problem sizes; correctness only, no timings.[/yellow]"
+            "(TRITON_INTERPRET=1); correctness only, no timings.[/yellow]"
         )
     return device, device == "cpu"
 
@@ -169,7 +177,8 @@ SmallOpt = Annotated[
     bool | None,
     typer.Option(
         "--small/--full",
-        help="Shrink bundled problems to their CPU sizes (default: small on the CPU, full on a GPU).",
+        help="Shrink problems to CPU sizes: a bundled problem's own, any other's size constants to a budget "
+        "(default: small on the CPU, full on a GPU).",
     ),
 ]
 SourceColumnOpt = Annotated[
@@ -180,7 +189,9 @@ EntryPointColumnOpt = Annotated[
 ]
 SizeOpt = Annotated[
     list[str] | None,
-    typer.Option("--size", help="Override a module-level size constant, NAME=INTEGER (repeatable)."),
+    typer.Option(
+        "--size", help="Override a size constant, NAME=INTEGER or NAME[INDEX]=INTEGER for a shape tuple (repeatable)."
+    ),
 ]
 
 
@@ -260,6 +271,7 @@ def eval_command(
         if candidate.is_dir():
             columns = TableColumns(source=source_column, entry_point=entry_point_column)
             tasks = _batch_tasks(candidate, problems, columns, small, sizes)
+            _announce_sizes([t.problem for t in tasks])
             code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
             raise typer.Exit(code)
         if problem is None:
@@ -267,6 +279,7 @@ def eval_command(
         if not candidate.is_file():
             raise _fail_usage(f"{candidate}: no such file")
         task = Task(_prepare(find_problem(problem), small, sizes), candidate.read_bytes(), str(candidate))
+        _announce_sizes([task.problem])
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     result = evaluate(task.problem, task.candidate, config)
@@ -305,8 +318,11 @@ def demo(
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
+    _announce_sizes([t.problem for t in tasks])
     raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
 
+
+app.command("report")(report_command)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from tritongym.problems.sizes import int_constants, override_int_constants
+from tritongym.errors import ProblemError
+from tritongym.problems.sizes import (
+    INPUT_BUDGET,
+    changed_sizes,
+    describe_changes,
+    input_elements,
+    int_constants,
+    missing_packages,
+    override_int_constants,
+    shrink_sizes,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,7 +45,10 @@ class Problem:
     origin: str = ""
     """Where the problem was loaded from (a path, ``path:row``, or ``bundled``)."""
     small_sizes: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
-    """Size overrides that make the problem quick on the CPU interpreter (bundled problems)."""
+    """Size overrides that make the problem quick on the CPU interpreter (bundled problems); when
+    empty, ``small()`` shrinks the size constants to a budget instead."""
+    shrunk: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, hash=False)
+    """The size constants ``small()`` changed: name -> (original, small); empty when none was."""
 
     @property
     def solution_class(self) -> str:
@@ -40,19 +57,69 @@ class Problem:
 
     @property
     def sizes(self) -> dict[str, int]:
-        """Module-level integer constants of the reference source (``batch_size`` ...)."""
+        """Module-level integer size constants of the reference source (``batch_size`` ...), including
+        expressions (``N = 2048 * 2``) and chained assignments (``height = width = 128``)."""
         return int_constants(self.source)
+
+    @property
+    def size_notice(self) -> str:
+        """What ``small()`` changed, for people (``batch_size 4096->16, dim 8192->32``); "" if nothing."""
+        return describe_changes(self.shrunk)
 
     def to_dict(self) -> dict[str, str]:
         """What a problem travels with (HTTP, the task store); ``Problem(**d)`` rebuilds it."""
         return {"name": self.name, "source": self.source, "entry_point": self.entry_point}
 
     def with_sizes(self, **sizes: int) -> Problem:
-        """A copy whose module-level integer constants are overridden (to shrink it for the CPU)."""
+        """A copy whose module-level integer constants are overridden (constants derived from them follow)."""
         if not sizes:
             return self
-        return replace(self, source=override_int_constants(self.source, sizes))
+        try:
+            return replace(self, source=override_int_constants(self.source, sizes))
+        except ProblemError as exc:
+            raise ProblemError(f"problem {self.name}: {exc}") from None
 
-    def small(self) -> Problem:
-        """This problem at its CPU-friendly sizes (unchanged if it declares none)."""
-        return self.with_sizes(**self.small_sizes)
+    def small(self, budget: int = INPUT_BUDGET) -> Problem:
+        """This problem at CPU-friendly sizes: its declared ``small_sizes``, or else its size constants
+        shrunk until ``get_inputs()`` creates at most ``budget`` elements. ``shrunk`` says what changed."""
+        try:
+            overrides = self.small_sizes or shrink_sizes(self.source, budget)
+        except ProblemError as exc:
+            raise ProblemError(f"problem {self.name}: {exc}") from None
+        small = self.with_sizes(**overrides)
+        small = replace(small, shrunk=changed_sizes(self.sizes, small.sizes))
+        if not self.small_sizes and (elements := input_elements(small.source)[0]) > budget:
+            log.warning(
+                "problem %s: inputs of %d elements at its smallest sizes, over the budget of %d (%s)",
+                self.name,
+                elements,
+                budget,
+                small.size_notice or "no size constant to shrink",
+            )
+        return small
+
+    def require_packages(self) -> None:
+        """Raise ProblemError naming the packages the reference imports that are not installed here."""
+        try:
+            missing = missing_packages(self.source)
+        except ProblemError as exc:
+            raise ProblemError(f"problem {self.name}: {exc}") from None
+        if missing:
+            names = ", ".join(missing)
+            raise ProblemError(
+                f"problem {self.name} needs {names}, not installed in this environment "
+                f"(pip install {' '.join(missing)}, or leave the problem out)"
+            )
+
+    def prepare(self, small: bool = False, sizes: Mapping[str, int] | None = None) -> Problem:
+        """The problem as a run evaluates it: its packages checked, shrunk when ``small``, then the
+        explicit ``sizes`` applied (``shrunk`` keeps only what they did not set back)."""
+        self.require_packages()
+        problem = self.small() if small else self
+        sizes = dict(sizes or {})
+        if not sizes:
+            return problem
+        final = problem.with_sizes(**sizes)
+        now = final.sizes
+        shrunk = {n: (old, now[n]) for n, (old, _) in problem.shrunk.items() if n not in sizes and now[n] != old}
+        return replace(final, shrunk=shrunk)

@@ -1,62 +1,478 @@
-"""Read and override a problem's module-level integer size constants (``batch_size = 4096``).
+"""Read, override and shrink a problem's module-level integer size constants.
 
-The rewrite is textual at the exact span of each constant, so the rest of the source (comments,
-formatting) is untouched and a model shown the shrunk problem sees ordinary code.
+A size constant is a module-level assignment whose value is an integer expression of literals and
+earlier constants: ``batch_size = 4096``, ``N = 2048 * 2``, ``dim = batch * 4``, the chained
+``height = width = 128``, or ``dim: int = 8192``. Overrides are textual rewrites of exactly those
+statements, so the rest of the source (comments, formatting, line numbers) is untouched and a model
+shown the shrunk problem sees ordinary code. Nothing here executes the problem's code.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+import importlib.util
+import math
+import operator
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from tritongym.errors import ProblemError
 
+INPUT_BUDGET = 1 << 14
+"""Default budget of ``shrink_sizes``: total elements of the tensors ``get_inputs()`` creates."""
+MIN_SIZE = 16
+"""``shrink_sizes`` never takes a constant below this (nor touches one already at or below it), so
+convolution windows, pooling kernels and small channel counts keep fitting."""
+MIN_BATCH = 2
+"""The floor of a constant that is the leading (batch) dimension of an input: any batch works."""
 
-def _int_constant_nodes(source: str) -> dict[str, ast.Constant]:
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
+_MAX_BITS = 64
+
+
+@dataclass(frozen=True)
+class SizeConstant:
+    """One module-level integer constant and where its statement is."""
+
+    name: str
+    value: int
+    depends_on: tuple[str, ...]
+    """Earlier constants its expression refers to (empty for ``4096`` or ``2048 * 2``)."""
+    statement: ast.Assign | ast.AnnAssign
+    node: ast.expr
+    """The expression an override replaces: the statement's value, or one element of a shape tuple."""
+
+
+@dataclass
+class _Module:
+    constants: dict[str, SizeConstant]
+    """Integer constants; the integer elements of a shape tuple ``input_shape = (4096, 3)`` are
+    constants named ``input_shape[0]``, ``input_shape[1]``."""
+    tuples: dict[str, list[int | None]]
+    """Module-level tuples of integers (None where an element is not one), for ``*input_shape``."""
+
+
+def _eval_int(node: ast.expr, env: Mapping[str, int]) -> int | None:
+    """The value of an integer expression of literals and names in ``env``; None if not one."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = _eval_int(node.operand, env)
+        return None if value is None else (-value if isinstance(node.op, ast.USub) else value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _eval_int(node.left, env), _eval_int(node.right, env)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Pow | ast.LShift) and (right < 0 or right > _MAX_BITS):
+            return None
+        if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
+            return None
+        value = _OPS[type(node.op)](left, right)
+        return value if abs(value).bit_length() <= _MAX_BITS else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int" and len(node.args) == 1:
+        return _eval_int(node.args[0], env)
+    return None
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _parse(source: str) -> ast.Module:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError as exc:
         raise ProblemError(f"reference source does not parse: line {exc.lineno}: {exc.msg}") from exc
-    found: dict[str, ast.Constant] = {}
+
+
+def _targets(node: ast.stmt) -> list[str] | None:
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        return [t.id for t in node.targets]
+    if isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return None
+
+
+def _unpacking(node: ast.stmt) -> bool:
+    """``D, H, W = 32, 32, 32``: names unpacked from a literal tuple of the same length."""
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Tuple)
+        and all(isinstance(t, ast.Name) for t in node.targets[0].elts)
+        and isinstance(node.value, ast.Tuple)
+        and len(node.value.elts) == len(node.targets[0].elts)
+        and not any(isinstance(e, ast.Starred) for e in node.value.elts)
+    )
+
+
+def _evaluate(tree: ast.Module, overrides: Mapping[str, int] = {}) -> _Module:
+    """Module-level integer constants in order, with ``overrides`` standing in for their expressions."""
+    found: dict[str, SizeConstant] = {}
+    tuples: dict[str, list[int | None]] = {}
+    env: dict[str, int] = {}
+
+    def forget(name: str) -> None:
+        found.pop(name, None)
+        env.pop(name, None)
+        for element in [n for n in found if n.startswith(f"{name}[")]:
+            found.pop(element)
+        tuples.pop(name, None)
+
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
+        names = _targets(node)
+        if _unpacking(node):  # D, H, W = 32, 32, 32: each name its own element
+            for target, element in zip(node.targets[0].elts, node.value.elts, strict=True):
+                forget(target.id)
+                value = overrides.get(target.id, _eval_int(element, env))
+                if value is not None:
+                    depends = tuple(sorted(_names(element) & set(env)))
+                    env[target.id] = value
+                    found[target.id] = SizeConstant(target.id, value, depends, node, element)
             continue
-        if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and type(value.value) is int:
-            found[target.id] = value
-    return found
+        if names is None:
+            rebound = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            for target in filter(None, rebound):  # a name rebound to something else is no constant
+                for name in _names(target):
+                    forget(name)
+            continue
+        for name in names:
+            forget(name)
+        if isinstance(node.value, ast.Tuple | ast.List) and len(names) == 1:
+            values: list[int | None] = []
+            for index, element in enumerate(node.value.elts):
+                key = f"{names[0]}[{index}]"
+                value = None if isinstance(element, ast.Starred) else _eval_int(element, env)
+                value = overrides.get(key, value)
+                if value is not None:
+                    depends = tuple(sorted(_names(element) & set(env)))
+                    found[key] = SizeConstant(key, value, depends, node, element)
+                values.append(value)
+            tuples[names[0]] = values
+            continue
+        value = _eval_int(node.value, env)
+        depends = tuple(sorted(_names(node.value) & set(env)))
+        for name in names:
+            value_here = overrides.get(name, value)
+            if value_here is None:
+                continue
+            env[name] = value_here
+            found[name] = SizeConstant(name, value_here, depends, node, node.value)
+    return _Module(found, tuples)
 
 
-def int_constants(source: str) -> dict[str, int]:
-    """The module-level ``NAME = <int literal>`` assignments of ``source``, in order."""
-    return {name: node.value for name, node in _int_constant_nodes(source).items()}
+def size_constants(source: str) -> dict[str, SizeConstant]:
+    """The module-level integer constants of ``source``, in order (the last assignment of a name wins)."""
+    return _evaluate(_parse(source)).constants
+
+
+def int_constants(source: str, overrides: Mapping[str, int] = {}) -> dict[str, int]:
+    """Name -> value of the module-level integer constants of ``source`` (as if ``overrides`` applied)."""
+    return {name: c.value for name, c in _evaluate(_parse(source), overrides).constants.items()}
+
+
+def _offset(line_starts: list[int], lineno: int, col: int) -> int:
+    return line_starts[lineno - 1] + col
+
+
+def _literal(value: int, newlines: int) -> str:
+    """``value`` as source, spanning ``newlines`` extra lines (in parentheses) to keep line numbers."""
+    return str(value) if newlines == 0 else f"({value}" + "\n" * newlines + ")"
 
 
 def override_int_constants(source: str, overrides: Mapping[str, int]) -> str:
-    """Return ``source`` with the named module-level integer constants replaced.
+    """Return ``source`` with the named module-level integer constants set to new values.
 
-    Raises ProblemError when a name is not such a constant (a typo must not pass silently).
+    Constants derived from an overridden one (``dim = batch * 4``) follow it. Raises ProblemError
+    when a name is not such a constant (a typo must not pass silently) or a value is not an integer.
     """
-    nodes = _int_constant_nodes(source)
-    unknown = sorted(set(overrides) - set(nodes))
+    tree = _parse(source)
+    constants = _evaluate(tree).constants
+    unknown = [name for name in overrides if name not in constants]
     if unknown:
-        known = ", ".join(nodes) or "none"
+        known = ", ".join(constants) or "none"
         raise ProblemError(
-            f"cannot override {', '.join(unknown)}: not a module-level integer constant "
+            f"cannot override {', '.join(sorted(unknown))}: not a module-level integer constant "
             f"of this problem (its constants: {known})"
         )
-    lines = source.splitlines(keepends=True)
-    # Replace from the end so earlier offsets stay valid.
-    for name in sorted(overrides, key=lambda n: (nodes[n].lineno, nodes[n].col_offset), reverse=True):
-        node, value = nodes[name], overrides[name]
+    for name, value in overrides.items():
         if type(value) is not int:
             raise ProblemError(f"size override {name}={value!r} is not an integer")
-        if node.lineno != node.end_lineno:
-            raise ProblemError(f"constant {name} spans several lines; cannot override it")
-        i = node.lineno - 1
-        line = lines[i].encode()
-        lines[i] = (line[: node.col_offset] + str(value).encode() + line[node.end_col_offset :]).decode()
-    return "".join(lines)
+    encoded = source.encode()
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line.encode()))
+    edits: dict[int, tuple[int, str]] = {}
+    for name in overrides:
+        statement, value_node = constants[name].statement, constants[name].node
+        span = value_node.end_lineno - value_node.lineno
+        if value_node is not statement.value or len(_targets(statement)) == 1:  # one expression of its own
+            node, text = value_node, _literal(overrides[name], span)
+        else:  # chained: one assignment per name, the first one left keeps the expression
+            node, parts, kept = statement, [], None
+            last_target = statement.targets[-1]
+            begin = _offset(starts, last_target.end_lineno, last_target.end_col_offset)
+            end = _offset(starts, statement.end_lineno, statement.end_col_offset)
+            expression = encoded[begin:end].decode().strip().removeprefix("=").strip()  # parentheses included
+            span = statement.end_lineno - statement.lineno
+            for target in _targets(statement):
+                if target in overrides:
+                    parts.append(f"{target} = {overrides[target]}")
+                elif kept is None:
+                    parts.append(f"{target} = ({expression})")
+                    kept = target
+                else:
+                    parts.append(f"{target} = {kept}")
+            if kept is None:  # every name has a new value: keep the statement's lines in the last one
+                last = _targets(statement)[-1]
+                parts[-1] = f"{last} = {_literal(overrides[last], span)}"
+            text = "; ".join(parts)
+        edits[_offset(starts, node.lineno, node.col_offset)] = (
+            _offset(starts, node.end_lineno, node.end_col_offset),
+            text,
+        )
+    for begin in sorted(edits, reverse=True):  # from the end, so earlier offsets stay valid
+        end, text = edits[begin]
+        encoded = encoded[:begin] + text.encode() + encoded[end:]
+    return encoded.decode()
+
+
+# Shrinking to a budget
+
+_SHAPE_ARGS = {"randn", "rand", "zeros", "ones", "empty", "normal"}
+"""Tensor factories whose positional arguments (or one tuple argument) are the shape."""
+_SHAPE_FIRST = {"full", "randperm", "arange"}
+"""Tensor factories whose first argument is the shape (or the length)."""
+
+
+def _call_name(node: ast.Call) -> str | None:
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return node.func.id if isinstance(node.func, ast.Name) else None
+
+
+def _shape_of(call: ast.Call) -> list[ast.expr] | None:
+    """The dimension expressions of a tensor-creating call, or None if it creates no sized tensor."""
+    name = _call_name(call)
+    keywords = {k.arg: k.value for k in call.keywords}
+    if name in _SHAPE_ARGS:
+        if name == "normal":
+            shape = keywords.get("size")
+            args = [shape] if shape is not None else []
+        else:
+            args = [keywords["size"]] if "size" in keywords else list(call.args)
+    elif name == "randint":
+        shape = keywords.get("size")
+        if shape is None and call.args and isinstance(call.args[-1], ast.Tuple | ast.List):
+            shape = call.args[-1]
+        args = [shape] if shape is not None else []
+    elif name in _SHAPE_FIRST:
+        args = call.args[:1]
+    else:
+        return None
+    if len(args) == 1 and isinstance(args[0], ast.Tuple | ast.List):
+        args = list(args[0].elts)
+    return args or None
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    return next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _locals(function: ast.FunctionDef, env: dict[str, int]) -> dict[str, set[str]]:
+    """Evaluate a function's top-level integer assignments (``n = batch_size * 2``) into ``env``;
+    returns each local name's dependencies."""
+    local: dict[str, set[str]] = {}
+    for statement in function.body:
+        names = _targets(statement)
+        if names:
+            value = _eval_int(statement.value, env)
+            for name in names:
+                if value is None:
+                    env.pop(name, None)
+                else:
+                    env[name] = value
+                    local[name] = _names(statement.value)
+    return local
+
+
+def _closure(names: set[str], local: Mapping[str, set[str]], module: _Module) -> set[str]:
+    """The module constants ``names`` depend on, through local and module assignments (a shape
+    tuple stands for its integer elements)."""
+    constants = module.constants
+    used, pending = set(names), list(names)
+    while pending:
+        name = pending.pop()
+        dependencies = local.get(name, set()) | set(constants[name].depends_on if name in constants else ())
+        dependencies |= {f"{name}[{i}]" for i in range(len(module.tuples.get(name, [])))}
+        for dependency in dependencies:
+            if dependency not in used:
+                used.add(dependency)
+                pending.append(dependency)
+    return used & set(constants)
+
+
+def _dims(dims: list[ast.expr], module: _Module) -> list[ast.expr | int | None]:
+    """Dimension expressions with shape tuples expanded (``*input_shape``, or the tuple as the shape)."""
+    expanded: list[ast.expr | int | None] = []
+    for dim in dims:
+        name = dim.value if isinstance(dim, ast.Starred) else dim
+        if isinstance(name, ast.Name) and name.id in module.tuples and (isinstance(dim, ast.Starred) or len(dims) == 1):
+            expanded.extend(module.tuples[name.id])
+        elif isinstance(dim, ast.Starred):
+            expanded.append(None)
+        else:
+            expanded.append(dim)
+    return expanded
+
+
+def _inputs(source: str, overrides: Mapping[str, int] = {}) -> tuple[int, set[str], set[str]]:
+    """Total input elements, the constants the shapes depend on, and the constants that are the
+    leading (batch) dimension of an input."""
+    tree = _parse(source)
+    module = _evaluate(tree, overrides)
+    env = {name: c.value for name, c in module.constants.items()}
+    function = _function(tree, "get_inputs")
+    if function is None:
+        return 0, set(), set()
+    local = _locals(function, env)
+    total, used, leading = 0, set(), set()
+    for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+        dims = _shape_of(call)
+        if dims is None:
+            continue
+        size = 1
+        for dim in _dims(dims, module):
+            value = dim if not isinstance(dim, ast.expr) else _eval_int(dim, env)
+            size *= max(value, 1) if value is not None else 1
+        for dim in dims:
+            used |= _names(dim)
+        if len(dims) > 1 and isinstance(dims[0], ast.Name):
+            leading.add(dims[0].id)
+        total += size
+    return total, _closure(used, local, module), leading & set(module.constants)
+
+
+def input_elements(source: str, overrides: Mapping[str, int] = {}) -> tuple[int, set[str]]:
+    """Total elements of the tensors ``get_inputs()`` creates (a dimension it cannot read counts 1),
+    and the module constants those shapes depend on. Static: nothing is run."""
+    total, used, _ = _inputs(source, overrides)
+    return total, used
+
+
+def init_constants(source: str) -> set[str]:
+    """The module constants ``get_init_inputs()`` passes to the model (``in_features`` ...)."""
+    tree = _parse(source)
+    module = _evaluate(tree)
+    function = _function(tree, "get_init_inputs")
+    if function is None:
+        return set()
+    local = _locals(function, {name: c.value for name, c in module.constants.items()})
+    returned = set().union(*(_names(n.value) for n in ast.walk(function) if isinstance(n, ast.Return) and n.value))
+    return _closure(returned, local, module)
+
+
+def _scaled(value: int, factor: float, floor: int) -> int:
+    """``value * factor``, not below ``floor``, rounded to a multiple of ``gcd(value, 48)`` (halved
+    while larger than the result), so that 4096 stays a multiple of 16 and 240 of 3."""
+    target = value * factor
+    granule = math.gcd(value, 48)
+    while granule > 1 and granule > max(target, floor):
+        granule //= 2
+    lowest = -(-floor // granule) * granule
+    return min(value, max(lowest, round(target / granule) * granule))
+
+
+def shrink_sizes(
+    source: str, budget: int = INPUT_BUDGET, floor: int = MIN_SIZE, batch_floor: int = MIN_BATCH
+) -> dict[str, int]:
+    """Overrides that bring the elements ``get_inputs()`` creates within ``budget``.
+
+    The constants shrunk are the independent ones (literal expressions) that the input shapes or the
+    model's init inputs depend on and that are above their floor: ``batch_floor`` for a constant that
+    is the leading (batch) dimension of an input, ``floor`` for the others. All are scaled by one
+    factor (halved until the inputs fit, so their ratios hold until a floor is reached) and rounded
+    to keep their divisibility by powers of two (up to 16) and by 3. Constants derived from them
+    follow. Returns {} when the inputs already fit; best effort (every constant at its floor) when
+    they cannot.
+    """
+    total, used, leading = _inputs(source)
+    if total <= budget:
+        return {}
+    constants = size_constants(source)
+    used |= init_constants(source)
+    floors = {n: batch_floor if n in leading else floor for n in used}
+    roots = {n: constants[n].value for n in used if not constants[n].depends_on and constants[n].value > floors[n]}
+    overrides: dict[str, int] = {}
+    for step in range(1, _MAX_BITS):
+        overrides = {name: _scaled(value, 2.0**-step, floors[name]) for name, value in roots.items()}
+        if input_elements(source, overrides)[0] <= budget or all(v == floors[n] for n, v in overrides.items()):
+            break
+    return {name: value for name, value in overrides.items() if value != roots[name]}
+
+
+# Packages a problem needs
+
+
+def _guarded_imports(tree: ast.Module) -> set[int]:
+    """ids of import statements inside ``try: ... except ImportError`` (optional imports)."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = set()
+        for handler in node.handlers:
+            caught |= _names(handler.type) if handler.type is not None else {"ImportError"}
+        if caught & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}:
+            guarded |= {id(n) for statement in node.body for n in ast.walk(statement)}
+    return guarded
+
+
+def imported_packages(source: str) -> list[str]:
+    """Top-level packages the source imports (anywhere, optional ``try`` imports excluded), in order."""
+    tree = _parse(source)
+    guarded = _guarded_imports(tree)
+    packages: dict[str, None] = {}
+    for node in ast.walk(tree):
+        if id(node) in guarded:
+            continue
+        if isinstance(node, ast.Import):
+            packages.update((alias.name.split(".")[0], None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            packages[node.module.split(".")[0]] = None
+    return list(packages)
+
+
+def missing_packages(source: str) -> list[str]:
+    """The packages the source imports that this Python environment cannot find."""
+    missing = []
+    for package in imported_packages(source):
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(package)
+    return missing
+
+
+def changed_sizes(before: Mapping[str, int], after: Mapping[str, int], skip: Iterable[str] = ()) -> dict:
+    """name -> (before, after) for the constants whose value differs (``skip`` left out)."""
+    skip = set(skip)
+    return {n: (before[n], after[n]) for n in before if n in after and before[n] != after[n] and n not in skip}
+
+
+def describe_changes(changes: Mapping[str, tuple[int, int]]) -> str:
+    """``batch_size 4096->16, dim 8192->32``."""
+    return ", ".join(f"{name} {old}->{new}" for name, (old, new) in changes.items())

@@ -1,0 +1,291 @@
+"""Shrinking any problem to a budget, the notice of what changed, and problems that cannot be prepared."""
+
+import logging
+
+import pytest
+from typer.testing import CliRunner
+
+from helpers import CANDIDATES
+from tritongym import cli
+from tritongym.cli import EXIT_USAGE, app
+from tritongym.errors import ProblemError
+from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.problems import load_directory, load_file
+from tritongym.problems.sizes import input_elements, shrink_sizes
+
+CONV = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+batch_size = 16
+in_channels = 3
+out_channels = 64
+kernel_size = 3
+height = width = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+"""
+
+MATMUL = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+M = 1024 * 4
+K = 8192
+N = 1000
+dim = M // 2
+
+
+def get_inputs():
+    rows = M
+    a = torch.rand((rows, K))
+    b = torch.randn(size=(K, N))
+    return [a, b, torch.randint(0, 10, (dim,))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+HINGE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 32768
+input_shape = (32768,)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+"""
+
+SMALL = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+n = 64
+
+
+def get_inputs():
+    return [torch.randn(n)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def write(directory, name, source):
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def test_input_elements_reads_shapes_statically():
+    assert input_elements(CONV) == (16 * 3 * 256 * 256, {"batch_size", "in_channels", "height", "width"})
+    total, used = input_elements(MATMUL)
+    assert total == 4096 * 8192 + 8192 * 1000 + 2048
+    assert used == {"M", "K", "N", "dim"}
+    assert input_elements(MATMUL, {"M": 8})[0] == 8 * 8192 + 8192 * 1000 + 4
+
+
+def test_shrink_keeps_small_constants_and_ratios():
+    overrides = shrink_sizes(CONV, budget=1 << 14)
+    # one factor (1/8) for all; in_channels (3) and kernel_size (3) are under the floor: untouched;
+    # out_channels reaches the model through get_init_inputs and stops at the floor (16); the
+    # leading (batch) dimension may go down to 2
+    assert overrides == {"batch_size": 2, "height": 32, "width": 32, "out_channels": 16}
+    assert input_elements(CONV, overrides)[0] == 2 * 3 * 32 * 32 <= 1 << 14
+    assert shrink_sizes(CONV, budget=1 << 20) == {"batch_size": 8, "height": 128, "width": 128, "out_channels": 32}
+    overrides = shrink_sizes(MATMUL, budget=1 << 14)
+    assert set(overrides) == {"M", "K", "N"}  # dim = M // 2 follows M
+    assert overrides["K"] == 2 * overrides["M"]  # the 1:2 ratio holds
+    assert overrides["N"] % 8 == 0  # 1000 = 8 * 125 keeps its factor 8
+    assert input_elements(MATMUL, overrides)[0] <= 1 << 14
+    assert shrink_sizes(SMALL) == {}
+
+
+def test_problem_small_works_on_any_problem_and_says_what_changed(tmp_path):
+    level = tmp_path / "level1"
+    level.mkdir()
+    write(level, "1_conv", CONV)
+    write(level, "2_matmul", MATMUL)
+    write(level, "3_small", SMALL)
+    conv, matmul, small = load_directory(level)
+    shrunk = conv.small()
+    assert shrunk.shrunk == {
+        "batch_size": (16, 2),
+        "out_channels": (64, 16),
+        "height": (256, 32),
+        "width": (256, 32),
+    }
+    assert shrunk.size_notice == "batch_size 16->2, out_channels 64->16, height 256->32, width 256->32"
+    assert "height = 32; width = 32" in shrunk.source
+    assert conv.shrunk == {} and conv.size_notice == ""
+    m = matmul.small()
+    assert m.sizes["dim"] == m.sizes["M"] // 2 and m.shrunk["dim"] == (2048, m.sizes["dim"])
+    assert small.small() == small and small.small().shrunk == {}  # already fits: nothing shrunk, no notice
+
+
+def test_bundled_problems_keep_their_declared_small_sizes():
+    from tritongym.problems import find_problem
+
+    softmax = find_problem("softmax").small()
+    assert softmax.sizes == {"batch_size": 8, "dim": 100}
+    assert softmax.shrunk == {"batch_size": (4096, 8), "dim": (4096, 100)}
+
+
+def test_prepare_applies_small_then_explicit_sizes(tmp_path):
+    conv = load_file(write(tmp_path, "conv", CONV))
+    prepared = conv.prepare(small=True, sizes={"height": 64})
+    assert (prepared.sizes["height"], prepared.sizes["width"]) == (64, 32)
+    assert set(prepared.shrunk) == {"batch_size", "out_channels", "width"}  # height was set, not shrunk
+    assert conv.prepare(small=False, sizes={"height": 32}).shrunk == {}
+    assert conv.prepare() is conv
+
+
+def test_errors_while_preparing_name_the_problem(tmp_path):
+    conv = load_file(write(tmp_path, "7_conv", CONV))
+    with pytest.raises(ProblemError, match=r"problem 7_conv: cannot override heigth"):
+        conv.prepare(sizes={"heigth": 3})
+    broken = load_file(write(tmp_path, "8_broken", "def get_inputs(:\n"))
+    with pytest.raises(ProblemError, match=r"problem 8_broken: reference source does not parse"):
+        broken.small()
+
+
+HF_MODEL = """import torch
+from transformers import AutoModelForCausalLM
+import tritongym_missing_pkg.layers as layers
+try:
+    import another_missing_optional
+except ImportError:
+    another_missing_optional = None
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        import math
+        return x
+
+
+def get_inputs():
+    return [torch.randn(4)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_problems_needing_missing_packages_say_which(tmp_path):
+    problem = load_file(write(tmp_path, "gpt2", HF_MODEL.replace("transformers", "tritongym_missing_hf")))
+    with pytest.raises(ProblemError, match=r"problem gpt2 needs tritongym_missing_hf, tritongym_missing_pkg, not"):
+        problem.prepare()
+    ok = load_file(write(tmp_path, "fine", SMALL))
+    ok.require_packages()  # torch only: nothing raised
+
+
+def test_shrinking_that_cannot_reach_the_budget_warns(tmp_path, caplog):
+    conv = load_file(write(tmp_path, "conv", CONV))
+    with caplog.at_level(logging.WARNING):
+        shrunk = conv.small(budget=100)
+    assert "problem conv: inputs of 1536 elements at its smallest sizes, over the budget of 100" in caplog.text
+    assert shrunk.sizes["height"] == 16
+
+
+def test_cli_notice_appears_only_when_sizes_were_shrunk(tmp_path, monkeypatch):
+    evaluated = []
+
+    def fake_evaluate(problem, candidate, config):  # the notice is the subject here, not the sandbox
+        evaluated.append(problem)
+        return EvalResult(problem=problem.name, verdict=Verdict.SYNTAX_ERROR, feedback="syntax_error")
+
+    monkeypatch.setattr(cli, "evaluate", fake_evaluate)
+    big = write(tmp_path, "big", SMALL.replace("n = 64", "n = 1 << 20"))
+    small = write(tmp_path, "small", SMALL)
+    candidate = str(CANDIDATES / "syntax_error.py")
+    runner = CliRunner()
+    shrunk = runner.invoke(app, ["eval", "--problem", str(big), "--candidate", candidate, "--small", "--trials", "1"])
+    assert "small sizes (--full to keep them): big: n 1048576->16384" in shrunk.stderr
+    kept = runner.invoke(app, ["eval", "--problem", str(small), "--candidate", candidate, "--small", "--trials", "1"])
+    assert "small sizes" not in kept.stderr and "syntax_error" in kept.stdout
+    assert [p.sizes["n"] for p in evaluated] == [16384, 64]
+    hinge = str(write(tmp_path, "hinge", HINGE))
+    args = ["eval", "--problem", hinge, "--candidate", candidate, "--full", "--size", "input_shape[0]=8"]
+    assert runner.invoke(app, args).exit_code == 1
+    assert evaluated[-1].sizes == {"batch_size": 32768, "input_shape[0]": 8}
+    bad = runner.invoke(app, [*args[:-1], "input_shape[x]=8"])
+    assert bad.exit_code == EXIT_USAGE and "NAME[INDEX]=INTEGER" in bad.stderr
+    missing = write(tmp_path, "needs_pkg", HF_MODEL.replace("transformers", "tritongym_missing_hf"))
+    result = runner.invoke(app, ["eval", "--problem", str(missing), "--candidate", candidate])
+    assert result.exit_code == EXIT_USAGE
+    assert "needs tritongym_missing_hf" in result.stderr
+
+
+def test_an_error_in_a_batch_names_its_problem(tmp_path):
+    problems, candidates = tmp_path / "problems", tmp_path / "candidates"
+    problems.mkdir()
+    candidates.mkdir()
+    write(problems, "1_small", SMALL)
+    write(problems, "2_conv", CONV)
+    for name in ("1_small", "2_conv"):
+        write(candidates, name, "class ModelNew: ...\n")
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["eval", "--candidate", str(candidates), "--problems", str(problems), "--size", "height=8"]
+    )
+    assert result.exit_code == EXIT_USAGE
+    assert "problem 1_small: cannot override height" in result.stderr
+    write(problems, "3_needs_pkg", HF_MODEL.replace("transformers", "tritongym_missing_hf"))
+    write(candidates, "3_needs_pkg", "class ModelNew: ...\n")
+    result = runner.invoke(app, ["eval", "--candidate", str(candidates), "--problems", str(problems)])
+    assert result.exit_code == EXIT_USAGE
+    assert "problem 3_needs_pkg needs tritongym_missing_hf" in result.stderr
+
+
+def test_shape_tuples_count_and_shrink_with_the_rest():
+    # the model only broadcasts because both sizes are equal: one factor keeps them equal
+    assert input_elements(HINGE) == (32768 * 32768 + 32768, {"batch_size", "input_shape[0]"})
+    assert shrink_sizes(HINGE) == {"batch_size": 64, "input_shape[0]": 64}
+    flat = HINGE.replace("torch.rand(batch_size, *input_shape)", "torch.rand(input_shape)")
+    assert input_elements(flat)[0] == 32768 + 32768
+
+
+def test_shrinking_keeps_a_factor_of_three():
+    grouped = CONV.replace("in_channels = 3", "in_channels = 240")
+    overrides = shrink_sizes(grouped)
+    assert overrides["in_channels"] % 3 == 0 and overrides["in_channels"] < 240
