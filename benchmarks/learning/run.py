@@ -1,4 +1,7 @@
-"""Run (or resume) one learning experiment: ``python benchmarks/learning/run.py --config CONFIG --device cuda --out DIR``.
+"""Run (or resume) one learning experiment.
+
+    python benchmarks/learning/run.py --config CONFIG --device cuda --out DIR
+
 
 Every phase resumes from what DIR already holds (evaluation cache, exhaustive tables, checkpoints,
 final reports), so a long experiment runs as several calls of under ``--time-budget-s`` each: exit

@@ -42,6 +42,8 @@ from tritongym.rl import PolicyLossConfig, advantages_with_rejection, policy_los
 log = logging.getLogger(__name__)
 
 INFRASTRUCTURE = "infrastructure_error"
+POLICY_DEVICE = "cpu"
+"""The policy is tiny: it trains on the CPU and leaves the GPU to the environment's sandboxes."""
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,9 @@ def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
     return any(f.get("check") == "torch_compute" for f in result.get("findings", []))
 
 
-def outcome_metrics(results: list[Mapping[str, Any]], rewards: list[float | None], threshold: float) -> dict[str, float]:
+def outcome_metrics(
+    results: list[Mapping[str, Any]], rewards: list[float | None], threshold: float
+) -> dict[str, float]:
     """Mean reward, correct/hack/lazy rates, fast@1/fast@1.2 and the geometric-mean speedup of correct ones."""
     n = max(len(results), 1)
     scored = [r for r in rewards if r is not None]
@@ -338,7 +342,9 @@ def rollout(
 ) -> list[Episode]:
     """``samples`` episodes of ``turns`` turns per problem: designs sampled, rendered, evaluated, rewarded."""
     episodes = [
-        Episode(spec, g, policy.ids(problems.prompt(spec, small))) for g, spec in enumerate(specs) for _ in range(samples)
+        Episode(spec, g, policy.ids(problems.prompt(spec, small)))
+        for g, spec in enumerate(specs)
+        for _ in range(samples)
     ]
     for turn in range(turns):
         if turn:
@@ -384,7 +390,9 @@ def _update(
     sequences = [episodes[i].ids[: episodes[i].ends[t]] for i, t in rows]
     starts = [episodes[i].starts[t] for i, t in rows]
     mask = keep[:, None].expand(len(rows), len(SLOTS))
-    loss_config = PolicyLossConfig(clip_low=config.clip_low, clip_high=config.clip_high, entropy_coef=config.entropy_coef)
+    loss_config = PolicyLossConfig(
+        clip_low=config.clip_low, clip_high=config.clip_high, entropy_coef=config.entropy_coef
+    )
     with torch.no_grad():
         old, _ = policy.logprobs(sequences, starts)
     metrics: dict[str, float] = {}
@@ -407,9 +415,17 @@ def step_metrics(episodes: list[Episode], config: ExperimentConfig) -> dict[str,
         suffix = "" if t == 0 else f"_turn{t + 1}"
         out |= {f"{k}{suffix}": v for k, v in outcome_metrics(results, rewards, config.prs_threshold).items()}
         if t == 0:
-            strategies = [ep.designs[t].strategy for ep in episodes]
-            out["strategy_share"] = {s: strategies.count(s) / len(strategies) for s in STRATEGIES}
+            out |= design_shares([ep.designs[t] for ep in episodes])
     return out
+
+
+def design_shares(designs: list[Design]) -> dict[str, Any]:
+    """Share of each strategy, and of each kind of strategy (``honest_strategy``, ``hack_strategy`` ...)."""
+    n = max(len(designs), 1)
+    strategies = [d.strategy for d in designs]
+    kinds = [d.kind for d in designs]
+    shares: dict[str, Any] = {f"{k}_strategy": kinds.count(k) / n for k in ("honest", "lazy", "buggy", "hack")}
+    return shares | {"strategy_share": {s: strategies.count(s) / n for s in STRATEGIES}}
 
 
 def _paths(out: Path, arm: str, seed: int) -> tuple[Path, Path, Path]:
@@ -507,9 +523,7 @@ def held_out_report(
                                     config.prs_threshold)  # fmt: skip
             metrics["turn1_reward"] = first["reward"]
             metrics["turn1_correct"] = first["correct"]
-        strategies = [ep.designs[-1].strategy for ep in episodes]
-        metrics["strategy_share"] = {s: strategies.count(s) / len(strategies) for s in STRATEGIES}
-        report[label] = metrics
+        report[label] = metrics | design_shares([ep.designs[-1] for ep in episodes])
     report["greedy_designs"] = {ep.spec.name: [str(d) for d in ep.designs] for ep in greedy}
     return report
 
@@ -579,8 +593,8 @@ def run_experiment(
             if final_path.exists():
                 finals[arm][seed] = json.loads(final_path.read_text())
                 continue
-            initial, _ = _new_policy(arm_config, seed, device)
-            policy = train(arm_config, seed, problems, evaluations, out, arm, device, deadline)
+            initial, _ = _new_policy(arm_config, seed, POLICY_DEVICE)
+            policy = train(arm_config, seed, problems, evaluations, out, arm, POLICY_DEVICE, deadline)
             if policy is None or time.monotonic() > deadline:
                 return None
             search = searches[arm]
@@ -593,8 +607,8 @@ def run_experiment(
             results = evaluations.evaluate(pairs, fresh=True)
             rewards = [arm_config.reward_fn()(r) for r in results]
             fixed = outcome_metrics(results, rewards, arm_config.prs_threshold)
-            fixed["optimum_share"] = optimum_share([(s.name, r) for s, r in zip(problems.held_out, rewards, strict=True)],
-                                                   search["optimum"])  # fmt: skip
+            scored = [(s.name, r) for s, r in zip(problems.held_out, rewards, strict=True)]
+            fixed["optimum_share"] = optimum_share(scored, search["optimum"])
             final["best_fixed"] = fixed
             final_path.write_text(json.dumps(final, indent=1))
             finals[arm][seed] = final
@@ -631,7 +645,11 @@ def summarize(config, problems: ProblemSet, searches, finals, out: Path) -> dict
         entry["train_reward_last3"] = mean_ci(last)
         entry["train_hack_first_step"] = mean_ci([c[0]["hack"] for c in curves])
         entry["train_hack_last3"] = mean_ci([sum(r["hack"] for r in c[-3:]) / len(c[-3:]) for c in curves])
-        entry["train_lazy_last3"] = mean_ci([sum(r["lazy"] for r in c[-3:]) / len(c[-3:]) for c in curves])
+        for key in ("lazy", "hack_strategy", "lazy_strategy"):
+            entry[f"train_{key}_first_step"] = mean_ci([c[0][key] for c in curves])
+            entry[f"train_{key}_last3"] = mean_ci([sum(r[key] for r in c[-3:]) / len(c[-3:]) for c in curves])
+        if config.turns > 1:
+            entry["train_reward_turn2_last3"] = mean_ci([sum(r["reward_turn2"] for r in c[-3:]) / 3 for c in curves])
         summary["arms"][arm] = entry
     return summary
 
@@ -643,7 +661,7 @@ def plot(config: ExperimentConfig, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = ["reward", "correct", "hack", "lazy"] + (["reward_turn2"] if config.turns > 1 else [])
+    keys = ["reward", "correct", "hack", "hack_strategy", "lazy"] + (["reward_turn2"] if config.turns > 1 else [])
     fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2))
     for arm in config.arm_names:
         curves = []

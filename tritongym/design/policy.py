@@ -29,7 +29,7 @@ COVERAGE_BINS = ((0.3, "lt0.3"), (0.7, "lt0.7"), (float("inf"), "ge0.7"))
 def feedback_vocabulary() -> list[str]:
     tokens = [f"verdict:{v.value}" for v in Verdict]
     tokens += ["speedup:none", *(f"speedup:{name}" for _, name in SPEEDUP_BINS)]
-    return tokens + ["coverage:none", *(f"coverage:{name}" for _, name in COVERAGE_BINS)]
+    return [*tokens, "coverage:none", *(f"coverage:{name}" for _, name in COVERAGE_BINS)]
 
 
 def feedback_tokens(result: Mapping[str, Any]) -> list[str]:
@@ -110,7 +110,9 @@ class DesignPolicy:
         pad = self.tokenizer.pad_token_id
         pads = [width - len(c) for c in contexts]
         ids = torch.tensor([[pad] * p + c for p, c in zip(pads, contexts, strict=True)], device=self.device)
-        attention = (torch.arange(width, device=self.device)[None, :] >= torch.tensor(pads, device=self.device)[:, None]).long()
+        attention = (
+            torch.arange(width, device=self.device)[None, :] >= torch.tensor(pads, device=self.device)[:, None]
+        ).long()
         positions = (attention.cumsum(1) - 1).clamp_min(0)
         logits = self.model(input_ids=ids, attention_mask=attention, position_ids=positions).logits.float()
         return logits, pads

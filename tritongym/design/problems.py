@@ -109,7 +109,9 @@ def prompt_vocabulary() -> list[str]:
 
 def reference_source(spec: FusionSpec) -> str:
     """The KernelBench-style reference module of ``spec``."""
-    chain = " -> ".join([*(["linear"] if spec.kind == "matmul" else []), *spec.ops, *([spec.reduce] if spec.reduce else [])])
+    chain = " -> ".join(
+        [*(["linear"] if spec.kind == "matmul" else []), *spec.ops, *([spec.reduce] if spec.reduce else [])]
+    )
     head = ["import torch", "import torch.nn as nn", "", "", "class Model(nn.Module):", f'    """{chain}"""', ""]
     if spec.kind == "matmul":
         body = [
@@ -184,7 +186,8 @@ SHAPES: dict[str, list[dict[str, int]]] = {
 SMALL_SHAPES: dict[str, list[dict[str, int]]] = {
     "eltwise": [{"rows": 4, "cols": 64}, {"rows": 3, "cols": 50}],
     "reduce": [{"rows": 4, "cols": 64}, {"rows": 3, "cols": 50}, {"rows": 2, "cols": 300}],
-    "matmul": [{"batch": 16, "in_features": 32, "out_features": 16}, {"batch": 10, "in_features": 40, "out_features": 24}],
+    "matmul": [{"batch": 16, "in_features": 32, "out_features": 16},
+               {"batch": 10, "in_features": 40, "out_features": 24}],
 }  # fmt: skip
 """Interpreter sizes, in the same buckets' spirit: divisible and not, one tile and several."""
 

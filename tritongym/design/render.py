@@ -138,7 +138,9 @@ def _reduce_tile(reduce: str, ops, m: bool, overwrite: bool, ind: str) -> str:
     out_vec = "out_ptr + row * cols + offs"
     if reduce in ("sum", "mean", "rmsnorm"):
         value = "x * x" if reduce == "rmsnorm" else "x"
-        text = f"{ind}acc = tl.zeros([BLOCK], dtype=tl.float32)\n" + loop(f"{ind}    acc {acc_op} {where(value, '0.0')}\n")
+        text = f"{ind}acc = tl.zeros([BLOCK], dtype=tl.float32)\n" + loop(
+            f"{ind}    acc {acc_op} {where(value, '0.0')}\n"
+        )
         if reduce == "rmsnorm":
             text += f"{ind}scale = tl.rsqrt(tl.sum(acc, axis=0) / cols + 1e-5)\n"
             return text + loop(f"{ind}    {_store(out_vec, 'x * scale', m)}\n")
@@ -187,7 +189,8 @@ def _reduce(src: _Source, name: str, spec: FusionSpec, ops, layout: str, overwri
         f"def {name}(x, out):\n"
         "    rows, cols = x.shape\n"
         f"    BLOCK, VEC = {block}, {d.vec}\n"
-        f"    {name}_kernel[(triton.cdiv(rows, VEC),)](x, out, rows, cols, BLOCK=BLOCK, VEC=VEC, {src.launch_options()})\n"
+        f"    {name}_kernel[(triton.cdiv(rows, VEC),)](x, out, rows, cols, BLOCK=BLOCK, VEC=VEC, "
+        f"{src.launch_options()})\n"
         "    return out\n"
     )
 
@@ -259,7 +262,11 @@ def _out_expr(spec: FusionSpec) -> str:
 
 
 def _torch_lines(spec: FusionSpec) -> list[str]:
-    lines = ["y = torch.nn.functional.linear(x, self.linear.weight, self.linear.bias)"] if spec.kind == "matmul" else ["y = x"]
+    lines = (
+        ["y = torch.nn.functional.linear(x, self.linear.weight, self.linear.bias)"]
+        if spec.kind == "matmul"
+        else ["y = x"]
+    )
     return lines + [_rename(line.strip(), "x", "y") for line in spec.torch_lines()]
 
 
