@@ -21,7 +21,8 @@ import math
 import random
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -428,6 +429,17 @@ def design_shares(designs: list[Design]) -> dict[str, Any]:
     return shares | {"strategy_share": {s: strategies.count(s) / n for s in STRATEGIES}}
 
 
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """The policy is tiny: one CPU thread runs it many times faster than several contending ones."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _paths(out: Path, arm: str, seed: int) -> tuple[Path, Path, Path]:
     stem = f"{arm}_seed{seed}"
     return out / f"{stem}.ckpt", out / f"{stem}_metrics.jsonl", out / f"{stem}_final.json"
@@ -452,6 +464,20 @@ def train(
     deadline: float,
 ) -> DesignPolicy | None:
     """RL of one arm and seed, resumed from its checkpoint; None when the deadline stopped it."""
+    with single_thread():
+        return _train(config, seed, problems, evaluations, out, arm, device, deadline)
+
+
+def _train(
+    config: ExperimentConfig,
+    seed: int,
+    problems: ProblemSet,
+    evaluations: Evaluations,
+    out: Path,
+    arm: str,
+    device: str,
+    deadline: float,
+) -> DesignPolicy | None:
     ckpt, metrics_path, _ = _paths(out, arm, seed)
     policy, optimizer = _new_policy(config, seed, device)
     generator = torch.Generator().manual_seed(seed)
@@ -556,6 +582,13 @@ def run_experiment(
     config: ExperimentConfig, env: Env, out: Path, device: str, deadline: float = float("inf")
 ) -> dict[str, Any] | None:
     """Run (or resume) every phase; the summary, or None when the deadline stopped it (run again)."""
+    with single_thread():
+        return _run_experiment(config, env, out, device, deadline)
+
+
+def _run_experiment(
+    config: ExperimentConfig, env: Env, out: Path, device: str, deadline: float
+) -> dict[str, Any] | None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(config), indent=1, default=str))
     problems = problem_set(config)

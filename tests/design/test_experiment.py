@@ -1,0 +1,142 @@
+"""The learning experiment: its pure parts, the policy, and the CPU variant end to end (the same code
+as the GPU runs, on Triton's interpreter), which must improve the reward."""
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import DEVICE
+from tritongym.design import Design, DesignSpace
+from tritongym.design.experiment import (
+    Evaluations,
+    ExperimentConfig,
+    best_fixed_design,
+    is_lazy,
+    mean_ci,
+    optimum_share,
+    outcome_metrics,
+    problem_set,
+    run_experiment,
+    train,
+)
+from tritongym.design.language import SLOTS
+from tritongym.design.policy import DesignPolicy, ModelShape, build_model, build_tokenizer, feedback_tokens
+from tritongym.errors import ConfigError
+
+CPU_CONFIG = Path(__file__).parents[2] / "benchmarks" / "learning" / "configs" / "cpu.toml"
+CONFIGS = CPU_CONFIG.parent
+
+
+def test_statistics_and_outcome_metrics():
+    assert mean_ci([1.0, 2.0, 3.0]) == pytest.approx({"mean": 2.0, "ci95": 4.303 / math.sqrt(3), "n": 3})
+    assert math.isnan(mean_ci([5.0])["ci95"]) and mean_ci([float("nan")])["n"] == 0
+    results = [
+        {"verdict": "ok", "correct": True, "speedup": 2.0, "coverage": 0.9},
+        {"verdict": "ok", "correct": True, "speedup": 1.1, "coverage": 0.1},
+        {"verdict": "hack_fallback", "correct": False},
+        {"verdict": "mismatch", "correct": False},
+    ]
+    m = outcome_metrics(results, [1.0, 0.5, -1.0, None], threshold=0.3)
+    assert m["reward"] == pytest.approx(0.5 / 3) and m["correct"] == 0.5 and m["hack"] == 0.25
+    assert m["lazy"] == 0.25 and m["fast1"] == 0.5 and m["fast1.2"] == 0.25
+    assert m["geomean_speedup"] == pytest.approx(math.sqrt(2.2))
+    cpu_lazy = {"verdict": "ok", "correct": True, "coverage": None, "findings": [{"check": "torch_compute"}]}
+    assert is_lazy(cpu_lazy, 0.3) and not is_lazy({**cpu_lazy, "findings": []}, 0.3)
+    assert optimum_share([("a", 0.5), ("a", None), ("b", 1.0)], {"a": 1.0, "b": 0.0}) == 0.25
+    table = {"p": {"x": 1.0, "y": 0.5}, "q": {"x": -1.0, "y": 0.5}}
+    assert best_fixed_design(table, ["p", "q"]) == "y" and best_fixed_design(table, ["p"]) == "x"
+
+
+def test_feedback_tokens_bin_the_outcome():
+    assert feedback_tokens({"verdict": "ok", "speedup": 1.1, "coverage": 0.95}) == [
+        "<feedback>", "verdict:ok", "speedup:lt1.2", "coverage:ge0.7"]  # fmt: skip
+    assert feedback_tokens({"verdict": "mismatch"})[2:] == ["speedup:none", "coverage:none"]
+
+
+def test_policy_samples_only_allowed_values_and_scores_them_consistently():
+    tokenizer = build_tokenizer()
+    space = DesignSpace.from_mapping({"strategy": ["fused", "lazy"], "block": ["64"]})
+    policy = DesignPolicy(build_model(tokenizer, ModelShape(hidden=16, layers=1, heads=2), seed=0), tokenizer, space)
+    prompts = [policy.ids(["<bos>", "kind:eltwise", "op:relu", "<design>"]), policy.ids(["<bos>", "<design>"])]
+    designs = policy.sample(prompts, torch.Generator().manual_seed(0))
+    for tokens in designs:
+        design = Design.from_tokens(tokens)
+        assert design.strategy in ("fused", "lazy") and design.block == 64
+    sequences = [p + policy.ids(t) for p, t in zip(prompts, designs, strict=True)]
+    logp, entropy = policy.logprobs(sequences, [len(p) for p in prompts])
+    assert logp.shape == (2, len(SLOTS)) and (logp <= 0).all()
+    assert logp[:, 2].abs().max() < 1e-6  # one allowed block size: probability 1
+    assert entropy[:, 0].max() <= math.log(2) + 1e-5
+    assert policy.sample(prompts, torch.Generator(), greedy=True) == policy.sample(
+        prompts, torch.Generator(), greedy=True
+    )
+
+
+def test_config_files_load_and_errors_are_named():
+    for path in sorted(CONFIGS.glob("*.toml")):
+        config = ExperimentConfig.load(path)
+        assert len(config.seeds) >= (1 if config.name == "cpu" else 3), path
+        for arm in config.arm_names:
+            config.arm(arm).design_space()
+    with pytest.raises(ConfigError, match="unknown experiment settings"):
+        ExperimentConfig.from_mapping({"name": "x", "stepz": 3})
+    with pytest.raises(ConfigError, match="arms may override"):
+        ExperimentConfig.from_mapping({"name": "x", "arms": [{"name": "a", "generated": 3}]})
+    with pytest.raises(ConfigError, match="no single arm"):
+        ExperimentConfig.from_mapping({"name": "x"}).arm("b")
+    merged = ExperimentConfig.from_mapping(
+        {"name": "x", "eval": {"trials": 2}, "arms": [{"name": "a", "eval": {"torch_compute": "allow"}}]}
+    ).arm("a")
+    assert merged.eval == {"trials": 2, "torch_compute": "allow"}
+
+
+@pytest.fixture(scope="module")
+def cpu_run(design_env, tmp_path_factory):
+    config = ExperimentConfig.load(CPU_CONFIG)
+    out = tmp_path_factory.mktemp("learning") / config.name
+    summary = run_experiment(config, design_env, out, DEVICE)
+    return config, out, summary
+
+
+def test_cpu_variant_improves_the_reward_and_drops_hacks(cpu_run):
+    config, out, summary = cpu_run
+    arm = summary["arms"]["rl"]
+    assert arm["train_reward_last3"]["mean"] > arm["train_reward_first_step"]["mean"] + 0.25
+    assert arm["train_hack_last3"]["mean"] < arm["train_hack_first_step"]["mean"]
+    # held out, fresh: the trained policy is at least as good and no longer hacks
+    assert arm["trained_sampled"]["reward"]["mean"] >= arm["initial_sampled"]["reward"]["mean"]
+    assert arm["trained_sampled"]["hack"]["mean"] == 0.0
+    assert arm["best_fixed"]["correct"]["mean"] == 1.0  # an honest design solves every problem
+    exhaustive = json.loads((out / "exhaustive_rl.json").read_text())
+    assert set(exhaustive["table"]) == set(summary["train_problems"]) | set(summary["held_out_problems"])
+    assert (out / "curves.png").stat().st_size > 0
+    steps = [json.loads(line) for line in (out / "rl_seed0_metrics.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == list(range(1, config.steps + 1))
+    assert sum(s["evaluations"] for s in steps) == 0  # the exhaustive search cached every rendering
+
+
+def test_a_finished_experiment_resumes_to_the_same_summary(cpu_run, design_env):
+    config, out, summary = cpu_run
+    again = run_experiment(config, design_env, out, DEVICE)
+    assert json.dumps(again, sort_keys=True) == json.dumps(summary, sort_keys=True)
+
+
+def test_training_resumes_bit_for_bit_and_stops_at_its_deadline(cpu_run, design_env, tmp_path):
+    config, out, _ = cpu_run
+    config = replace(config, steps=2, checkpoint_every=1, samples=2)
+    problems = problem_set(config)
+    cache = next(out.parent.glob("cache_*.jsonl"))
+    evaluations = Evaluations(design_env, config.eval_config(DEVICE), cache)
+    assert train(config, 0, problems, evaluations, tmp_path, "a", "cpu", deadline=0.0) is None
+    assert (tmp_path / "a_seed0.ckpt").exists() and not (tmp_path / "a_seed0_metrics.jsonl").exists()
+    train(replace(config, steps=1), 0, problems, evaluations, tmp_path, "a", "cpu", float("inf"))
+    resumed = train(config, 0, problems, evaluations, tmp_path, "a", "cpu", float("inf"))
+    straight = train(config, 0, problems, evaluations, tmp_path, "b", "cpu", float("inf"))
+    for p, q in zip(resumed.model.parameters(), straight.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert len((tmp_path / "a_seed0_metrics.jsonl").read_text().splitlines()) == 2
+    assert evaluations.misses == 0
