@@ -140,3 +140,39 @@ def test_training_resumes_bit_for_bit_and_stops_at_its_deadline(cpu_run, design_
         assert torch.equal(p, q)
     assert len((tmp_path / "a_seed0_metrics.jsonl").read_text().splitlines()) == 2
     assert evaluations.misses == 0
+
+
+class CountingEnv:
+    """An Env that answers at once: 'ok' for sources containing 'good', an infrastructure error for 'flaky'."""
+
+    def __init__(self):
+        self.evaluated: list[str] = []
+
+    def evaluate_many(self, tasks, config=None):
+        from tritongym.evaluate import EvalResult, Verdict
+
+        for task in tasks:
+            self.evaluated.append(task.candidate)
+            verdict = Verdict.OK if "good" in task.candidate else Verdict.INFRASTRUCTURE_ERROR
+            yield task, EvalResult(problem=task.problem.name, verdict=verdict, feedback="", correct=verdict == "ok")
+
+
+def test_evaluations_are_cached_by_content_and_fresh_ones_apart(tmp_path):
+    from tritongym.evaluate import EvalConfig
+    from tritongym.problems import find_problem
+
+    env, problem = CountingEnv(), find_problem("02_silu")
+    evaluations = Evaluations(env, EvalConfig(device="cpu"), tmp_path / "c.jsonl", tmp_path / "f.jsonl")
+    first = evaluations.evaluate([(problem, "good"), (problem, "good"), (problem, "flaky")])
+    assert [r["verdict"] for r in first] == ["ok", "ok", "infrastructure_error"]
+    assert env.evaluated == ["good", "flaky"]
+    evaluations.evaluate([(problem, "good"), (problem, "flaky")])
+    assert env.evaluated == ["good", "flaky", "flaky"]  # infrastructure errors are not cached
+    evaluations.evaluate([(problem, "good")], fresh=True)
+    assert env.evaluated[-1] == "good" and evaluations.misses == 4  # a fresh evaluation never reuses training's
+    reloaded = Evaluations(env, EvalConfig(device="cpu"), tmp_path / "c.jsonl", tmp_path / "f.jsonl")
+    reloaded.evaluate([(problem, "good")])
+    reloaded.evaluate([(problem, "good")], fresh=True)
+    assert reloaded.misses == 0
+    other = Evaluations(env, EvalConfig(device="cpu", trials=1), tmp_path / "c.jsonl")
+    assert other.key(problem, "good") != evaluations.key(problem, "good")  # the config is part of the key

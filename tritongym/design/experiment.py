@@ -4,8 +4,9 @@ Phases, each resumable (``run_experiment`` returns False when its deadline passe
 1. exhaustive search of the design space on every problem (fills the evaluation cache);
 2. per arm and seed: RL steps (rollouts of designs, rewards from cached evaluations, advantages,
    filters and the PPO loss of ``tritongym.rl``), checkpointed;
-3. per arm and seed: a fresh evaluation (no cache) of the initial and trained policies on held-out
-   problems, and of the best fixed design found by exhaustive search;
+3. per arm and seed: a fresh evaluation (never a training evaluation; shared by arms and seeds of one
+   results directory) of the initial and trained policies on held-out problems, and of the best fixed
+   design found by exhaustive search;
 4. a summary with 95% confidence intervals over seeds and a figure of the learning curves.
 
 Evaluations are cached by content hash (problem source, candidate source, evaluation config): the
@@ -203,19 +204,21 @@ def _compact(result: Any) -> dict[str, Any]:
 
 
 class Evaluations:
-    """Evaluations of (problem, candidate source) pairs on an Env, cached by content hash in a JSONL file."""
+    """Evaluations of (problem, candidate source) pairs on an Env, cached by content hash.
 
-    def __init__(self, env: Env, config: EvalConfig, path: Path | None):
-        self.env, self.config, self.path = env, config, path
-        self.cache: dict[str, dict[str, Any]] = {}
+    Two caches, each a JSONL file: one for training and the exhaustive search, one for the final
+    held-out evaluations (``fresh``), which never reuse a training evaluation. Infrastructure errors
+    are never cached.
+    """
+
+    def __init__(self, env: Env, config: EvalConfig, path: Path | None, fresh_path: Path | None = None):
+        self.env, self.config = env, config
+        self.paths = {False: path, True: fresh_path}
+        self.caches: dict[bool, dict[str, dict[str, Any]]] = {False: _read_cache(path), True: _read_cache(fresh_path)}
         self.misses = 0
+        """Evaluations run so far (cache misses)."""
         config_key = json.dumps(asdict(config), sort_keys=True, default=str)
         self._config_hash = hashlib.sha256(config_key.encode()).hexdigest()
-        if path is not None and path.exists():
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    self.cache[row["key"]] = row["result"]
 
     def key(self, problem: Problem, source: str) -> str:
         h = hashlib.sha256()
@@ -225,31 +228,39 @@ class Evaluations:
         return h.hexdigest()
 
     def evaluate(self, pairs: list[tuple[Problem, str]], fresh: bool = False) -> list[dict[str, Any]]:
-        """Results of ``pairs`` in order; ``fresh`` evaluates every distinct pair again (nothing read
-        from or written to the cache)."""
+        """Results of ``pairs`` in order, each distinct pair evaluated once per cache."""
         keys = [self.key(p, s) for p, s in pairs]
-        known: dict[str, dict[str, Any]] = {} if fresh else self.cache
+        cache, path = self.caches[fresh], self.paths[fresh]
         todo: dict[str, tuple[Problem, str]] = {}
         for k, pair in zip(keys, pairs, strict=True):
-            if k not in known and k not in todo:
+            if k not in cache and k not in todo:
                 todo[k] = pair
         found: dict[str, dict[str, Any]] = {}
         if todo:
             self.misses += len(todo)
             tasks = [Task(p, s, label=k) for k, (p, s) in todo.items()]
-            out = self.path.open("a") if (self.path is not None and not fresh) else None
+            out = path.open("a") if path is not None else None
             try:
                 for task, result in self.env.evaluate_many(tasks, self.config):
                     row = _compact(result)
                     found[task.label] = row
-                    if out is not None and row["verdict"] != INFRASTRUCTURE:
-                        self.cache[task.label] = row
-                        out.write(json.dumps({"key": task.label, "problem": task.problem.name, "result": row}) + "\n")
-                        out.flush()
+                    if row["verdict"] != INFRASTRUCTURE:
+                        cache[task.label] = row
+                        if out is not None:
+                            out.write(json.dumps({"key": task.label, "problem": task.problem.name, "result": row}))
+                            out.write("\n")
+                            out.flush()
             finally:
                 if out is not None:
                     out.close()
-        return [found[k] if k in found else known[k] for k in keys]
+        return [found[k] if k in found else cache[k] for k in keys]
+
+
+def _read_cache(path: Path | None) -> dict[str, dict[str, Any]]:
+    if path is None or not path.exists():
+        return {}
+    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return {row["key"]: row["result"] for row in rows}
 
 
 # -- outcome metrics ------------------------------------------------------------------------------
@@ -289,12 +300,19 @@ def outcome_metrics(
 
 
 def exhaustive(
-    config: ExperimentConfig, problems: ProblemSet, evaluations: Evaluations, reward: Callable
-) -> dict[str, dict[str, float | None]]:
-    """Reward of every design of the space on every problem: {problem: {design string: reward}}."""
+    config: ExperimentConfig,
+    problems: ProblemSet,
+    evaluations: Evaluations,
+    reward: Callable,
+    deadline: float = float("inf"),
+) -> dict[str, dict[str, float | None]] | None:
+    """Reward of every design of the space on every problem: {problem: {design string: reward}}; None
+    when the deadline passed first (the evaluations done so far are cached)."""
     designs = list(config.design_space())
     table: dict[str, dict[str, float | None]] = {}
     for spec in problems.train + problems.held_out:
+        if time.monotonic() > deadline:
+            return None
         problem = problems.problems[spec.name]
         results = evaluations.evaluate([(problem, render(d, spec)) for d in designs])
         table[spec.name] = {str(d): reward(r) for d, r in zip(designs, results, strict=True)}
@@ -599,7 +617,9 @@ def _run_experiment(
         key = json.dumps(asdict(eval_config), sort_keys=True)
         if key not in evaluators:
             digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-            evaluators[key] = Evaluations(env, eval_config, out.parent / f"cache_{digest}.jsonl")
+            evaluators[key] = Evaluations(
+                env, eval_config, out.parent / f"cache_{digest}.jsonl", out.parent / f"fresh_{digest}.jsonl"
+            )
         return evaluators[key]
 
     searches: dict[str, dict[str, Any]] = {}
@@ -609,9 +629,9 @@ def _run_experiment(
         if path.exists():
             searches[arm] = json.loads(path.read_text())
             continue
-        if time.monotonic() > deadline:
+        table = exhaustive(arm_config, problems, evaluations_for(arm_config), arm_config.reward_fn(), deadline)
+        if table is None:
             return None
-        table = exhaustive(arm_config, problems, evaluations_for(arm_config), arm_config.reward_fn())
         best = best_fixed_design(table, [s.name for s in problems.train])
         optimum = {name: max((v for v in row.values() if v is not None), default=0.0) for name, row in table.items()}
         searches[arm] = {"table": table, "best_fixed": best, "optimum": optimum}
@@ -654,6 +674,7 @@ def _run_experiment(
 def summarize(config, problems: ProblemSet, searches, finals, out: Path) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "experiment": config.name,
+        "machine": machine(),
         "train_problems": [s.name for s in problems.train],
         "held_out_problems": [s.name for s in problems.held_out],
         "space_size": len(config.design_space()),
@@ -685,6 +706,20 @@ def summarize(config, problems: ProblemSet, searches, finals, out: Path) -> dict
             entry["train_reward_turn2_last3"] = mean_ci([sum(r["reward_turn2"] for r in c[-3:]) / 3 for c in curves])
         summary["arms"][arm] = entry
     return summary
+
+
+def machine() -> dict[str, str]:
+    """Platform, versions and GPU of this run."""
+    import platform
+
+    import transformers
+    import triton
+
+    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+            "triton": triton.__version__, "transformers": transformers.__version__}  # fmt: skip
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
 
 
 def plot(config: ExperimentConfig, out: Path) -> None:
