@@ -20,7 +20,9 @@ from pathlib import Path
 
 from tritongym.design.experiment import ExperimentConfig, run_experiment
 from tritongym.env.local import LocalEnv, PoolConfig
+from tritongym.errors import ConfigError
 
+USAGE = 2
 INCOMPLETE = 3
 
 
@@ -34,7 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     deadline = time.monotonic() + args.time_budget_s
-    config = ExperimentConfig.load(args.config)
+    try:
+        config = ExperimentConfig.load(args.config)
+    except (OSError, ConfigError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        logging.error("cannot load %s: %s", args.config, exc)
+        return USAGE
     env = LocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=args.sandboxes))
     try:
         summary = run_experiment(config, env, args.out / config.name, args.device, deadline)

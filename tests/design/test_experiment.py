@@ -21,6 +21,7 @@ from tritongym.design.experiment import (
     outcome_metrics,
     problem_set,
     run_experiment,
+    single_thread,
     train,
 )
 from tritongym.design.language import SLOTS
@@ -57,6 +58,7 @@ def test_feedback_tokens_bin_the_outcome():
     assert feedback_tokens({"verdict": "mismatch"})[2:] == ["speedup:none", "coverage:none"]
 
 
+@single_thread()
 def test_policy_samples_only_allowed_values_and_scores_them_consistently():
     tokenizer = build_tokenizer()
     space = DesignSpace.from_mapping({"strategy": ["fused", "lazy"], "block": ["64"]})
@@ -191,3 +193,16 @@ def test_multi_turn_arms_and_prs_run_on_the_cached_space(cpu_run, design_env):
     final = json.loads((out.parent / "multiturn" / "trloo_seed0_final.json").read_text())
     (designs,) = final["trained"]["greedy_designs"].values()
     assert len(designs) == 2  # one design per turn
+
+
+def test_the_script_refuses_a_bad_config_with_exit_status_2(tmp_path, caplog):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("learning_run", CONFIGS.parent / "run.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nstepz = 3\n')
+    assert script.main(["--config", str(bad), "--device", "cpu", "--out", str(tmp_path)]) == 2
+    assert "unknown experiment settings ['stepz']" in caplog.text
+    assert script.main(["--config", str(tmp_path / "missing.toml"), "--out", str(tmp_path)]) == 2
