@@ -206,3 +206,16 @@ def test_the_script_refuses_a_bad_config_with_exit_status_2(tmp_path, caplog):
     assert script.main(["--config", str(bad), "--device", "cpu", "--out", str(tmp_path)]) == 2
     assert "unknown experiment settings ['stepz']" in caplog.text
     assert script.main(["--config", str(tmp_path / "missing.toml"), "--out", str(tmp_path)]) == 2
+
+
+def test_the_report_tabulates_committed_results(tmp_path):
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("learning_report", CONFIGS.parent / "report.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    shutil.copytree(CONFIGS.parents[1] / "results" / "learning_cpu", tmp_path / "cpu")
+    text = script.report(tmp_path)
+    assert "### cpu" in text and "| rl | trained (sampled) | 0.50 ± 0.00 | 1.00 ± 0.00 | 0.00 ± 0.00 |" in text
+    assert script.main([str(tmp_path / "empty")]) == 2
