@@ -54,13 +54,15 @@ def report(run_dir: Path) -> str:
     for path in sorted(run_dir.glob("*/summary.json")):
         summary = json.loads(path.read_text())
         machine = summary.get("machine", {})
-        out += [f"### {summary['experiment']}", "",
-                f"{machine.get('gpu', 'CPU')}, torch {machine.get('torch')}, triton {machine.get('triton')}; "
-                f"train {len(summary['train_problems'])} problems, held out {len(summary['held_out_problems'])}, "
-                f"{summary['space_size']} designs. Held out (fresh evaluations), mean ± 95% CI over seeds:", ""]  # fmt: skip
-        out += held_out_table(summary) + ["", "Training:", ""] + training_table(summary)
+        header = (
+            f"{machine.get('gpu', 'CPU')}, torch {machine.get('torch')}, triton {machine.get('triton')}; "
+            f"train {len(summary['train_problems'])} problems, held out {len(summary['held_out_problems'])}, "
+            f"{summary['space_size']} designs. Held out (fresh evaluations), mean ± 95% CI over seeds:"
+        )
+        out += [f"### {summary['experiment']}", "", header, "", *held_out_table(summary)]
+        out += ["", "Training:", "", *training_table(summary)]
         if any("turn1_reward" in e["trained_sampled"] for e in summary["arms"].values()):
-            out += ["", "Turns:", ""] + turns_table(summary)
+            out += ["", "Turns:", "", *turns_table(summary)]
         out.append("")
     return "\n".join(out)
 
