@@ -50,7 +50,7 @@ def outcomes(design_env):
                 )
     results = {}
     for torch_compute in ("penalize", "forbid"):
-        config = EvalConfig(device=DEVICE, trials=2, torch_compute=torch_compute)
+        config = EvalConfig(device=DEVICE, trials=2, timing_budget_s=1.0, torch_compute=torch_compute)
         chosen = [
             t for t in tasks if t.label.endswith(torch_compute) or (torch_compute == "penalize" and "/" not in t.label)
         ]
