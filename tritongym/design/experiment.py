@@ -693,17 +693,11 @@ def summarize(config, problems: ProblemSet, searches, finals, out: Path) -> dict
         for seed in config.seeds:
             _, metrics_path, _ = _paths(out, arm, seed)
             curves.append([json.loads(line) for line in metrics_path.read_text().splitlines()])
-        first = [c[0]["reward"] for c in curves]
-        last = [sum(r["reward"] for r in c[-3:]) / len(c[-3:]) for c in curves]
-        entry["train_reward_first_step"] = mean_ci(first)
-        entry["train_reward_last3"] = mean_ci(last)
-        entry["train_hack_first_step"] = mean_ci([c[0]["hack"] for c in curves])
-        entry["train_hack_last3"] = mean_ci([sum(r["hack"] for r in c[-3:]) / len(c[-3:]) for c in curves])
-        for key in ("lazy", "hack_strategy", "lazy_strategy"):
+        keys = ["reward", "correct", "hack", "lazy", "hack_strategy", "lazy_strategy"]
+        keys += ["reward_turn2", "correct_turn2"] if config.turns > 1 else []
+        for key in keys:
             entry[f"train_{key}_first_step"] = mean_ci([c[0][key] for c in curves])
             entry[f"train_{key}_last3"] = mean_ci([sum(r[key] for r in c[-3:]) / len(c[-3:]) for c in curves])
-        if config.turns > 1:
-            entry["train_reward_turn2_last3"] = mean_ci([sum(r["reward_turn2"] for r in c[-3:]) / 3 for c in curves])
         summary["arms"][arm] = entry
     return summary
 
