@@ -72,7 +72,7 @@ def test_policy_samples_only_allowed_values_and_scores_them_consistently():
     logp, entropy = policy.logprobs(sequences, [len(p) for p in prompts])
     assert logp.shape == (2, len(SLOTS)) and (logp <= 0).all()
     assert logp[:, 2].abs().max() < 1e-6  # one allowed block size: probability 1
-    assert entropy[:, 0].max() <= math.log(2) + 1e-5
+    assert 0.9 * math.log(2) < entropy[:, 0].min() and entropy[:, 0].max() <= math.log(2) + 1e-5  # uniform-ish
     assert policy.sample(prompts, torch.Generator(), greedy=True) == policy.sample(
         prompts, torch.Generator(), greedy=True
     )
