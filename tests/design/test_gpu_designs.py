@@ -17,7 +17,7 @@ SPECS = [
     FusionSpec("g_linear", "matmul", ("relu",), "", {"batch": 1024, "in_features": 1000, "out_features": 2048}),
 ]
 DESIGNS = [Design(s, layout, 1024, 4, 3, vec) for s in ("fused", "split", "lazy", "token")
-           for layout in ("row", "tile") for vec in (1, 4)]  # fmt: skip
+           for layout, vec in (("row", 1), ("tile", 4))]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
