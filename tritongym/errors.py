@@ -13,9 +13,13 @@ class ProblemError(TritonGymError):
     """A problem could not be loaded or is malformed (say which file or row, and why)."""
 
 
-class ConfigError(TritonGymError):
-    """An option or configuration value is invalid."""
+class ConfigError(TritonGymError, ValueError):
+    """An option or configuration value is invalid (also a ValueError, as callers of any library expect)."""
 
 
 class SandboxError(TritonGymError):
     """The sandbox process could not be started or spoke outside its protocol."""
+
+
+class ServiceError(TritonGymError):
+    """The evaluation service could not be reached, or refused a request (the message says what to do)."""

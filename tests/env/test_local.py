@@ -86,6 +86,16 @@ def test_higher_priority_runs_first(env):
     assert finished == ["high", "low"]
 
 
+def test_evaluate_batch_returns_results_in_input_order(env):
+    problem = small_problem("vector_add")
+    sources = [candidate("mismatch"), CORRECT, candidate("mismatch"), CORRECT]
+    # Priorities reorder execution (9 first, then 5, 1, 0); the results still follow the input.
+    tasks = [Task(problem, s, str(i), priority=p) for i, (s, p) in enumerate(zip(sources, [0, 5, 1, 9], strict=True))]
+    results = env.evaluate_batch(tasks, CONFIG)
+    assert [r.verdict for r in results] == [Verdict.MISMATCH, Verdict.OK, Verdict.MISMATCH, Verdict.OK]
+    assert env.evaluate_batch([], CONFIG) == []
+
+
 def _sleeper(pid_file: Path) -> str:
     return CORRECT.replace(
         "class ModelNew(nn.Module):",
