@@ -106,18 +106,16 @@ def _findings(result: EvalResult) -> str:
 
 
 def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
-    table = Table(title=escape(title))
-    width = max((len(r.problem) for _, r in rows), default=7)
-    table.add_column("problem", min_width=width, no_wrap=True)  # never cut: it is what the reader looks up
-    table.add_column("candidate", overflow="fold")
-    for column in ("verdict", "findings", "trials", "max abs err", "speedup", "coverage", "seconds"):
-        table.add_column(column, overflow="fold")
+    """One row per result. Problem names are never cut (they are what the reader looks up); columns
+    with nothing to say (speedup on the CPU, candidate when each problem has one) are left out."""
+    columns = ["problem", "candidate", "verdict", "findings", "trials", "max abs err", "speedup", "coverage", "seconds"]
+    cells = []
     for label, r in sorted(rows, key=lambda row: (row[1].problem, row[0])):
         style = _VERDICT_STYLE.get(r.verdict, "red")
         seconds = r.stage_seconds.get("sandbox_wall")
-        table.add_row(
+        cells.append([
             escape(r.problem),
-            escape(label),
+            escape(Path(label).name if label.endswith(".py") else label),
             f"[{style}]{r.verdict.value}[/{style}]",
             escape(_findings(r)),
             f"{r.trials_passed}/{r.trials}" if r.trials else "-",
@@ -125,7 +123,21 @@ def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
             f"{r.speedup:.2f}x" if r.speedup is not None else "-",
             f"{r.coverage:.2f}" if r.coverage is not None else "-",
             f"{seconds:.1f}" if seconds is not None else "-",
-        )
+        ])  # fmt: skip
+    one_per_problem = len({r.problem for _, r in rows}) == len(rows)
+    keep = [
+        i for i, name in enumerate(columns)
+        if i in (0, 2) or not ((name == "candidate" and one_per_problem) or all(row[i] == "-" for row in cells))
+    ]  # fmt: skip
+    table = Table(title=escape(title))
+    words = {  # whole words, never cut or folded: the problem and the verdict
+        0: max((len(r.problem) for _, r in rows), default=7),
+        2: max((len(r.verdict.value) for _, r in rows), default=7),
+    }
+    for i in keep:
+        table.add_column(columns[i], min_width=words.get(i), no_wrap=i in words, overflow="fold")
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
     return table
 
 
