@@ -20,9 +20,10 @@ def small_problem(name: str) -> Problem:
     return find_problem(name).small()
 
 
-def run_candidate(candidate: str, problem: str = "vector_add", **config) -> EvalResult:
-    """Evaluate ``tests/candidates/<candidate>.py`` on a bundled problem at its small sizes."""
-    source = (CANDIDATES / f"{candidate}.py").read_text()
+def run_candidate(candidate: str, problem: str = "vector_add", directory: Path = CANDIDATES, **config) -> EvalResult:
+    """Evaluate ``<directory>/<candidate>.py`` (default: tests/candidates) on a bundled problem at its
+    small sizes, with the test settings of ``eval_config`` and ``config`` on top."""
+    source = (directory / f"{candidate}.py").read_text()
     return evaluate(small_problem(problem), source, eval_config(**config))
 
 

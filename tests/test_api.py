@@ -19,11 +19,21 @@ def test_top_level_names_import_lazily():
     assert result.returncode == 0, result.stderr
 
 
+def test_top_level_evaluate_is_called_as_the_readme_shows(monkeypatch):
+    from tritongym import evaluate
+    from tritongym.evaluate import evaluator
+
+    monkeypatch.setattr("tritongym.evaluate.evaluate", lambda *args, **kwargs: ("judged", args, kwargs))
+    assert evaluate("problem", "source", config=None) == ("judged", ("problem", "source"), {"config": None})
+    assert evaluator.evaluate.__module__ == "tritongym.evaluate.evaluator"
+
+
 def test_every_exported_name_resolves_to_its_module_object():
     from tritongym.env.local import LocalEnv
     from tritongym.evaluate.config import EvalConfig
 
     assert tritongym.LocalEnv is LocalEnv and tritongym.EvalConfig is EvalConfig
+    assert tritongym.evaluate.EvalConfig is EvalConfig and callable(tritongym.evaluate)
     for name in tritongym.__all__:
         assert getattr(tritongym, name) is not None
     assert set(tritongym.__all__) <= set(dir(tritongym))

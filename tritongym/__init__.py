@@ -17,7 +17,6 @@ _EXPORTS = {
     "EvalConfig": "tritongym.evaluate.config",
     "EvalResult": "tritongym.evaluate.result",
     "Verdict": "tritongym.evaluate.result",
-    "evaluate": "tritongym.evaluate.evaluator",
     "Problem": "tritongym.problems.problem",
     "find_problem": "tritongym.problems.loaders",
     "load_problems": "tritongym.problems.loaders",
@@ -54,14 +53,16 @@ if TYPE_CHECKING:
     from tritongym.env.local import LocalEnv, PoolConfig
     from tritongym.env.ray_backend import RayConfig, RayEnv
     from tritongym.errors import TritonGymError
+    from tritongym.evaluate import evaluate
     from tritongym.evaluate.config import EvalConfig
-    from tritongym.evaluate.evaluator import evaluate
     from tritongym.evaluate.result import EvalResult, Verdict
     from tritongym.problems.loaders import find_problem, load_problems
     from tritongym.problems.problem import Problem
 
 
 def __getattr__(name: str):
+    if name == "evaluate":  # the subpackage, which is callable as evaluate(problem, candidate, config)
+        return importlib.import_module("tritongym.evaluate")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tritongym' has no attribute {name!r}")
@@ -71,4 +72,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(__all__))
