@@ -1,8 +1,9 @@
 """tritongym: evaluate LLM-written Triton kernels against PyTorch references.
 
 Exit codes of ``eval`` and ``demo``: 0 every candidate is correct; 1 at least one candidate is not
-(its verdict says why); 2 bad usage or input (a missing file, an unknown problem, a bad option);
-3 at least one evaluation hit an infrastructure error (not the candidate's fault).
+(its verdict says why); 2 bad usage or input (a missing file, an unknown problem, a bad option),
+found before any evaluation starts; 3 at least one evaluation hit an infrastructure error (not the
+candidate's fault); 130 interrupted (Ctrl-C), after saying how many results were written.
 """
 
 from __future__ import annotations
