@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tritongym.agent.episodes import Episode
-from tritongym.rewards.outcome import HACK_PREFIX, INFRASTRUCTURE
+from tritongym.evaluate.result import Category
+from tritongym.rewards.outcome import category
 
 log = logging.getLogger(__name__)
 
@@ -22,8 +23,9 @@ FAST_THRESHOLDS = (1.0, 1.2)
 
 def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dict[str, float]:
     """Rates over the scored turns of ``episodes`` (infrastructure errors excluded and counted)."""
-    turns = [r for e in episodes for r in e.records if r.verdict != INFRASTRUCTURE]
-    infra = sum(1 for e in episodes for r in e.records if r.verdict == INFRASTRUCTURE)
+    records = [r for e in episodes for r in e.records]
+    turns = [r for r in records if category(r) is not Category.INFRASTRUCTURE]
+    infra = len(records) - len(turns)
     n = len(turns)
     out: dict[str, float] = {"episodes": float(len(episodes)), "turns": float(n), "infra_turns": float(infra)}
     rewards = [r.reward for r in turns if r.reward is not None]
@@ -34,7 +36,7 @@ def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dic
     results = [r.result or {} for r in turns]
     correct = [bool(res.get("correct")) for res in results]
     out["correct_rate"] = sum(correct) / n if n else 0.0
-    out["hack_rate"] = sum(r.verdict.startswith(HACK_PREFIX) for r in turns) / n if n else 0.0
+    out["hack_rate"] = sum(category(r) is Category.HACK for r in turns) / n if n else 0.0
     for p in FAST_THRESHOLDS:
         fast = sum(ok and (res.get("speedup") or 0.0) >= p for ok, res in zip(correct, results, strict=True))
         out[f"fast@{p:g}"] = fast / n if n else 0.0
