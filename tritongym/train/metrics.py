@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tritongym.agent.episodes import Episode
-from tritongym.rewards.outcome import HACK_PREFIX, INFRASTRUCTURE
+from tritongym.evaluate.result import Category, Verdict
 
 log = logging.getLogger(__name__)
+
+INFRASTRUCTURE = Verdict.INFRASTRUCTURE_ERROR.value
 
 FAST_THRESHOLDS = (1.0, 1.2)
 """fast@p counts correct answers with speedup >= p (the Dr.Kernel convention)."""
@@ -34,7 +36,10 @@ def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dic
     results = [r.result or {} for r in turns]
     correct = [bool(res.get("correct")) for res in results]
     out["correct_rate"] = sum(correct) / n if n else 0.0
-    out["hack_rate"] = sum(r.verdict.startswith(HACK_PREFIX) for r in turns) / n if n else 0.0
+    hacks = sum(
+        r.verdict in Verdict.__members__.values() and Verdict(r.verdict).category is Category.HACK for r in turns
+    )
+    out["hack_rate"] = hacks / n if n else 0.0
     for p in FAST_THRESHOLDS:
         fast = sum(ok and (res.get("speedup") or 0.0) >= p for ok, res in zip(correct, results, strict=True))
         out[f"fast@{p:g}"] = fast / n if n else 0.0
