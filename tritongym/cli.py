@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tritongym.agent.cli import bench as bench_command
-from tritongym.bench.report_cli import report as report_command
+from tritongym.bench.cli import bench as bench_command
+from tritongym.bench.cli import report as report_command
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig

@@ -1,6 +1,7 @@
-"""``tritongym bench``: benchmark a model (any OpenAI-compatible server) on a problem set.
+"""``tritongym bench`` (benchmark a model on a problem set) and ``tritongym report`` (re-render one
+run's report, or compare several runs side by side).
 
-Registered on the main app by tritongym/cli.py. Exit codes: 0 the run finished and every turn was
+Registered on the main app by tritongym/cli.py. ``bench`` Exit codes: 0 the run finished and every turn was
 judged; 2 bad usage or input (unknown problem set, bad --ids, unreachable server, a run directory
 holding other settings); 3 some turns were left unscored by infrastructure or generation errors
 (re-running the same command tries them again).
@@ -17,11 +18,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from tritongym.agent.bench import BenchConfig, BenchOutcome, is_fast, open_service, run_bench
 from tritongym.agent.extract import POLICIES as EXTRACTIONS
 from tritongym.agent.records import TurnRecord
+from tritongym.bench.report import COMPARE, REPORT, compare_runs, headline_table, render_run
+from tritongym.bench.run import BenchConfig, BenchOutcome, is_fast, open_service, run_bench
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import resolve_device
@@ -203,3 +206,32 @@ def bench(
         progress.stop()
     _print_summary(outcome)
     raise typer.Exit(EXIT_INFRA if outcome.unscored else EXIT_OK)
+
+
+def report(
+    runs: Annotated[
+        list[Path], typer.Argument(help="A run directory (re-render its report), or two or more (compare them).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where a comparison writes compare.md and its plots (default: the first run directory)."),
+    ] = None,
+) -> None:
+    """Write a run's summary.json, report.md and plots from its trajectories; with several runs, a
+    side-by-side comparison (compare.md, compare_*.png)."""
+    console = Console()
+    try:
+        if len(runs) == 1:
+            if out is not None:
+                raise TritonGymError("--out is for comparisons; one run's report is written into its directory")
+            summary = render_run(runs[0])
+            console.print(Markdown(headline_table(summary)))
+            console.print(f"report: {runs[0] / REPORT}")
+            return
+        destination = out or runs[0]
+        console.print(Markdown(compare_runs(runs, destination)))
+        console.print(f"comparison: {destination / COMPARE}")
+    except TritonGymError as exc:
+        err.print("[red]error:[/red] ", end="")
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None

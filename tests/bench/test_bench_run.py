@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import DEVICE
-from tritongym.agent.bench import TRAJECTORIES, BenchConfig, parse_ids, run_bench, select_problems
 from tritongym.agent.episodes import record_key
 from tritongym.agent.records import read_records
+from tritongym.bench.run import TRAJECTORIES, BenchConfig, parse_ids, run_bench, select_problems
 from tritongym.cli import app
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
@@ -190,7 +190,7 @@ def test_report_step(tmp_path, monkeypatch, caplog):
     import sys
     import types
 
-    from tritongym.agent.bench import write_report
+    from tritongym.bench.run import write_report
 
     monkeypatch.setitem(sys.modules, "tritongym.bench.report", None)  # the package is absent
     assert write_report(tmp_path) is False and "report step is unavailable" in caplog.text
@@ -262,8 +262,8 @@ def test_unreachable_service_exits_2(tmp_path):
 def test_progress_without_a_terminal_logs_lines(caplog):
     import logging
 
-    from tritongym.agent.cli import _Progress
     from tritongym.agent.records import TurnRecord
+    from tritongym.bench.cli import _Progress
 
     caplog.set_level(logging.INFO, logger="tritongym")
     progress = _Progress()
