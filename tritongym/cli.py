@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -22,11 +21,12 @@ from rich.table import Table
 from tritongym.bench.cli import bench as bench_command
 from tritongym.bench.cli import report as report_command
 from tritongym.env import LocalEnv, PoolConfig, Task
-from tritongym.errors import TritonGymError
+from tritongym.errors import ConfigError, TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems
+from tritongym.problems.sizes import parse_size_overrides
 from tritongym.train.cli import register as register_training
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -47,16 +47,10 @@ def _fail_usage(message: str) -> typer.Exit:
 
 
 def _parse_sizes(sizes: list[str]) -> dict[str, int]:
-    parsed = {}
-    for item in sizes:
-        name, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", name):
-            raise _fail_usage(f"--size expects NAME=INTEGER or NAME[INDEX]=INTEGER, got {item!r}")
-        try:
-            parsed[name] = int(value)
-        except ValueError:
-            raise _fail_usage(f"--size {name}: {value!r} is not an integer") from None
-    return parsed
+    try:
+        return parse_size_overrides(sizes)
+    except ConfigError as exc:
+        raise _fail_usage(str(exc)) from None
 
 
 def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:

@@ -13,9 +13,10 @@ from tritongym.agent.episodes import record_key
 from tritongym.agent.records import read_records
 from tritongym.bench.run import TRAJECTORIES, BenchConfig, parse_ids, run_bench, select_problems
 from tritongym.cli import app
-from tritongym.errors import ConfigError
+from tritongym.errors import ConfigError, ProblemError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.problems.sizes import parse_size_overrides
 
 runner = CliRunner()
 
@@ -151,6 +152,53 @@ def test_problem_selection():
             parse_ids(spec)
     with pytest.raises(ConfigError, match="level"):
         select_problems(BenchConfig(levels=(1,)))
+
+
+KERNELBENCH_LIKE = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 8192
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_problems_of_any_set_are_prepared(tmp_path):
+    (tmp_path / "19_ReLU.py").write_text(KERNELBENCH_LIKE)
+    (tmp_path / "20_Needs.py").write_text("import not_a_real_package_xyz\n" + KERNELBENCH_LIKE)
+    config = BenchConfig(problems=str(tmp_path), ids="19", small=True, sizes={"dim": 64})
+    (problem,) = select_problems(config)
+    assert problem.sizes["dim"] == 64 and problem.sizes["batch_size"] < 4096
+    assert set(problem.shrunk) == {"batch_size"}
+    (full,) = select_problems(BenchConfig(problems=str(tmp_path), ids="19"))
+    assert full.sizes == {"batch_size": 4096, "dim": 8192} and not full.shrunk
+    with pytest.raises(ProblemError, match="20_Needs needs not_a_real_package_xyz"):
+        select_problems(BenchConfig(problems=str(tmp_path), ids="20"))
+
+
+def test_size_notice_only_when_sizes_changed(tmp_path, caplog):
+    one = {**CONFIG.__dict__, "ids": "1", "samples": 1, "turns": 1}
+    run_bench(BenchConfig(**one), tmp_path / "a", env=InstantEnv())
+    assert "small sizes (--full to keep them): 01_vector_add: n 16777216" in caplog.text
+    caplog.clear()
+    run_bench(BenchConfig(**{**one, "small": False}), tmp_path / "b", env=InstantEnv())
+    assert "small sizes" not in caplog.text
+
+
+def test_size_options_are_parsed():
+    assert parse_size_overrides(["batch_size=4", "input_shape[0]=64"]) == {"batch_size": 4, "input_shape[0]": 64}
+    for item, message in (("4", "NAME=INTEGER"), ("x=y", "not an integer"), ("a b=1", "NAME=INTEGER")):
+        with pytest.raises(ConfigError, match=message):
+            parse_size_overrides([item])
 
 
 def closed_port() -> int:

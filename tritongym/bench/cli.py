@@ -28,6 +28,7 @@ from tritongym.bench.run import BenchConfig, BenchOutcome, is_fast, open_service
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import resolve_device
+from tritongym.problems.sizes import parse_size_overrides
 
 EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
 LOG_EVERY_S = 30.0
@@ -140,6 +141,12 @@ def bench(
             help="Shrink problems to their CPU sizes (default: small when evaluating locally on the CPU).",
         ),
     ] = None,
+    size: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--size", help="Set a size constant of every problem, NAME=INTEGER or NAME[INDEX]=INTEGER (repeatable)."
+        ),
+    ] = None,
     jobs: Annotated[int | None, typer.Option(help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
     env_url: Annotated[
         str,
@@ -181,15 +188,14 @@ def bench(
         if small is None:
             small = resolved == "cpu"
         if resolved == "cpu":
-            err.print(
-                "[yellow]No GPU in use: kernels run under Triton's interpreter at small sizes; no timings.[/yellow]"
-            )
+            err.print("[yellow]No GPU in use: kernels run under Triton's interpreter; no timings.[/yellow]")
         config = BenchConfig(
             policy=policy, model=model or (f"scripted-{script}" if policy == "scripted" else ""), base_url=base_url,
             script=script, problems=problems, levels=_levels(levels), ids=ids, samples=samples, turns=turns,
             iterations=iterations, history=history, template=template, feedback_template=feedback_template,
             extraction=extraction, feedback_style=feedback_style, feedback_chars=feedback_chars,
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small, eval=eval_config,
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small,
+            sizes=parse_size_overrides(size or []), eval=eval_config,
         )  # fmt: skip
         if policy == "openai" and not model:
             raise TritonGymError("--policy openai needs --model (the model's name on the server)")

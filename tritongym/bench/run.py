@@ -73,7 +73,9 @@ class BenchConfig:
     top_p: float = 1.0
     max_tokens: int = 8192
     small: bool = False
-    """Problems shrunk to their CPU sizes."""
+    """Problems shrunk to their CPU sizes (``Problem.prepare``)."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Size constants set on every problem after shrinking (``--size NAME=VALUE``)."""
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def settings(self) -> dict[str, Any]:
@@ -100,7 +102,8 @@ def _number(name: str) -> int | None:
 
 
 def select_problems(config: BenchConfig) -> list[Problem]:
-    """The run's problems: the set, filtered by level and id, shrunk if ``small``."""
+    """The run's problems: the set, filtered by level and id, then prepared (``Problem.prepare``:
+    missing packages refused by name, shrunk if ``small``, ``sizes`` applied)."""
     problems = load_problems(config.problems, TableColumns())
     if config.levels:
         problems = [p for p in problems if p.level in config.levels]
@@ -111,7 +114,7 @@ def select_problems(config: BenchConfig) -> list[Problem]:
         problems = [p for p in problems if _number(p.name) in wanted]
         if not problems:
             raise ConfigError(f"no problem of {config.problems} has a leading number in --ids {config.ids}")
-    return [p.small() for p in problems] if config.small else problems
+    return [p.prepare(small=config.small, sizes=config.sizes) for p in problems]
 
 
 def episode_config(config: BenchConfig) -> EpisodeConfig:
@@ -297,6 +300,8 @@ def run_bench(
     if config.samples < 1:
         raise ConfigError(f"--samples must be at least 1, not {config.samples}")
     problems = select_problems(config)
+    if shrunk := [p for p in problems if p.shrunk]:
+        log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))
     episodes_config = episode_config(config)
     run, kept = prepare_run_dir(out, config, problems)
     cache = {record_key(r): r for r in kept}
