@@ -322,3 +322,36 @@ def test_progress_without_a_terminal_logs_lines(caplog):
     progress.stop()
     assert "resuming: 1 of 3 turns already recorded" in caplog.text
     assert "2/3 turns, 1 correct, 1 fast" in caplog.text and "3/3 turns, 1 correct, 1 fast" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from tritongym.train.tiny import build_tiny_model, build_tiny_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny-model")
+    tokenizer = build_tiny_tokenizer()
+    build_tiny_model(tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_cli_hf_policy_from_a_model_directory(tiny_model_dir, tmp_path):
+    out = tmp_path / "run"
+    args = ["bench", "--policy", "hf", "--model", str(tiny_model_dir), "--ids", "1", "--max-tokens", "4",
+            "--out", str(out), "--device", "cpu", "--jobs", "1", "--trials", "1"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (record,) = read_records(out / TRAJECTORIES)
+    assert record.model == str(tiny_model_dir) and record.problem == "01_vector_add"
+    assert 0 < len(record.token_ids) <= 4 and len(record.logprobs) == len(record.token_ids)
+    assert record.prompt_token_ids and record.verdict == "no_code"  # four random tokens hold no program
+    assert json.loads((out / "run.json").read_text())["policy"] == "hf"
+
+
+def test_cli_hf_policy_errors(tmp_path):
+    result = runner.invoke(app, ["bench", "--policy", "hf", "--out", str(tmp_path / "a"), "--device", "cpu"])
+    assert result.exit_code == 2 and "--policy hf needs --model" in result.output
+    missing = str(tmp_path / "no-such-model")
+    result = runner.invoke(app, ["bench", "--policy", "hf", "--model", missing, "--out", str(tmp_path / "b"),
+                                 "--device", "cpu"])  # fmt: skip
+    assert result.exit_code == 2 and "cannot load" in result.output

@@ -106,9 +106,15 @@ def _print_summary(outcome: BenchOutcome) -> None:
 def bench(
     out: Annotated[Path, typer.Option(help="Run directory (created; re-running the same command resumes it).")],
     policy: Annotated[
-        str, typer.Option(help="'openai' (a chat-completions server) or 'scripted' (loopback replay).")
+        str,
+        typer.Option(
+            help="'openai' (a chat-completions server), 'scripted' (loopback replay) or 'hf' (a local "
+            "transformers model, e.g. a `tritongym train` checkpoint's model/ directory)."
+        ),
     ] = "openai",
-    model: Annotated[str, typer.Option(help="Model name on the server (scripted: a label).")] = "",
+    model: Annotated[
+        str, typer.Option(help="Model name on the server (hf: a model directory or hub name; scripted: a label).")
+    ] = "",
     base_url: Annotated[str, typer.Option(help="API root of the server, e.g. http://127.0.0.1:8000/v1.")] = "",
     script: Annotated[
         str, typer.Option(help="Scripted policy: 'fix' (broken kernel, then the known one) or 'replay'.")

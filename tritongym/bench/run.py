@@ -30,14 +30,14 @@ from tritongym.env import Env, LocalEnv, PoolConfig
 from tritongym.env.base import stream_results
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
-from tritongym.policy.base import SamplingConfig
+from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem, TableColumns, load_problems
 from tritongym.rewards.outcome import trusted_speedup
 
 log = logging.getLogger(__name__)
 
 RUN_FILE, TRAJECTORIES = "run.json", "trajectories.jsonl"
-POLICIES = ("openai", "scripted")
+POLICIES = ("openai", "scripted", "hf")
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,11 @@ def prepare_run_dir(out: Path, config: BenchConfig, problems: list[Problem]) -> 
 @contextmanager
 def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, request_timeout_s: float) -> Iterator:
     """The policy of a run, checked to be reachable. ``scripted`` starts its loopback server and is
-    then asked through the OpenAI client, over HTTP, exactly as a real server would be."""
+    then asked through the OpenAI client, over HTTP, exactly as a real server would be; ``hf`` loads
+    a local transformers model (``config.model``: a directory or hub name) in this process."""
+    if config.policy == "hf":
+        yield _load_hf(config.model)
+        return
     from tritongym.policy.openai import OpenAIConfig, OpenAIPolicy
 
     with ExitStack() as stack:
@@ -187,6 +191,19 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
         policy = stack.enter_context(OpenAIPolicy(settings))
         policy.check()
         yield policy
+
+
+def _load_hf(model: str) -> Policy:
+    if not model:
+        raise ConfigError("--policy hf needs --model (a model directory or a hub name)")
+    try:
+        from tritongym.policy.hf import load_hf_policy
+    except ImportError as exc:
+        raise ConfigError(f"--policy hf needs transformers: pip install 'tritongym[train]' ({exc})") from None
+    try:
+        return load_hf_policy(model)
+    except (OSError, ValueError) as exc:  # not a local folder, not a (valid) hub name
+        raise ConfigError(f"--policy hf cannot load {model!r}: {exc}") from None
 
 
 @contextmanager
@@ -316,7 +333,8 @@ def run_bench(
 
     with ExitStack() as stack:
         policy = stack.enter_context(open_policy(config, problems, concurrency, request_timeout_s))
-        stack.callback(lambda: _save_usage(out, run, policy.usage_dict(), time.monotonic() - started))
+        usage = getattr(policy, "usage_dict", dict)  # a server's requests and tokens; a local model has none
+        stack.callback(lambda: _save_usage(out, run, usage(), time.monotonic() - started))
         if env is None:
             env = stack.enter_context(LazyLocalEnv(PoolConfig(devices=config.eval.device, sandboxes_per_device=jobs)))
         if on_start:
