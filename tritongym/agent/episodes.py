@@ -41,6 +41,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.policy.base import Completion, Message, Policy, SamplingConfig
 from tritongym.problems import Problem
+from tritongym.rewards.outcome import NO_CODE_OUTCOME
 from tritongym.rewards.verifiable import VerifiableReward
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ RewardFn = Callable[[TurnOutcome], float | None]
 
 def default_reward(outcome: TurnOutcome) -> float | None:
     """:class:`~tritongym.rewards.VerifiableReward` with its defaults; ``no_code`` earns its failure value."""
-    return VerifiableReward()(outcome.result if outcome.result is not None else {"verdict": NO_CODE})
+    return VerifiableReward()(outcome.result if outcome.result is not None else NO_CODE_OUTCOME)
 
 
 @dataclass(frozen=True)
