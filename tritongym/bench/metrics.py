@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from tritongym.agent.records import NO_CODE, TurnRecord
 from tritongym.evaluate.result import Category
+from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP
 from tritongym.rewards.outcome import category as outcome_category
 
 P_VALUES: tuple[float, ...] = (0.0, 1.0, 1.2, 1.5, 2.0, 3.0)
@@ -27,8 +28,6 @@ Convention = Literal["kernelbench", "drkernel"]
 CONVENTIONS: tuple[Convention, ...] = ("kernelbench", "drkernel")
 """``kernelbench``: correct and speedup > p; ``drkernel``: correct and speedup >= p."""
 
-IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
-"""The evaluator's finding for a speedup beyond the device's roofline: measured, but not trusted."""
 
 # Categories of an attempt's outcome: ``Verdict.category`` (docs/bench.md, "Categories").
 OK, FAILED, INCORRECT = Category.OK.value, Category.FAILED.value, Category.INCORRECT.value

@@ -32,7 +32,6 @@ from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem, TableColumns, load_problems
-from tritongym.rewards.outcome import trusted_speedup
 
 log = logging.getLogger(__name__)
 
@@ -240,13 +239,6 @@ class BenchOutcome:
     @property
     def unscored(self) -> int:
         return sum(1 for r in self.records if r.verdict == INFRASTRUCTURE)
-
-
-def is_fast(record: TurnRecord) -> bool:
-    if not record.result or not record.result.get("correct"):
-        return False
-    speedup = trusted_speedup(record.result)
-    return speedup is not None and speedup > 1.0
 
 
 def write_report(run_dir: Path) -> bool:
