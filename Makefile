@@ -1,15 +1,28 @@
 # Two entry points for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# CPU wheel of torch, pinned (a local file on the project's machines makes this fast).
-TORCH_PIN ?= torch==2.13.0
+# torch, pinned. Without an NVIDIA GPU the CPU build is installed explicitly (from PyTorch's CPU
+# index, or a local wheel that pip's find-links provide); with one, the default CUDA build.
+TORCH_VERSION ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: demo bench-demo test lint install clean
+.PHONY: demo bench-demo test lint install check-python clean
 
-$(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
+check-python:
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 11) else \
+		f"tritongym needs Python >= 3.11, but $(PYTHON) is {v.major}.{v.minor}: run make PYTHON=python3.11 (or newer)")'
+
+$(VENV)/.installed: pyproject.toml | check-python
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_PIN)"
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+		echo "NVIDIA GPU found: installing torch $(TORCH_VERSION) (CUDA build)"; \
+		$(PY) -m pip install -q "torch==$(TORCH_VERSION)"; \
+	else \
+		echo "No NVIDIA GPU found: installing the CPU build of torch $(TORCH_VERSION)"; \
+		$(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" --extra-index-url "$(TORCH_CPU_INDEX)"; \
+	fi
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tritongym.env import Env
 from tritongym.evaluate import EvalConfig, EvalResult, evaluate
 from tritongym.problems import Problem, find_problem
 
@@ -20,9 +21,15 @@ def small_problem(name: str) -> Problem:
     return find_problem(name).small()
 
 
-def run_candidate(candidate: str, problem: str = "vector_add", **config) -> EvalResult:
-    """Evaluate ``tests/candidates/<candidate>.py`` on a bundled problem at its small sizes."""
-    source = (CANDIDATES / f"{candidate}.py").read_text()
+def run_candidate(
+    candidate: str, problem: str = "vector_add", directory: Path = CANDIDATES, env: Env | None = None, **config
+) -> EvalResult:
+    """Evaluate ``<directory>/<candidate>.py`` (default: tests/candidates) on a bundled problem at its
+    small sizes, with the test settings of ``eval_config`` and ``config`` on top: in a sandbox of its
+    own, or through ``env`` (a warm pool, as RL uses)."""
+    source = (directory / f"{candidate}.py").read_text()
+    if env is not None:
+        return env.submit(small_problem(problem), source, eval_config(**config)).result()
     return evaluate(small_problem(problem), source, eval_config(**config))
 
 

@@ -1,12 +1,26 @@
-"""The command line: listing, single and batch evaluation, exit codes, JSON output."""
+"""The command line: listing, single and batch evaluation, exit codes, JSON output, refusals before work."""
 
+import io
 import json
+import logging
+import re
 import shutil
+import socket
+import sys
+from concurrent.futures import Future
+from dataclasses import dataclass, fields
 
+import pytest
+import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from helpers import CANDIDATES, DEVICE
-from tritongym.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, app
+from tritongym import cli
+from tritongym.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, app
+from tritongym.config_options import config_options, flag
+from tritongym.evaluate import EvalConfig, EvalResult, Finding, Verdict
+from tritongym.progress import ProgressReport
 
 runner = CliRunner()
 
@@ -17,14 +31,16 @@ def test_problems_list_shows_the_bundled_set():
     assert "13 problems from bundled" in result.output and "04_softmax" in result.output
 
 
-def test_eval_single_candidate_json_and_exit_codes():
+def test_eval_single_candidate_json_and_exit_codes(tmp_path):
     ok = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
-              "--device", DEVICE, "--json"],
+              "--device", DEVICE, "--json", "--out", str(tmp_path / "one.jsonl")],
     )  # fmt: skip
     assert ok.exit_code == EXIT_OK, ok.output
     payload = json.loads(ok.stdout.strip().splitlines()[-1])
     assert payload["verdict"] == "ok" and payload["problem"] == "01_vector_add"
+    (row,) = map(json.loads, (tmp_path / "one.jsonl").read_text().splitlines())
+    assert row == {"candidate": str(CANDIDATES / "correct.py"), **payload}
     bad = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "mismatch.py"), "--trials", "2",
               "--device", DEVICE],
@@ -42,29 +58,182 @@ def test_eval_usage_errors_exit_2_with_a_message(tmp_path):
         ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--size", "n=x"],
         ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--size", "m=3"],
         ["eval", "--candidate", str(tmp_path)],
+        ["eval", "--problem", "vector_add", "--candidate", str(tmp_path)],
+        ["eval", "--candidate", str(tmp_path / "missing.jsonl")],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--error-factor", "-1"],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--jobs", "0"],
+        ["eval", "--candidate", str(tmp_path), "--jobs", "-1"],
+        ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--out", str(tmp_path)],
+        ["eval", "--candidate", str(tmp_path), "--out", str(tmp_path / "missing" / "r.jsonl")],
+        ["demo", "--out", str(tmp_path / "missing" / "r.jsonl")],
     ]
     for args in cases:
         result = runner.invoke(app, [*args, "--device", DEVICE])
         assert result.exit_code == EXIT_USAGE, (args, result.output)
-        assert "error:" in result.output and "Traceback" not in result.output
+        assert "error:" in result.output or "Invalid value" in result.output, (args, result.output)
+        assert "Traceback" not in result.output and "evaluating" not in result.output
 
 
-def test_batch_over_a_directory_writes_jsonl(tmp_path):
+def test_messages_print_user_text_and_install_hints_verbatim(monkeypatch):
+    bracketed = runner.invoke(app, ["eval", "--problem", "[red]x", "--candidate", str(CANDIDATES / "correct.py")])
+    assert bracketed.exit_code == EXIT_USAGE and "no problem '[red]x'" in bracketed.output
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the ray extra were not installed
+    no_ray = runner.invoke(app, ["serve", "--backend", "ray", "--port", str(_free_port())])
+    assert no_ray.exit_code == EXIT_USAGE and "pip install 'tritongym[ray]'" in no_ray.output
+
+
+def _flat(output: str) -> str:
+    """Click's usage errors come in a box: the words without the frame and line breaks."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", output).split())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_refuses_bad_ports_databases_and_jobs_before_starting(tmp_path):
+    db = ["--db", str(tmp_path / "x.db")]
+    for args, phrase in [
+        (["--port", "99999", *db], "--port': Input should be less than or equal to 65535"),
+        (["--jobs", "0", *db], "--jobs': Input should be greater than or equal to 1"),
+        (["--db", str(tmp_path / "missing" / "x.db")], "does not exist; create it first"),
+        (["--backend", "slurm", *db], "--backend must be"),
+    ]:
+        result = runner.invoke(app, ["serve", *args])
+        assert result.exit_code == EXIT_USAGE and phrase in _flat(result.output), (args, result.output)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        busy = runner.invoke(app, ["serve", "--port", port, *db])
+    assert busy.exit_code == EXIT_USAGE and f"cannot listen on 127.0.0.1:{port}" in busy.output
+    assert "serving" not in busy.output and not (tmp_path / "x.db").exists()
+
+
+def test_every_eval_config_field_is_an_eval_option():
+    command = typer.main.get_command(app).commands["eval"]
+    options = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
+    assert {flag(f.name) for f in fields(EvalConfig)} <= options
+    assert {"--timeout", "--timing-budget", "--memory-limit-mb", "--atol", "--no-profile"} <= options
+
+
+def test_config_options_refuse_what_they_cannot_map():
+    @dataclass
+    class Odd:
+        shape: tuple = (1, 2)
+
+    with pytest.raises(TypeError, match="no command-line type"):
+        config_options(Odd, on_error=ValueError)
+
+    def clashes(trials: int = 1, *, config: EvalConfig) -> None: ...
+
+    with pytest.raises(TypeError, match=r"named like EvalConfig fields: \['trials'\]"):
+        config_options(EvalConfig, on_error=ValueError)(clashes)
+
+
+def test_results_table_keeps_problem_names_whole_and_shows_findings():
+    name = "83_Conv3d_GroupNorm_Min_Clamp_Dropout"
+    rows = [
+        ("s/a.py", EvalResult(name, Verdict.OK, "", trials=2, findings=[Finding("torch_compute", "conv3d x1")])),
+        ("s/b.py", EvalResult(name, Verdict.MISMATCH, "", trials=2)),
+        ("s/c.py", EvalResult("[red]01_vector_add", Verdict.OK, "", trials=2, trials_passed=2)),
+    ]
+    console = Console(width=80, file=io.StringIO())
+    console.print(cli._results_table(rows, "[bold]title[/bold]"))
+    text = console.file.getvalue()
+    assert name in text and "[red]01_vector_add" in text and "[bold]title[/bold]" in text
+    assert "torch" in text and "mismatch" in text and "a.py" in text and "2/2" in text
+    assert "speedup" not in text and "coverage" not in text  # nothing to say on the CPU
+
+
+def test_batch_over_a_directory_writes_jsonl(tmp_path, caplog):
     directory = tmp_path / "cands"
     directory.mkdir()
-    shutil.copy(CANDIDATES / "correct.py", directory / "01_vector_add.py")
+    token = CANDIDATES.parent / "adversarial/candidates/token_triton.py"  # correct, with a PyTorch-compute finding
+    shutil.copy(token, directory / "vector_add.py")  # a short name, as single mode accepts
     shutil.copy(CANDIDATES / "min_max_single_output.py", directory / "08_row_min_max.py")
     (directory / "not_a_problem.py").write_text("x = 1\n")
     out = tmp_path / "results.jsonl"
-    result = runner.invoke(
-        app, ["eval", "--candidate", str(directory), "--out", str(out), "--trials", "2", "--device", DEVICE]
-    )
+    with caplog.at_level(logging.INFO, logger="tritongym"):
+        result = runner.invoke(
+            app, ["eval", "--candidate", str(directory), "--out", str(out), "--trials", "2", "--device", DEVICE]
+        )
     assert result.exit_code == EXIT_FAILED, result.output
-    assert "1/2 correct" in result.output and "skipped" in result.output
+    assert "1/2 correct" in result.output and "skipped" in result.output and "findings" in result.output
     rows = {r["problem"]: r for r in map(json.loads, out.read_text().splitlines())}
-    assert rows["01_vector_add"]["verdict"] == "ok"
+    assert rows["01_vector_add"]["verdict"] == "ok" and rows["01_vector_add"]["findings"][0]["check"] == "torch_compute"
     assert rows["08_row_min_max"]["verdict"] == "wrong_shape"
     assert rows["08_row_min_max"]["candidate"].endswith("08_row_min_max.py")
+    assert "evaluating: 2/2" in caplog.text  # no terminal here: progress goes to the log
+
+
+def test_batch_of_jsonl_rows_prints_json_lines(tmp_path):
+    correct, mismatch = (CANDIDATES / "correct.py").read_text(), (CANDIDATES / "mismatch.py").read_text()
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"problem": "vector_add", "candidate": correct, "id": "a"}, {"problem": "01", "candidate": mismatch}]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = runner.invoke(app, ["eval", "--candidate", str(samples), "--json", "--trials", "2", "--device", DEVICE])
+    assert result.exit_code == EXIT_FAILED, result.output
+    printed = {r["candidate"]: r["verdict"] for r in map(json.loads, result.stdout.strip().splitlines())}
+    assert printed == {"a": "ok", "samples.jsonl:2": "mismatch"}
+    (samples.parent / "bad.jsonl").write_text('{"problem": "vector_add"}\n')
+    bad = runner.invoke(app, ["eval", "--candidate", str(samples.parent / "bad.jsonl")])
+    assert bad.exit_code == EXIT_USAGE and "bad.jsonl:1: expected" in _flat(bad.output)
+
+
+def test_one_problem_for_a_directory_of_samples(tmp_path):
+    shutil.copy(CANDIDATES / "correct.py", tmp_path / "sample_0.py")
+    shutil.copy(CANDIDATES / "mismatch.py", tmp_path / "sample_1.py")
+    args = ["eval", "--problem", "vector_add", "--candidate", str(tmp_path), "--trials", "2", "--device", DEVICE]
+    result = runner.invoke(app, args)
+    assert result.exit_code == EXIT_FAILED and "1/2 correct" in result.output, result.output
+    assert "sample_1.py" in result.output and "max abs error" in result.output
+
+
+class _FinishedPool:
+    """Stands in for the local pool: every submission is already evaluated."""
+
+    def __init__(self, *_):
+        pass
+
+    def submit(self, problem, candidate, config, priority=0):
+        future = Future()
+        future.set_result(EvalResult(problem.name, Verdict.OK, ""))
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+def test_ctrl_c_says_how_much_was_written(tmp_path, monkeypatch):
+    class InterruptedAfterOne(ProgressReport):
+        def advance(self, n=1):
+            super().advance(n)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_pool", _FinishedPool)
+    monkeypatch.setattr(cli, "ProgressReport", InterruptedAfterOne)
+    out = tmp_path / "partial.jsonl"
+    result = runner.invoke(app, ["demo", "--device", "cpu", "--out", str(out)])
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert f"interrupted: 1 of 13 results written to {out}" in result.output.replace("\n", "")
+    assert len(out.read_text().splitlines()) == 1
+
+
+def test_progress_is_logged_without_a_terminal(caplog):
+    with caplog.at_level(logging.INFO, logger="tritongym"):
+        with ProgressReport(3, "evaluating", Console(file=io.StringIO()), interval_s=0) as progress:
+            progress.advance()
+            progress.advance(2)
+        with ProgressReport(3, "quiet", Console(file=io.StringIO(), force_terminal=True)) as bar:
+            bar.advance(3)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "evaluating: 0/3" and lines[1].startswith("evaluating: 1/3, ") and "ETA" in lines[1]
+    assert lines[2].startswith("evaluating: 3/3, ") and "ETA" not in lines[2]
+    assert not any("quiet" in line for line in lines)  # a terminal gets the live bar instead
 
 
 def test_problems_list_of_a_table_with_custom_columns(tmp_path):
@@ -80,7 +249,8 @@ def test_problems_list_of_a_table_with_custom_columns(tmp_path):
 def test_guard_policies_from_the_command_line():
     token = CANDIDATES.parent / "adversarial/candidates/token_triton.py"
     base = ["eval", "--problem", "vector_add", "--candidate", str(token), "--trials", "2", "--device", DEVICE]
-    assert runner.invoke(app, base).exit_code == EXIT_OK
+    penalized = runner.invoke(app, base)
+    assert penalized.exit_code == EXIT_OK and "finding (torch_compute): " in penalized.output
     forbid = runner.invoke(app, [*base, "--torch-compute", "forbid"])
     assert forbid.exit_code == EXIT_FAILED and "hack_torch_compute" in forbid.output
     bad = runner.invoke(app, [*base, "--torch-compute", "sometimes"])

@@ -1,5 +1,7 @@
 import pytest
 
+from tritongym.env.local import PoolConfig
+from tritongym.env.ray_backend import RayConfig
 from tritongym.errors import ConfigError
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
 from tritongym.evaluate.result import ErrorStats, Finding, KernelShare, TimingStats
@@ -56,3 +58,32 @@ def test_result_round_trips_through_json_and_rejects_unknown_fields():
 def test_compiled_follows_the_verdict():
     assert Verdict.MISMATCH.compiled and Verdict.TIMEOUT.compiled
     assert not Verdict.COMPILE_ERROR.compiled and not Verdict.SYNTAX_ERROR.compiled
+
+
+def test_every_config_documents_its_fields_the_same_way():
+    from dataclasses import fields
+
+    from tritongym.config_doc import field_help
+    from tritongym.rl import PolicyLossConfig
+
+    service = pytest.importorskip("tritongym.env.service")
+    for cls in (EvalConfig, PoolConfig, RayConfig, service.ServiceConfig, PolicyLossConfig):
+        for f in fields(cls):
+            assert len(field_help(cls, f.name)) > 15, (cls.__name__, f.name)
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        field_help(PoolConfig, "nope")
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "message"),
+    [
+        (PoolConfig, {"sandboxes_per_device": 0}, "sandboxes_per_device must be at least 1"),
+        (PoolConfig, {"max_attempts": 0}, "max_attempts must be at least 1"),
+        (RayConfig, {"num_workers": -1}, "num_workers must be at least 1"),
+        (RayConfig, {"devices": "cuda:0"}, "on Ray"),
+    ],
+)
+def test_pool_settings_are_checked_and_config_errors_are_value_errors(cls, kwargs, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        cls(**kwargs)
+    assert isinstance(caught.value, ConfigError)

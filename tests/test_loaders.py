@@ -1,7 +1,5 @@
 import json
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tritongym.errors import ProblemError
@@ -13,7 +11,9 @@ from tritongym.problems import (
     load_file,
     load_problems,
     load_table,
+    match_problem,
 )
+from tritongym.problems.problem import Problem
 
 MINIMAL = "import torch\nclass Model(torch.nn.Module):\n    pass\n"
 
@@ -66,6 +66,8 @@ def test_jsonl_rows_become_problems_with_entry_points(tmp_path):
 
 
 def test_parquet_with_custom_columns(tmp_path):
+    pa = pytest.importorskip("pyarrow")  # the optional 'parquet' extra
+    pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path / "kb.parquet"
     pq.write_table(pa.Table.from_pylist([{"ref": MINIMAL, "cls": "Net"}]), path)
     (problem,) = load_table(path, TableColumns(source="ref", entry_point="cls", name=None, solution=None))
@@ -112,6 +114,20 @@ def test_find_problem_by_name_number_or_path(tmp_path):
     assert find_problem(str(path)).name == "mine"
     with pytest.raises(ProblemError, match="no problem 'nonsense'"):
         find_problem("nonsense")
+
+
+def test_match_problem_prefers_the_exact_name_then_short_forms():
+    def named(*names):
+        return [Problem(name=n, source=MINIMAL) for n in names]
+
+    problems = named("19_ReLU", "ReLU_2", "uuid-without-number", "2_Conv")
+    assert match_problem(problems, "ReLU").name == "19_ReLU"
+    assert match_problem(problems, "19").name == "19_ReLU"
+    assert match_problem(problems, "ReLU_2").name == "ReLU_2"  # not read as number 'ReLU'
+    assert match_problem(problems, "uuid-without-number").name == "uuid-without-number"
+    assert match_problem(problems, "2").name == "2_Conv"
+    assert match_problem(problems, "Conv2") is None
+    assert match_problem(named("ReLU", "19_ReLU"), "ReLU").name == "ReLU"  # the exact name wins
 
 
 def test_load_problems_dispatches_on_source(tmp_path):

@@ -1,35 +1,41 @@
 """tritongym: evaluate LLM-written Triton kernels against PyTorch references.
 
 Exit codes of ``eval`` and ``demo``: 0 every candidate is correct; 1 at least one candidate is not
-(its verdict says why); 2 bad usage or input (a missing file, an unknown problem, a bad option);
-3 at least one evaluation hit an infrastructure error (not the candidate's fault).
+(its verdict says why); 2 bad usage or input (a missing file, an unknown problem, a bad option),
+found before any evaluation starts; 3 at least one evaluation hit an infrastructure error (not the
+candidate's fault); 130 interrupted (Ctrl-C), after saying how many results were written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import socket
 import sys
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 from rich.table import Table
 
 from tritongym.bench.cli import bench as bench_command
 from tritongym.bench.cli import report as report_command
+from tritongym.config_options import config_options
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.errors import ConfigError, TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
-from tritongym.problems import Problem, TableColumns, find_problem, load_problems
+from tritongym.problems import Problem, TableColumns, find_problem, load_problems, match_problem
 from tritongym.problems.sizes import parse_size_overrides
+from tritongym.progress import ProgressReport
 from tritongym.train.cli import register as register_training
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True)
@@ -41,9 +47,28 @@ err = Console(stderr=True)
 _VERDICT_STYLE = {Verdict.OK: "green", Verdict.INFRASTRUCTURE_ERROR: "magenta"}
 
 
+@app.callback()
+def _logging() -> None:
+    """Log lines (progress without a terminal, warnings) go to stderr."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("tritongym").setLevel(logging.INFO)
+
+
 def _fail_usage(message: str) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}")
+    err.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(EXIT_USAGE)
+
+
+def _check_output(path: Path | None, option: str = "--out") -> None:
+    """Refuse an output file that cannot be written before any work starts."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise _fail_usage(f"{option} {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise _fail_usage(f"{option} {path}: the directory {path.parent} does not exist; create it first")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise _fail_usage(f"{option} {path}: not writable")
 
 
 def _parse_sizes(sizes: list[str]) -> dict[str, int]:
@@ -82,23 +107,60 @@ def _exit_code(results: list[EvalResult]) -> int:
     return EXIT_OK if all(r.verdict is Verdict.OK for r in results) else EXIT_FAILED
 
 
-def _results_table(results: list[EvalResult], title: str) -> Table:
-    table = Table(title=title)
-    for column in ("problem", "verdict", "trials", "max abs err", "speedup", "coverage", "seconds"):
-        table.add_column(column)
-    for r in sorted(results, key=lambda r: r.problem):
+def _findings(result: EvalResult) -> str:
+    return ", ".join(dict.fromkeys(f.check for f in result.findings)) or "-"
+
+
+def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
+    """One row per result. Problem names are never cut (they are what the reader looks up); columns
+    with nothing to say (speedup on the CPU, candidate when each problem has one) are left out."""
+    columns = ["problem", "candidate", "verdict", "findings", "trials", "max abs err", "speedup", "coverage", "seconds"]
+    cells = []
+    for label, r in sorted(rows, key=lambda row: (row[1].problem, row[0])):
         style = _VERDICT_STYLE.get(r.verdict, "red")
         seconds = r.stage_seconds.get("sandbox_wall")
-        table.add_row(
-            r.problem,
+        cells.append([
+            escape(r.problem),
+            escape(Path(label).name if label.endswith(".py") else label),
             f"[{style}]{r.verdict.value}[/{style}]",
+            escape(_findings(r)),
             f"{r.trials_passed}/{r.trials}" if r.trials else "-",
             f"{r.errors.max_abs_error:.2e}" if r.errors else "-",
             f"{r.speedup:.2f}x" if r.speedup is not None else "-",
             f"{r.coverage:.2f}" if r.coverage is not None else "-",
             f"{seconds:.1f}" if seconds is not None else "-",
-        )
+        ])  # fmt: skip
+    one_per_problem = len({r.problem for _, r in rows}) == len(rows)
+    keep = [
+        i for i, name in enumerate(columns)
+        if i in (0, 2) or not ((name == "candidate" and one_per_problem) or all(row[i] == "-" for row in cells))
+    ]  # fmt: skip
+    table = Table(title=escape(title))
+    words = {  # whole words, never cut or folded: the problem and the verdict
+        0: max((len(r.problem) for _, r in rows), default=7),
+        2: max((len(r.verdict.value) for _, r in rows), default=7),
+    }
+    for i in keep:
+        table.add_column(columns[i], min_width=words.get(i), no_wrap=i in words, overflow="fold")
+    for row in cells:
+        table.add_row(*(row[i] for i in keep))
     return table
+
+
+def _print_result(result: EvalResult, label: str | None = None) -> None:
+    """Verdict, findings and feedback of one result, as text (user text is never read as markup)."""
+    style = _VERDICT_STYLE.get(result.verdict, "red")
+    where = f"  ({escape(label)})" if label else ""
+    out.print(f"[bold {style}]{result.verdict.value}[/bold {style}]  [bold]{escape(result.problem)}[/bold]{where}")
+    for finding in result.findings:
+        out.print(f"  finding ({finding.check}): {finding.message}", markup=False, highlight=False)
+    if result.verdict is not Verdict.OK or not result.findings:
+        out.print(result.feedback, markup=False, highlight=False)
+
+
+def _row(label: str, result: EvalResult) -> str:
+    """One line of the results JSONL (docs/results.md): the candidate's label, then the EvalResult."""
+    return json.dumps({"candidate": label, **result.to_dict()})
 
 
 def _pool(config: EvalConfig, jobs: int | None) -> LocalEnv:
@@ -107,65 +169,53 @@ def _pool(config: EvalConfig, jobs: int | None) -> LocalEnv:
     return LocalEnv(PoolConfig(devices=config.device, sandboxes_per_device=jobs))
 
 
-def _run_batch(tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str) -> int:
+def _run_batch(
+    tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str, as_json: bool = False
+) -> int:
     rows: list[tuple[str, EvalResult]] = []
     sink = out_path.open("w", encoding="utf-8") if out_path else None
     try:
-        with _pool(config, jobs) as env, Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=err, transient=True,
-        ) as progress:  # fmt: skip
-            bar = progress.add_task("evaluating", total=len(tasks))
-            for task, result in env.evaluate_many(tasks, config):
-                rows.append((task.label, result))
-                if sink:
-                    sink.write(json.dumps({"candidate": task.label, **result.to_dict()}) + "\n")
-                    sink.flush()
-                progress.advance(bar)
+        with _pool(config, jobs) as env, ProgressReport(len(tasks), "evaluating", err) as progress:
+            futures = {env.submit(t.problem, t.candidate, config, priority=t.priority): t for t in tasks}
+            try:
+                for future in as_completed(futures):
+                    label, result = futures[future].label, future.result()
+                    rows.append((label, result))
+                    if sink:
+                        sink.write(_row(label, result) + "\n")
+                        sink.flush()
+                    if as_json:
+                        print(_row(label, result), flush=True)
+                    progress.advance()
+            except KeyboardInterrupt:
+                for future in futures:
+                    future.cancel()  # what has not started; the pool finishes what is running
+                raise
+    except KeyboardInterrupt:
+        where = f" written to {out_path}" if out_path else " (no --out: nothing written)"
+        err.print(f"[yellow]interrupted: {len(rows)} of {len(tasks)} results{escape(where)}[/yellow]")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         if sink:
             sink.close()
     results = [r for _, r in rows]
-    out.print(_results_table(results, title))
-    for label, r in sorted(rows, key=lambda row: row[1].problem):
-        if r.verdict is not Verdict.OK:
-            out.print(f"[bold]{r.problem}[/bold] ({label}): ", end="")
-            out.print(r.feedback, markup=False, highlight=False)
     passed = sum(r.verdict is Verdict.OK for r in results)
-    out.print(f"{passed}/{len(results)} correct" + (f"; results written to {out_path}" if out_path else ""))
+    summary = f"{passed}/{len(results)} correct" + (f"; results written to {out_path}" if out_path else "")
+    if as_json:
+        err.print(escape(summary))
+        return _exit_code(results)
+    out.print(_results_table(rows, title))
+    for label, r in sorted(rows, key=lambda row: (row[1].problem, row[0])):
+        if r.verdict is not Verdict.OK:
+            out.print(f"[bold]{escape(r.problem)}[/bold] ({escape(label)}): ", end="")
+            out.print(r.feedback, markup=False, highlight=False)
+    out.print(escape(summary))
     return _exit_code(results)
 
 
-def _config(trials, tolerance, timeout, device, memory_limit_mb, **guards) -> EvalConfig:
-    try:
-        return EvalConfig(
-            trials=trials,
-            tolerance=tolerance,
-            timeout_s=timeout,
-            device=device,
-            memory_limit_mb=memory_limit_mb,
-            **guards,
-        )
-    except TritonGymError as exc:
-        raise _fail_usage(str(exc)) from None
-
-
-TrialsOpt = Annotated[int, typer.Option(help=EvalConfig.help("trials"))]
-ToleranceOpt = Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))]
-DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
-MemoryOpt = Annotated[int, typer.Option("--memory-limit-mb", help=EvalConfig.help("memory_limit_mb"))]
-TorchComputeOpt = Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))]
-TimingOpt = Annotated[bool, typer.Option("--timing/--no-timing", help=EvalConfig.help("timing"))]
-BaselineOpt = Annotated[str, typer.Option(help=EvalConfig.help("baseline"))]
-TimingBudgetOpt = Annotated[float, typer.Option("--timing-budget", help=EvalConfig.help("timing_budget_s"))]
-ProfileOpt = Annotated[bool, typer.Option("--profile/--no-profile", help=EvalConfig.help("profile"))]
-StaticChecksOpt = Annotated[
-    bool, typer.Option("--static-checks/--no-static-checks", help=EvalConfig.help("static_checks"))
-]
 JobsOpt = Annotated[
     int | None,
-    typer.Option(help="Warm sandboxes: on the CPU in all (default: the cores), on GPUs per GPU (default 1)."),
+    typer.Option(min=1, help="Warm sandboxes: on the CPU in all (default: the cores), on GPUs per GPU (default 1)."),
 ]
 SmallOpt = Annotated[
     bool | None,
@@ -187,6 +237,7 @@ SizeOpt = Annotated[
         "--size", help="Override a size constant, NAME=INTEGER or NAME[INDEX]=INTEGER for a shape tuple (repeatable)."
     ),
 ]
+DeviceOpt = Annotated[str, typer.Option(help=EvalConfig.help("device"))]
 
 
 @problems_app.command("list")
@@ -203,71 +254,61 @@ def problems_list(
         problems = load_problems(source, TableColumns(source=source_column, entry_point=entry_point_column))
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
-    table = Table(title=f"{len(problems)} problems from {source}")
+    table = Table(title=escape(f"{len(problems)} problems from {source}"))
     for column in ("name", "class", "level", "tags", "sizes"):
         table.add_column(column, overflow="fold")
     for p in problems:
         try:
-            sizes = ", ".join(f"{k}={v}" for k, v in p.sizes.items())
+            sizes = escape(", ".join(f"{k}={v}" for k, v in p.sizes.items()))
         except TritonGymError:
             sizes = "[red]does not parse[/red]"
-        table.add_row(p.name, p.entry_point, str(p.level or "-"), ", ".join(p.tags), sizes)
+        table.add_row(escape(p.name), escape(p.entry_point), str(p.level or "-"), escape(", ".join(p.tags)), sizes)
     out.print(table)
 
 
 @app.command("eval")
+@config_options(EvalConfig, on_error=_fail_usage)
 def eval_command(
     candidate: Annotated[
-        Path, typer.Option(help="A solution .py file, or a directory of <problem name>.py solutions (batch).")
+        Path,
+        typer.Option(
+            help="A solution .py file; a directory of .py solutions (batch: each named after its problem, or "
+            "all for --problem); or a .jsonl file of {problem, candidate[, id]} rows (batch; the candidate "
+            "is the source text)."
+        ),
     ],
-    problem: Annotated[str | None, typer.Option(help="A problem .py file or bundled name (single candidate).")] = None,
+    problem: Annotated[
+        str | None,
+        typer.Option(help="A problem .py file or bundled name; with a directory, the problem of every file in it."),
+    ] = None,
     problems: Annotated[
-        str, typer.Option(help="Problem source matched by file name in batch mode (see 'problems list').")
+        str, typer.Option(help="Problem source that batch mode looks names up in (see 'problems list').")
     ] = "bundled",
-    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON (single candidate).")] = False,
-    out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL (batch).")] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print results as JSON: one object, or one line per candidate (batch).")
+    ] = False,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Also write the results as JSONL.")] = None,
     small: SmallOpt = None,
     size: SizeOpt = None,
-    trials: TrialsOpt = 5,
-    tolerance: ToleranceOpt = "float64",
-    timeout: TimeoutOpt = 180.0,
-    device: DeviceOpt = "auto",
-    memory_limit_mb: MemoryOpt = 8192,
     jobs: JobsOpt = None,
     source_column: SourceColumnOpt = TableColumns.source,
     entry_point_column: EntryPointColumnOpt = "entry_point",
-    torch_compute: TorchComputeOpt = "penalize",
-    static_checks: StaticChecksOpt = True,
-    timing: TimingOpt = True,
-    baseline: BaselineOpt = "eager",
-    timing_budget: TimingBudgetOpt = 10.0,
-    profile: ProfileOpt = True,
+    *,
+    config: EvalConfig,
 ) -> None:
-    """Evaluate a candidate solution (or a directory of them): correctness, the guards, and on a GPU
-    the speedup over the reference and the profiling coverage."""
-    config = _config(
-        trials,
-        tolerance,
-        timeout,
-        device,
-        memory_limit_mb,
-        torch_compute=torch_compute,
-        static_checks=static_checks,
-        timing=timing,
-        baseline=baseline,
-        timing_budget_s=timing_budget,
-        profile=profile,
-    )
+    """Evaluate a candidate solution (or many): correctness, the guards, and on a GPU the speedup over
+    the reference and the profiling coverage."""
     sizes = _parse_sizes(size or [])
+    _check_output(out_path)
     try:
         _, small_default = _announce_device(config)
         small = small_default if small is None else small
-        if candidate.is_dir():
-            columns = TableColumns(source=source_column, entry_point=entry_point_column)
-            tasks = _batch_tasks(candidate, problems, columns, small, sizes)
+        columns = TableColumns(source=source_column, entry_point=entry_point_column)
+        if candidate.is_dir() or candidate.suffix == ".jsonl":
+            tasks = _batch_tasks(candidate, problem, problems, columns, small, sizes)
             _announce_sizes([t.problem for t in tasks])
-            code = _run_batch(tasks, config, jobs, out_path, f"{len(tasks)} candidates from {candidate}")
-            raise typer.Exit(code)
+            title = f"{len(tasks)} candidates from {candidate}"
+            raise typer.Exit(_run_batch(tasks, config, jobs, out_path, title, as_json=json_output))
         if problem is None:
             raise _fail_usage("--problem is required when --candidate is a file")
         if not candidate.is_file():
@@ -277,24 +318,69 @@ def eval_command(
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
     result = evaluate(task.problem, task.candidate, config)
+    if out_path:
+        out_path.write_text(_row(task.label, result) + "\n", encoding="utf-8")
     if json_output:
         print(result.to_json())
     else:
-        style = _VERDICT_STYLE.get(result.verdict, "red")
-        out.print(f"[bold {style}]{result.verdict.value}[/bold {style}]  {result.problem}")
-        out.print(result.feedback, markup=False, highlight=False)
+        _print_result(result)
     raise typer.Exit(_exit_code([result]))
 
 
-def _batch_tasks(directory: Path, source: str, columns: TableColumns, small: bool, sizes: dict[str, int]) -> list[Task]:
-    by_name = {p.name: p for p in load_problems(source, columns)}
-    files = sorted(directory.glob("*.py"))
-    unmatched = [f.name for f in files if f.stem not in by_name]
-    if unmatched:
-        err.print(f"[yellow]skipped (no problem of that name in {source}): {', '.join(unmatched)}[/yellow]")
-    tasks = [Task(_prepare(by_name[f.stem], small, sizes), f.read_bytes(), str(f)) for f in files if f.stem in by_name]
+def _batch_tasks(
+    candidate: Path, problem: str | None, source: str, columns: TableColumns, small: bool, sizes: dict[str, int]
+) -> list[Task]:
+    """The tasks of batch mode: a .jsonl of rows, a directory for one --problem, or a directory of
+    <problem name>.py files (short names such as 'softmax' count)."""
+    if candidate.suffix == ".jsonl":
+        if problem is not None:
+            raise TritonGymError("--problem does not apply to a .jsonl of candidates: each row names its problem")
+        return _jsonl_tasks(candidate, load_problems(source, columns), small, sizes)
+    files = sorted(candidate.glob("*.py"))
+    if problem is not None:
+        target = _prepare(find_problem(problem), small, sizes)
+        tasks = [Task(target, f.read_bytes(), str(f)) for f in files]
+    else:
+        available = load_problems(source, columns)
+        matched = [(f, match_problem(available, f.stem)) for f in files]
+        unmatched = [f.name for f, p in matched if p is None]
+        if unmatched:
+            skipped = f"skipped (no problem of that name in {source}): {', '.join(unmatched)}"
+            err.print(f"[yellow]{escape(skipped)}[/yellow]")
+        tasks = [Task(_prepare(p, small, sizes), f.read_bytes(), str(f)) for f, p in matched if p is not None]
     if not tasks:
-        raise TritonGymError(f"{directory}: no <problem name>.py file matches a problem of {source}")
+        wanted = "a .py file" if problem else f"a <problem name>.py file matching a problem of {source}"
+        raise TritonGymError(f"{candidate}: no {wanted}")
+    return tasks
+
+
+def _jsonl_tasks(path: Path, available: list[Problem], small: bool, sizes: dict[str, int]) -> list[Task]:
+    if not path.is_file():
+        raise TritonGymError(f"{path}: no such file")
+    prepared: dict[str, Problem] = {}
+    tasks = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TritonGymError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("problem"), str)
+            or not isinstance(row.get("candidate"), str)
+        ):
+            raise TritonGymError(f'{path}:{number}: expected {{"problem": NAME, "candidate": SOURCE}} with strings')
+        name = row["problem"]
+        if name not in prepared:
+            found = match_problem(available, name)
+            if found is None:
+                raise TritonGymError(f"{path}:{number}: no problem {name!r} in the problem source (see --problems)")
+            prepared[name] = _prepare(found, small, sizes)
+        tasks.append(Task(prepared[name], row["candidate"], str(row.get("id", f"{path.name}:{number}"))))
+    if not tasks:
+        raise TritonGymError(f"{path}: no rows")
     return tasks
 
 
@@ -305,8 +391,9 @@ def demo(
     out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL.")] = None,
 ) -> None:
     """Evaluate the bundled reference solutions on the bundled problems and print a table."""
-    config = _config(5, "float64", 180.0, device, 8192)
+    _check_output(out_path)
     try:
+        config = EvalConfig(device=device)
         resolved, small = _announce_device(config)
         problems = load_problems("bundled")
     except TritonGymError as exc:
@@ -321,16 +408,25 @@ app.command("report")(report_command)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """The service's listening socket, bound before anything starts (a taken port fails at once)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, reuse_port=False)
+    except OSError as exc:
+        raise _fail_usage(f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port or --host") from None
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to bind; beyond loopback a token is required.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
     db: Annotated[Path, typer.Option(help="SQLite file holding tasks and results (created if missing).")] = Path(
         "tritongym.db"
     ),
     devices: Annotated[str, typer.Option(help="'auto', 'cpu', 'cuda' (every GPU) or 'cuda:0,2'.")] = "auto",
     jobs: JobsOpt = None,
-    max_body_mb: Annotated[int, typer.Option(help="Largest request body accepted, in MiB.")] = 16,
+    max_body_mb: Annotated[int, typer.Option(min=1, help="Largest request body accepted, in MiB.")] = 16,
     backend: Annotated[str, typer.Option(help="'local' (this host) or 'ray' (a Ray cluster).")] = "local",
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster to join ('auto' for the one `ray start` made); default: local.")
@@ -347,25 +443,32 @@ def serve(
     token = os.environ.get("TRITONGYM_TOKEN") or None
     if host not in LOOPBACK and token is None:
         raise _fail_usage(f"binding {host} beyond loopback requires a bearer token in $TRITONGYM_TOKEN")
+    if backend not in ("local", "ray"):
+        raise _fail_usage(f"--backend must be 'local' or 'ray', not {backend!r}")
+    _check_output(db, "--db")
+    listener = _bind(host, port)
     try:
         if backend == "local":
             env = LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=jobs))
-        elif backend == "ray":
+        else:
             from tritongym.env.ray_backend import RayEnv
 
             env = RayEnv(address=ray_address, devices=devices, num_workers=jobs)
-        else:
-            raise _fail_usage(f"--backend must be 'local' or 'ray', not {backend!r}")
     except ImportError:
+        listener.close()
         raise _fail_usage("the Ray backend needs its extra: pip install 'tritongym[ray]'") from None
     except TritonGymError as exc:
+        listener.close()
         raise _fail_usage(str(exc)) from None
     store = TaskStore(db)
     try:
         service = create_app(env, store, ServiceConfig(token=token, max_body_bytes=max_body_mb << 20))
-        err.print(f"serving {env.slots} sandbox(es) ({backend}, {env.device}) at http://{host}:{port}; tasks in {db}")
-        uvicorn.run(service, host=host, port=port, log_level="warning")
+        err.print(
+            escape(f"serving {env.slots} sandbox(es) ({backend}, {env.device}) at http://{host}:{port}; tasks in {db}")
+        )
+        uvicorn.Server(uvicorn.Config(service, log_level="warning")).run(sockets=[listener])
     finally:
+        listener.close()
         env.close()
         store.close()
 

@@ -13,8 +13,8 @@ class ProblemError(TritonGymError):
     """A problem could not be loaded or is malformed (say which file or row, and why)."""
 
 
-class ConfigError(TritonGymError):
-    """An option or configuration value is invalid."""
+class ConfigError(TritonGymError, ValueError):
+    """An option or configuration value is invalid (also a ValueError, as callers of any library expect)."""
 
 
 class SandboxError(TritonGymError):
@@ -23,3 +23,7 @@ class SandboxError(TritonGymError):
 
 class PolicyError(TritonGymError):
     """The model server cannot be used (unreachable, refused the key, unknown model): no retry helps."""
+
+
+class ServiceError(TritonGymError):
+    """The evaluation service could not be reached, or refused a request (the message says what to do)."""

@@ -23,18 +23,22 @@ def candidate(name: str) -> str:
     return (CANDIDATES / f"{name}.py").read_text()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def env():
+    """One warm sandbox for the module: every test leaves it serving (that is what the pool promises),
+    and counts of sandbox starts are compared with the count before the test."""
     with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as pool:
+        pool.fingerprint()  # waits until the sandbox is warm
         yield pool
 
 
 def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
+    starts = env.sandbox_starts
     tasks = [Task(p.small(), p.solution, p.name) for p in __import__("tritongym").problems.load_bundled()]
     results = dict((t.label, r) for t, r in env.evaluate_many(tasks, CONFIG))
     assert len(results) == len(tasks) and all(r.verdict is Verdict.OK for r in results.values())
     assert all(not r.findings for r in results.values())
-    assert env.sandbox_starts == [1]
+    assert env.sandbox_starts == starts
     assert env.fingerprint()["versions"]["torch"]
 
 
@@ -48,13 +52,13 @@ def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
     ],
 )
 def test_a_tainting_candidate_is_judged_and_its_sandbox_replaced(env, name, verdict, reason):
-    problem = small_problem("vector_add")
+    problem, starts = small_problem("vector_add"), env.sandbox_starts[0]
     result = env.submit(problem, candidate(name), RUNTIME_CONFIG).result()
     assert result.verdict is verdict and reason in result.feedback
     assert [f.check for f in result.findings] == ["sandbox"] and reason in result.findings[0].message
     after = env.submit(problem, CORRECT, CONFIG).result()
     assert after.verdict is Verdict.OK and not after.findings
-    assert env.sandbox_starts == [2]
+    assert env.sandbox_starts == [starts + 1]
 
 
 @pytest.mark.parametrize(("name", "verdict"), [("segfault", Verdict.CRASH), ("memory_bomb", Verdict.OUT_OF_MEMORY)])
@@ -86,6 +90,16 @@ def test_higher_priority_runs_first(env):
     assert finished == ["high", "low"]
 
 
+def test_evaluate_batch_returns_results_in_input_order(env):
+    problem = small_problem("vector_add")
+    sources = [candidate("mismatch"), CORRECT, candidate("mismatch"), CORRECT]
+    # Priorities reorder execution (9 first, then 5, 1, 0); the results still follow the input.
+    tasks = [Task(problem, s, str(i), priority=p) for i, (s, p) in enumerate(zip(sources, [0, 5, 1, 9], strict=True))]
+    results = env.evaluate_batch(tasks, CONFIG)
+    assert [r.verdict for r in results] == [Verdict.MISMATCH, Verdict.OK, Verdict.MISMATCH, Verdict.OK]
+    assert env.evaluate_batch([], CONFIG) == []
+
+
 def _sleeper(pid_file: Path) -> str:
     return CORRECT.replace(
         "class ModelNew(nn.Module):",
@@ -100,7 +114,7 @@ def _sleeper(pid_file: Path) -> str:
 
 
 def test_a_sandbox_killed_from_outside_mid_task_is_retried_and_nothing_is_lost(env):
-    pid_file = Path(tempfile.mkdtemp()) / "pids"
+    pid_file, starts = Path(tempfile.mkdtemp()) / "pids", env.sandbox_starts[0]
     future = env.submit(small_problem("vector_add"), _sleeper(pid_file), RUNTIME_CONFIG)
     deadline = time.monotonic() + 30
     while not pid_file.exists() and time.monotonic() < deadline:
@@ -109,7 +123,7 @@ def test_a_sandbox_killed_from_outside_mid_task_is_retried_and_nothing_is_lost(e
     result = future.result(timeout=60)
     assert result.verdict is Verdict.OK
     assert len(pid_file.read_text().split()) == 2  # the second attempt ran in a fresh process
-    assert env.sandbox_starts == [2]
+    assert env.sandbox_starts == [starts + 1]
 
 
 def test_a_task_lost_every_time_becomes_an_infrastructure_error():

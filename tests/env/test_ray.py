@@ -34,6 +34,8 @@ def test_results_stream_back_from_actors(env):
     results = {t.label: r.verdict for t, r in env.evaluate_many(tasks, CONFIG)}
     assert results == {str(i): Verdict.OK if i % 2 else Verdict.MISMATCH for i in range(6)}
     assert env.fingerprint()["versions"]["torch"] and env.slots == 2
+    ordered = env.evaluate_batch([Task(PROBLEM, MISMATCH), Task(PROBLEM, CORRECT), Task(PROBLEM, MISMATCH)], CONFIG)
+    assert [r.verdict for r in ordered] == [Verdict.MISMATCH, Verdict.OK, Verdict.MISMATCH]
 
 
 def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):

@@ -9,12 +9,15 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import httpx
+import pytest
 
 from helpers import CANDIDATES, small_problem
 from tritongym.env import Task
 from tritongym.env.client import HttpEnv
+from tritongym.errors import ConfigError, ServiceError
 from tritongym.evaluate import EvalConfig, Verdict
 
 PROBLEM = small_problem("vector_add")
@@ -64,6 +67,16 @@ def test_http_env_evaluates_like_a_local_env(tmp_path):
         assert results["bad"].verdict is Verdict.MISMATCH
         assert results["empty"].verdict is Verdict.INVALID_SOURCE
         assert env.submit(PROBLEM, CORRECT, CONFIG, timeout_s=30).result(timeout=60).verdict is Verdict.OK
+        batch = env.evaluate_batch([Task(PROBLEM, MISMATCH), Task(PROBLEM, CORRECT), Task(PROBLEM, MISMATCH)], CONFIG)
+        assert [r.verdict for r in batch] == [Verdict.MISMATCH, Verdict.OK, Verdict.MISMATCH]
+        with pytest.raises(ConfigError, match="refused the request"):
+            env.submit(replace(PROBLEM, entry_point="not a class"), CORRECT, CONFIG)
+
+
+def test_http_env_says_what_to_do_when_the_service_is_unreachable():
+    unreachable = pytest.raises(ServiceError, match=r"cannot reach the tritongym service.*`tritongym serve`")
+    with HttpEnv(f"http://127.0.0.1:{free_port()}") as env, unreachable:
+        env.submit(PROBLEM, CORRECT, CONFIG)
 
 
 def test_concurrent_clients_all_get_correct_results(tmp_path):
@@ -133,11 +146,14 @@ def test_token_from_the_environment(tmp_path):
     token = "s3cret"
     with server(tmp_path / "db.sqlite", env={"TRITONGYM_TOKEN": token}) as (url, _):
         assert httpx.post(f"{url}/v1/tasks", json={"tasks": []}).status_code == 401
+        with HttpEnv(url, token="wrong") as env, pytest.raises(ServiceError, match=r"HttpEnv\(url, token=...\)"):
+            env.submit(PROBLEM, CORRECT, CONFIG)
         with HttpEnv(url, token=token) as env:
             assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=60).verdict is Verdict.OK
 
 
 def test_service_on_the_ray_backend(tmp_path):
+    pytest.importorskip("ray")
     with server(tmp_path / "db.sqlite", args=["--backend", "ray"]) as (url, _), HttpEnv(url) as env:
         assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=120).verdict is Verdict.OK
         assert env.submit(PROBLEM, MISMATCH, CONFIG).result(timeout=120).verdict is Verdict.MISMATCH

@@ -1,6 +1,7 @@
 """The HTTP service in-process: results, cache, bad requests, auth, metrics, export."""
 
 import json
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -127,3 +128,17 @@ def test_metrics_export_and_openapi(pool, tmp_path):
         paths = client.get("/openapi.json").json()["paths"]
         assert {"/v1/tasks", "/v1/tasks/{task_id}", "/v1/tasks/query", "/healthz", "/metrics"} <= set(paths)
         assert store.counts() == {"queued": 0, "running": 0, "done": 2}
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_api_pages_load_their_assets_from_the_service(pool, tmp_path, page):
+    """Air-gapped clusters: every script and stylesheet of the API pages is served locally."""
+    client, _ = make_client(pool, tmp_path)
+    with client:
+        html = client.get(page).text
+        assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', html)
+        assert assets and all(a.startswith("/docs-assets/") for a in assets), assets
+        assert "cdn" not in html and "fonts.googleapis" not in html
+        for asset in assets:
+            response = client.get(asset)
+            assert response.status_code == 200 and len(response.content) > 10_000, asset

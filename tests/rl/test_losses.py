@@ -11,7 +11,11 @@ def _loss(ratio, advantage, **config):
     old = torch.zeros(1, 1)
     logp = torch.log(T([[ratio]])).requires_grad_(True)
     loss, metrics = policy_loss(
-        logp, old, T([advantage]), torch.ones(1, 1, dtype=torch.bool), PolicyLossConfig(**config)
+        logp=logp,
+        old_logp=old,
+        advantages=T([advantage]),
+        token_mask=torch.ones(1, 1, dtype=torch.bool),
+        config=PolicyLossConfig(**config),
     )
     loss.backward()
     return float(loss.detach()), float(logp.grad), metrics
@@ -64,19 +68,23 @@ def test_kl_and_entropy_terms_and_their_requirements():
     logp = torch.zeros(1, 2)
     mask = torch.ones(1, 2, dtype=torch.bool)
     config = PolicyLossConfig(kl_coef=0.5, kl_estimator="k1", entropy_coef=0.1)
-    loss, metrics = policy_loss(logp, logp, T([0.0]), mask, config, ref_logp=T([[-1.0, -1.0]]), entropy=T([[2.0, 2.0]]))
+    common = {"logp": logp, "old_logp": logp, "advantages": T([0.0]), "token_mask": mask}
+    loss, metrics = policy_loss(**common, config=config, ref_logp=T([[-1.0, -1.0]]), entropy=T([[2.0, 2.0]]))
     assert float(loss) == pytest.approx(0.5 * 1.0 - 0.1 * 2.0)
     assert metrics["kl"] == pytest.approx(1.0) and metrics["entropy"] == pytest.approx(2.0)
     with pytest.raises(ConfigError, match="needs ref_logp"):
-        policy_loss(logp, logp, T([0.0]), mask, PolicyLossConfig(kl_coef=0.1))
+        policy_loss(**common, config=PolicyLossConfig(kl_coef=0.1))
     with pytest.raises(ConfigError, match="per-token entropy"):
-        policy_loss(logp, logp, T([0.0]), mask, PolicyLossConfig(entropy_coef=0.1))
+        policy_loss(**common, config=PolicyLossConfig(entropy_coef=0.1))
 
 
 def test_padding_and_weights():
     logp = torch.zeros(2, 2, requires_grad=True)
     mask = T([[True, False], [True, True]])
-    loss, _ = policy_loss(logp, torch.zeros(2, 2), T([1.0, 2.0]), mask, weights=T([[1.0, 1.0], [0.0, 1.0]]))
+    loss, _ = policy_loss(
+        logp=logp, old_logp=torch.zeros(2, 2), advantages=T([1.0, 2.0]), token_mask=mask,
+        weights=T([[1.0, 1.0], [0.0, 1.0]]),
+    )  # fmt: skip
     loss.backward()
     assert float(loss.detach()) == pytest.approx(-(1 + 0 + 2) / 3)
     torch.testing.assert_close(logp.grad, T([[-1 / 3, 0.0], [0.0, -2 / 3]]))
@@ -88,3 +96,10 @@ def test_padding_and_weights():
 def test_bad_config(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         PolicyLossConfig(**kwargs)
+
+
+def test_log_probabilities_are_keyword_only():
+    """verl passes old_logp first; positional arguments would silently swap the ratio."""
+    logp = torch.zeros(1, 1)
+    with pytest.raises(TypeError):
+        policy_loss(logp, logp, T([1.0]), torch.ones(1, 1, dtype=torch.bool))  # type: ignore[misc]

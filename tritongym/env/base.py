@@ -47,6 +47,10 @@ class Env(Protocol):
         """Evaluate every task, yielding each with its result as soon as it finishes."""
         ...
 
+    def evaluate_batch(self, tasks: Iterable[Task], config: EvalConfig | None = None) -> list[EvalResult]:
+        """Evaluate every task (all queued at once) and return the results in the tasks' order."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -61,6 +65,12 @@ def stream_results(env: Env, tasks: Iterable[Task], config: EvalConfig | None) -
     futures = {env.submit(t.problem, t.candidate, config, priority=t.priority): t for t in tasks}
     for future in as_completed(futures):
         yield futures[future], future.result()
+
+
+def batch_results(env: Env, tasks: Iterable[Task], config: EvalConfig | None) -> list[EvalResult]:
+    """``evaluate_batch`` in terms of ``submit``: all tasks queued at once, results in input order."""
+    futures = [env.submit(t.problem, t.candidate, config, priority=t.priority) for t in tasks]
+    return [future.result() for future in futures]
 
 
 @runtime_checkable
@@ -117,6 +127,9 @@ class QueuedEnv:
         self, tasks: Iterable[Task], config: EvalConfig | None = None
     ) -> Iterator[tuple[Task, EvalResult]]:
         return stream_results(self, tasks, config)
+
+    def evaluate_batch(self, tasks: Iterable[Task], config: EvalConfig | None = None) -> list[EvalResult]:
+        return batch_results(self, tasks, config)
 
     def _stop_request(self) -> QueuedTask:
         """Queued after every task, so workers finish what was submitted before they stop."""

@@ -12,6 +12,7 @@ from dataclasses import asdict
 import httpx
 
 from tritongym.env.base import Task, task_config
+from tritongym.errors import ConfigError, ServiceError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult
 from tritongym.problems import Problem
@@ -46,12 +47,38 @@ class HttpEnv:
         self._poller = threading.Thread(target=self._poll, name="tritongym-http-poller", daemon=True)
         self._poller.start()
 
+    def _post(self, path: str, body: dict) -> dict:
+        """POST to the service; its refusals become the project's errors, each saying what to do."""
+        url = f"{self._http.base_url}{path}"
+        try:
+            response = self._http.post(path, json=body)
+        except httpx.TransportError as exc:
+            raise ServiceError(
+                f"cannot reach the tritongym service at {self._http.base_url} ({exc}): start it with "
+                "`tritongym serve`, or check the URL and port"
+            ) from exc
+        if response.is_success:
+            return response.json()
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        if response.status_code == 401:
+            raise ServiceError(
+                f"{url} refused the bearer token: pass the token the service was started with "
+                "(its $TRITONGYM_TOKEN) as HttpEnv(url, token=...)"
+            )
+        if response.status_code == 413:
+            raise ServiceError(f"{url}: {detail}; pass a smaller batch= to evaluate_many/evaluate_batch")
+        if response.status_code == 422:
+            raise ConfigError(f"{url} refused the request: {detail}")
+        raise ServiceError(f"{url} answered {response.status_code}: {detail}; see the service's log")
+
     def _post_tasks(self, tasks: list[dict]) -> list[Future[EvalResult]]:
-        response = self._http.post("/v1/tasks", json={"tasks": tasks})
-        response.raise_for_status()
+        ids = self._post("/v1/tasks", {"tasks": tasks})["ids"]
         futures = []
         with self._lock:
-            for task_id in response.json()["ids"]:
+            for task_id in ids:
                 futures.append(self._pending.setdefault(task_id, Future()))
         self._submitted.set()
         return futures
@@ -68,17 +95,28 @@ class HttpEnv:
         config = task_config(config, timeout_s)
         return self._post_tasks([_task_json(problem, candidate, config, priority, self.fresh)])[0]
 
+    def _submit_all(self, tasks: list[Task], config: EvalConfig | None, batch: int) -> list[Future[EvalResult]]:
+        """Post the tasks ``batch`` per request; one future per task, in order."""
+        futures: list[Future[EvalResult]] = []
+        for start in range(0, len(tasks), batch):
+            chunk = tasks[start : start + batch]
+            payload = [_task_json(t.problem, t.candidate, config, t.priority, self.fresh) for t in chunk]
+            futures.extend(self._post_tasks(payload))
+        return futures
+
     def evaluate_many(
         self, tasks: Iterable[Task], config: EvalConfig | None = None, batch: int = 256
     ) -> Iterator[tuple[Task, EvalResult]]:
         tasks = list(tasks)
-        futures: dict[Future, Task] = {}
-        for start in range(0, len(tasks), batch):
-            chunk = tasks[start : start + batch]
-            payload = [_task_json(t.problem, t.candidate, config, t.priority, self.fresh) for t in chunk]
-            futures.update(zip(self._post_tasks(payload), chunk, strict=True))
+        futures = dict(zip(self._submit_all(tasks, config, batch), tasks, strict=True))
         for future in as_completed(futures):
             yield futures[future], future.result()
+
+    def evaluate_batch(
+        self, tasks: Iterable[Task], config: EvalConfig | None = None, batch: int = 256
+    ) -> list[EvalResult]:
+        """Evaluate every task and return the results in the tasks' order."""
+        return [future.result() for future in self._submit_all(list(tasks), config, batch)]
 
     def _poll(self) -> None:
         backoff = 0.1
@@ -90,20 +128,28 @@ class HttpEnv:
                 self._submitted.clear()
                 continue
             try:
-                response = self._http.post("/v1/tasks/query", json={"ids": ids, "wait": self.poll_wait_s})
-                response.raise_for_status()
+                body = self._post("/v1/tasks/query", {"ids": ids, "wait": self.poll_wait_s})
                 backoff = 0.1
-            except httpx.HTTPError as exc:
+            except ServiceError as exc:
+                if not isinstance(exc.__cause__, httpx.TransportError):
+                    self._fail_pending(ids, exc)  # refused, not unreachable: retrying cannot help
+                    continue
                 log.warning("polling the service failed (%s); retrying", exc)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            for task in response.json()["tasks"]:
+            for task in body["tasks"]:
                 if task["state"] == "done":
                     with self._lock:
                         future = self._pending.pop(task["id"], None)
                     if future is not None:
                         future.set_result(EvalResult.from_dict(task["result"]))
+
+    def _fail_pending(self, ids: list[str], exc: Exception) -> None:
+        with self._lock:
+            futures = [self._pending.pop(task_id) for task_id in ids if task_id in self._pending]
+        for future in futures:
+            future.set_exception(exc)
 
     def close(self) -> None:
         self._closed.set()

@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from tritongym.config_doc import documented
 from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, cuda_device_count, evaluate_in
@@ -18,14 +19,26 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PoolConfig:
-    """Where the local pool runs candidates."""
+    """Where the local pool runs candidates. ``field_help(PoolConfig, name)`` returns a field's documentation."""
 
-    devices: str = "auto"
-    """'auto' (every visible GPU, else the CPU), 'cpu', 'cuda' (every GPU) or a list such as 'cuda:0,2'."""
-    sandboxes_per_device: int | None = None
-    """Warm sandboxes per GPU (default 1); on the CPU, the number of sandboxes (default: the core count)."""
-    max_attempts: int = MAX_ATTEMPTS
-    """Tries of a job lost through no fault of the candidate before it is an infrastructure error."""
+    devices: str = documented(
+        "'auto' (every visible GPU, else the CPU), 'cpu', 'cuda' (every GPU) or a list such as 'cuda:0,2'.",
+        default="auto",
+    )
+    sandboxes_per_device: int | None = documented(
+        "Warm sandboxes per GPU (default 1); on the CPU, the number of sandboxes (default: the core count).",
+        default=None,
+    )
+    max_attempts: int = documented(
+        "Tries of a job lost through no fault of the candidate before it is an infrastructure error.",
+        default=MAX_ATTEMPTS,
+    )
+
+    def __post_init__(self) -> None:
+        if self.sandboxes_per_device is not None and self.sandboxes_per_device < 1:
+            raise ConfigError(f"sandboxes_per_device must be at least 1, not {self.sandboxes_per_device}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, not {self.max_attempts}")
 
 
 def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:

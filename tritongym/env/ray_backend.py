@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, replace
 
+from tritongym.config_doc import documented
 from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
@@ -35,36 +37,59 @@ class SandboxWorker:
         return evaluate_in(self.sandbox, problem, candidate, config, attempts)
 
 
-class RayEnv(QueuedEnv):
-    """The Env API over Ray actors."""
+@dataclass(frozen=True)
+class RayConfig:
+    """Where the Ray backend runs candidates. ``field_help(RayConfig, name)`` returns a field's documentation."""
 
-    def __init__(
-        self,
-        address: str | None = None,
-        devices: str = "auto",
-        num_workers: int | None = None,
-        max_attempts: int = MAX_ATTEMPTS,
-    ):
+    address: str | None = documented(
+        "Ray cluster to join ('auto' for the one `ray start` made); None starts a local cluster "
+        "(ignored when Ray is already initialised in this process).",
+        default=None,
+    )
+    devices: str = documented(
+        "'auto' (GPUs if the cluster has any, else CPUs), 'cpu' or 'cuda' (one actor per GPU).", default="auto"
+    )
+    num_workers: int | None = documented(
+        "Actors, each with a warm sandbox (default: one per GPU of the cluster, or one per CPU).", default=None
+    )
+    max_attempts: int = documented(
+        "Tries of a task whose actor died before it is an infrastructure error.", default=MAX_ATTEMPTS
+    )
+
+    def __post_init__(self) -> None:
+        if self.devices not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"devices must be 'auto', 'cpu' or 'cuda' on Ray, not {self.devices!r}")
+        if self.num_workers is not None and self.num_workers < 1:
+            raise ConfigError(f"num_workers must be at least 1, not {self.num_workers}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, not {self.max_attempts}")
+
+
+class RayEnv(QueuedEnv):
+    """The Env API over Ray actors: ``RayEnv(RayConfig(...))``, or the same fields as keywords
+    (``RayEnv(address="auto")``)."""
+
+    def __init__(self, config: RayConfig | None = None, **options):
         import ray
 
+        self.config = replace(config or RayConfig(), **options)
         super().__init__()
         self._ray = ray
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            ray.init(address=self.config.address, include_dashboard=False, log_to_driver=False)
         resources = ray.cluster_resources()
         gpus, cpus = int(resources.get("GPU", 0)), int(resources.get("CPU", 1))
+        devices = self.config.devices
         if devices == "auto":
             devices = "cuda" if gpus else "cpu"
-        if devices not in ("cpu", "cuda"):
-            raise ConfigError(f"devices must be 'auto', 'cpu' or 'cuda' on Ray, not {devices!r}")
         if devices == "cuda" and not gpus:
             raise ConfigError("devices='cuda' but the Ray cluster has no GPUs")
-        count = num_workers or (gpus if devices == "cuda" else cpus)
+        count = self.config.num_workers or (gpus if devices == "cuda" else cpus)
         actor = ray.remote(num_gpus=1 if devices == "cuda" else 0, num_cpus=1, max_restarts=-1, max_task_retries=0)(
             SandboxWorker
         )
         self.device = devices
-        self.max_attempts = max_attempts
+        self.max_attempts = self.config.max_attempts
         self.actors = [actor.remote(devices) for _ in range(count)]
         self._info = ray.get(self.actors[0].info.remote())
         self._stop = threading.Event()

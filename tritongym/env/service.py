@@ -15,9 +15,11 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi_offline import FastAPIOffline
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from pydantic import BaseModel, Field, field_validator
 
+from tritongym.config_doc import documented
 from tritongym.env.base import WorkerPool
 from tritongym.env.store import StoredTask, TaskStore
 from tritongym.errors import ConfigError
@@ -68,14 +70,25 @@ class QueryIn(BaseModel):
     wait: float = Field(default=0.0, ge=0.0, le=MAX_WAIT_S, description="Seconds to wait for one to finish")
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServiceConfig:
-    token: str | None = None
-    """Bearer token required on every endpoint but /healthz (required when binding beyond loopback)."""
-    max_body_bytes: int = 16 << 20
-    """Larger requests are refused with 413."""
-    max_attempts: int = 3
-    """Dispatches of one task (across service restarts) before it is an infrastructure error."""
+    """Settings of the HTTP service. ``field_help(ServiceConfig, name)`` returns a field's documentation."""
+
+    token: str | None = documented(
+        "Bearer token required on every endpoint but /healthz and the API docs (required when binding "
+        "beyond loopback).",
+        default=None,
+    )
+    max_body_bytes: int = documented("Larger requests are refused with 413.", default=16 << 20)
+    max_attempts: int = documented(
+        "Dispatches of one task (across service restarts) before it is an infrastructure error.", default=3
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 1:
+            raise ConfigError(f"max_body_bytes must be positive, not {self.max_body_bytes}")
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, not {self.max_attempts}")
 
 
 class _Metrics:
@@ -196,8 +209,10 @@ def create_app(env: WorkerPool, store: TaskStore, config: ServiceConfig | None =
         yield
         dispatcher.stop()
 
-    app = FastAPI(title="tritongym", version="1", lifespan=lifespan,
-                  description="Evaluate Triton candidates against PyTorch references.")  # fmt: skip
+    # The API pages (/docs, /redoc) load Swagger UI and ReDoc from files shipped in the fastapi-offline
+    # package, not from a CDN, so they work on air-gapped clusters.
+    app = FastAPIOffline(title="tritongym", version="1", lifespan=lifespan, static_url="/docs-assets",
+                         description="Evaluate Triton candidates against PyTorch references.")  # fmt: skip
 
     def authorised(credentials: Credentials) -> None:
         if config.token is None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Literal
 
+from tritongym.config_doc import documented as _doc
+from tritongym.config_doc import field_help
 from tritongym.errors import ConfigError
-
-
-def _doc(text: str, **kwargs):
-    return field(metadata={"help": text}, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -111,4 +109,4 @@ class EvalConfig:
 
     @classmethod
     def help(cls, name: str) -> str:
-        return next(f.metadata["help"] for f in fields(cls) if f.name == name)
+        return field_help(cls, name)

@@ -8,6 +8,7 @@ from tritongym.problems.loaders import (
     load_file,
     load_problems,
     load_table,
+    match_problem,
 )
 from tritongym.problems.problem import Problem
 
@@ -20,4 +21,5 @@ __all__ = [
     "load_file",
     "load_problems",
     "load_table",
+    "match_problem",
 ]

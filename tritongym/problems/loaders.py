@@ -173,14 +173,27 @@ def load_problems(source: str | Path | None = None, columns: TableColumns = Tabl
     raise ProblemError(f"{source}: unsupported problem source (expected a .py, directory, .jsonl or .parquet)")
 
 
+def _short_names(name: str) -> tuple[str, ...]:
+    """A KernelBench-style name '19_ReLU' also answers to 'ReLU' and '19'."""
+    number, sep, rest = name.partition("_")
+    return (rest, number) if sep and number.isdigit() else ()
+
+
+def match_problem(problems: list[Problem], spec: str) -> Problem | None:
+    """The problem named ``spec`` exactly, else the one whose name without its leading number, or
+    whose leading number, is ``spec``; None if there is none."""
+    exact = next((p for p in problems if p.name == spec), None)
+    return exact or next((p for p in problems if spec in _short_names(p.name)), None)
+
+
 def find_problem(spec: str | Path) -> Problem:
     """One problem by path (a .py file) or by name or leading number in the bundled set."""
     path = Path(spec)
     if path.suffix == ".py" or path.exists():
         return load_file(path)
     bundled = load_bundled()
-    for problem in bundled:
-        if str(spec) in (problem.name, problem.name.split("_", 1)[1], problem.name.split("_", 1)[0]):
-            return problem
+    problem = match_problem(bundled, str(spec))
+    if problem is not None:
+        return problem
     names = ", ".join(p.name for p in bundled)
     raise ProblemError(f"no problem {spec!r}: not a file, nor a bundled problem ({names})")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from tritongym.config_doc import documented
 from tritongym.errors import ConfigError
 from tritongym.rl.registry import AGGREGATIONS, register_aggregation
 
@@ -57,24 +58,25 @@ def kl_penalty(logp: Tensor, ref_logp: Tensor, estimator: str = "k3") -> Tensor:
 
 @dataclass(frozen=True)
 class PolicyLossConfig:
-    """Settings of :func:`policy_loss`."""
+    """Settings of :func:`policy_loss`. ``field_help(PolicyLossConfig, name)`` returns a field's documentation."""
 
-    clip_low: float = 0.2
-    """Ratio lower clip: 1 - clip_low."""
-    clip_high: float = 0.28
-    """Ratio upper clip: 1 + clip_high (asymmetric, "clip-higher", keeps exploration alive)."""
-    dual_clip: float | None = 3.0
-    """For negative advantages, cap the loss at dual_clip * |A| (None: off)."""
-    aggregation: str = "token-mean"
-    """How token losses become one number: token-mean, seq-mean-token-sum, seq-mean-token-mean, constant-normalizer."""
-    normalizer: float | None = None
-    """The constant of the constant-normalizer aggregation."""
-    kl_coef: float = 0.0
-    """Weight of the KL penalty to the reference policy (needs ref_logp when > 0)."""
-    kl_estimator: str = "k3"
-    """k1 or k3."""
-    entropy_coef: float = 0.0
-    """Weight of the entropy bonus (needs entropy when > 0)."""
+    clip_low: float = documented("Ratio lower clip: 1 - clip_low.", default=0.2)
+    clip_high: float = documented(
+        'Ratio upper clip: 1 + clip_high (asymmetric, "clip-higher", keeps exploration alive).', default=0.28
+    )
+    dual_clip: float | None = documented(
+        "For negative advantages, cap the loss at dual_clip * |A| (None: off).", default=3.0
+    )
+    aggregation: str = documented(
+        "How token losses become one number: token-mean, seq-mean-token-sum, seq-mean-token-mean, constant-normalizer.",
+        default="token-mean",
+    )
+    normalizer: float | None = documented("The constant of the constant-normalizer aggregation.", default=None)
+    kl_coef: float = documented(
+        "Weight of the KL penalty to the reference policy (needs ref_logp when > 0).", default=0.0
+    )
+    kl_estimator: str = documented("KL estimator: k1 or k3 (see kl_penalty).", default="k3")
+    entropy_coef: float = documented("Weight of the entropy bonus (needs entropy when > 0).", default=0.0)
 
     def __post_init__(self) -> None:
         if not (0 <= self.clip_low < 1 and self.clip_high >= 0):
@@ -85,17 +87,20 @@ class PolicyLossConfig:
 
 
 def policy_loss(
+    *,
     logp: Tensor,
     old_logp: Tensor,
     advantages: Tensor,
     token_mask: Tensor,
     config: PolicyLossConfig = PolicyLossConfig(),
-    *,
     ref_logp: Tensor | None = None,
     entropy: Tensor | None = None,
     weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """The PPO surrogate loss to minimise, and its metrics.
+
+    Every argument is keyword-only: the current and the old log-probabilities have the same shape
+    and type, and libraries order them differently (verl passes the old one first).
 
     ``weights`` (e.g. TIS weights, or a rejection mask as 0/1) multiply the per-token policy loss.
     Metrics: clip_fraction (tokens whose clipped branch is active), dual_clip_fraction, approx_kl
