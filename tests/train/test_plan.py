@@ -58,7 +58,9 @@ def test_drkernel_plan_and_loss_by_hand():
     # Per-token losses: [3, 3 | 0, 0 | 1, 1] over the 6 kept tokens: token-mean = 8 / 6.
     logp = old.clone()
     logp[0, 1:] += math.log(4.0)
-    loss, metrics = policy_loss(logp, old, plan.advantages, plan.loss_mask, loss_config(config))
+    loss, metrics = policy_loss(
+        logp=logp, old_logp=old, advantages=plan.advantages, token_mask=plan.loss_mask, config=loss_config(config)
+    )
     assert float(loss) == pytest.approx(8 / 6)
     assert metrics["dual_clip_fraction"] == pytest.approx(2 / 6)
     # the same loss from micro-batches of one row, each weighted by its share of the tokens
@@ -66,7 +68,13 @@ def test_drkernel_plan_and_loss_by_hand():
     parts = 0.0
     for i in torch.nonzero(plan.keep).flatten().tolist():
         idx = torch.tensor([i])
-        part, _ = policy_loss(logp[idx], old[idx], plan.advantages[idx], plan.loss_mask[idx], loss_config(config))
+        part, _ = policy_loss(
+            logp=logp[idx],
+            old_logp=old[idx],
+            advantages=plan.advantages[idx],
+            token_mask=plan.loss_mask[idx],
+            config=loss_config(config),
+        )
         parts += float(part) * microbatch_weight(plan.loss_mask[idx], float(total), 3, "token-mean")
     assert parts == pytest.approx(8 / 6)
     # without the rejected samples in the baselines, each kept sample is alone in its group: A = G

@@ -418,7 +418,14 @@ def _update(
     device = policy.device
     for _ in range(config.ppo_epochs):
         logp, entropy = policy.logprobs(sequences, starts)
-        loss, metrics = policy_loss(logp, old, advantages.to(device), mask.to(device), loss_config, entropy=entropy)
+        loss, metrics = policy_loss(
+            logp=logp,
+            old_logp=old,
+            advantages=advantages.to(device),
+            token_mask=mask.to(device),
+            config=loss_config,
+            entropy=entropy,
+        )
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)

@@ -188,11 +188,11 @@ def _microbatch_loss(
             ref_logp, _ = _reference_logprobs(model, ref_model, ids, attention, config.rollout.temperature)
     cut = width - 1
     return policy_loss(
-        logp,
-        old_logp[index, :cut].to(device),
-        plan.advantages[index].to(device),
-        mask[:, :cut].to(device),
-        loss_cfg,
+        logp=logp,
+        old_logp=old_logp[index, :cut].to(device),
+        advantages=plan.advantages[index].to(device),
+        token_mask=mask[:, :cut].to(device),
+        config=loss_cfg,
         ref_logp=ref_logp,
         entropy=entropy,
         weights=None if plan.weights is None else plan.weights[index, :cut].to(device),
