@@ -355,3 +355,8 @@ def test_cli_hf_policy_errors(tmp_path):
     result = runner.invoke(app, ["bench", "--policy", "hf", "--model", missing, "--out", str(tmp_path / "b"),
                                  "--device", "cpu"])  # fmt: skip
     assert result.exit_code == 2 and "cannot load" in result.output
+
+
+def test_cli_eval_options_come_from_evalconfig(tmp_path):
+    result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "a"), "--tolerance", "huge"])
+    assert result.exit_code == 2 and "tolerance" in result.output and not (tmp_path / "a").exists()

@@ -26,6 +26,7 @@ from tritongym.agent.records import TurnRecord
 from tritongym.bench import metrics
 from tritongym.bench.report import COMPARE, REPORT, compare_runs, headline_table, render_run
 from tritongym.bench.run import BenchConfig, BenchOutcome, open_service, run_bench
+from tritongym.config_options import config_options
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import resolve_device
@@ -104,6 +105,13 @@ def _print_summary(outcome: BenchOutcome) -> None:
     err.print(f"{where} in {outcome.run_dir}")
 
 
+def _usage_error(message: str) -> typer.Exit:
+    err.print("[red]error:[/red] ", end="")
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+@config_options(EvalConfig, on_error=_usage_error)
 def bench(
     out: Annotated[Path, typer.Option(help="Run directory (created; re-running the same command resumes it).")],
     policy: Annotated[
@@ -161,16 +169,8 @@ def bench(
             help="Evaluate on a running 'tritongym serve' at this URL (token: $TRITONGYM_TOKEN), not locally."
         ),
     ] = "",
-    trials: Annotated[int, typer.Option(help=EvalConfig.help("trials"))] = 5,
-    tolerance: Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))] = "float64",
-    timeout: Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))] = 180.0,
-    device: Annotated[str, typer.Option(help=EvalConfig.help("device"))] = "auto",
-    memory_limit_mb: Annotated[int, typer.Option(help=EvalConfig.help("memory_limit_mb"))] = 8192,
-    torch_compute: Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))] = "penalize",
-    timing: Annotated[bool, typer.Option("--timing/--no-timing", help=EvalConfig.help("timing"))] = True,
-    baseline: Annotated[str, typer.Option(help=EvalConfig.help("baseline"))] = "eager",
-    timing_budget: Annotated[float, typer.Option(help=EvalConfig.help("timing_budget_s"))] = 10.0,
-    profile: Annotated[bool, typer.Option("--profile/--no-profile", help=EvalConfig.help("profile"))] = True,
+    *,
+    config: EvalConfig,
 ) -> None:
     """Benchmark a model: episodes of up to TURNS turns per problem and sample, judged by the environment,
     written to OUT (trajectories.jsonl, run.json, then summary.json, report.md and plots)."""
@@ -179,42 +179,29 @@ def bench(
         logging.getLogger("tritongym").setLevel(logging.INFO)
     progress = _Progress()
     try:
-        eval_config = EvalConfig(
-            trials=trials,
-            tolerance=tolerance,
-            timeout_s=timeout,
-            device=device,
-            memory_limit_mb=memory_limit_mb,
-            torch_compute=torch_compute,
-            timing=timing,
-            baseline=baseline,
-            timing_budget_s=timing_budget,
-            profile=profile,
-        )
-        resolved = "service" if env_url else resolve_device(device)[0]
+        resolved = "service" if env_url else resolve_device(config.device)[0]
         if small is None:
             small = resolved == "cpu"
         if resolved == "cpu":
             err.print("[yellow]No GPU in use: kernels run under Triton's interpreter; no timings.[/yellow]")
-        config = BenchConfig(
+        bench_config = BenchConfig(
             policy=policy, model=model or (f"scripted-{script}" if policy == "scripted" else ""), base_url=base_url,
             script=script, problems=problems, levels=_levels(levels), ids=ids, samples=samples, turns=turns,
             iterations=iterations, history=history, template=template, feedback_template=feedback_template,
             extraction=extraction, feedback_style=feedback_style, feedback_chars=feedback_chars,
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small,
-            sizes=parse_size_overrides(size or []), eval=eval_config,
+            sizes=parse_size_overrides(size or []), eval=config,
         )  # fmt: skip
         if policy == "openai" and not model:
             raise TritonGymError("--policy openai needs --model (the model's name on the server)")
         with ExitStack() as stack:
             env = stack.enter_context(open_service(env_url)) if env_url else None
             outcome = run_bench(
-                config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
+                bench_config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
                 progress=progress.record, on_start=progress.start,
             )  # fmt: skip
     except TritonGymError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise _usage_error(str(exc)) from None
     finally:
         progress.stop()
     _print_summary(outcome)
