@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import socket
 import sys
 from concurrent.futures import as_completed
@@ -23,15 +22,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tritongym.agent.cli import bench as bench_command
-from tritongym.bench.report_cli import report as report_command
+from tritongym.bench.cli import bench as bench_command
+from tritongym.bench.cli import report as report_command
 from tritongym.config_options import config_options
 from tritongym.env import LocalEnv, PoolConfig, Task
-from tritongym.errors import TritonGymError
+from tritongym.errors import ConfigError, TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems, match_problem
+from tritongym.problems.sizes import parse_size_overrides
 from tritongym.progress import ProgressReport
 from tritongym.train.cli import register as register_training
 
@@ -72,16 +72,10 @@ def _check_output(path: Path | None, option: str = "--out") -> None:
 
 
 def _parse_sizes(sizes: list[str]) -> dict[str, int]:
-    parsed = {}
-    for item in sizes:
-        name, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", name):
-            raise _fail_usage(f"--size expects NAME=INTEGER or NAME[INDEX]=INTEGER, got {item!r}")
-        try:
-            parsed[name] = int(value)
-        except ValueError:
-            raise _fail_usage(f"--size {name}: {value!r} is not an integer") from None
-    return parsed
+    try:
+        return parse_size_overrides(sizes)
+    except ConfigError as exc:
+        raise _fail_usage(str(exc)) from None
 
 
 def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:

@@ -180,6 +180,24 @@ def test_injected_rewards():
     assert records[0].reward == 1.0 and records[0].rewards == {"length": float(len(answer("good")))}
 
 
+def test_without_an_env_turns_are_scored_from_the_text_alone():
+    seen: list[TurnOutcome] = []
+
+    def text_reward(outcome: TurnOutcome):
+        seen.append(outcome)
+        return 1.0 if outcome.code is not None and "good" in outcome.text else 0.0
+
+    records = []
+    runner = EpisodeRunner(FakePolicy({("a", 0): "no code here", ("a", 1): "bad"}), None, EpisodeConfig(turns=3),
+                           reward=text_reward, on_record=records.append)  # fmt: skip
+    runner.run([A])
+    assert [r.verdict for r in records] == ["no_code", "unevaluated", "unevaluated"]
+    assert [r.reward for r in records] == [0.0, 0.0, 1.0]
+    assert all(o.result is None for o in seen) and seen[0].code is None and "tag = 'bad'" in seen[1].code
+    assert all(r.result is None and "evaluate" not in r.seconds for r in records)
+    assert "No code block" in records[1].messages[-1]["content"]
+
+
 def test_cache_replays_without_generating_or_evaluating():
     _, records, _ = run({("a", 0): "bad"}, problems=(A, B), samples=2, turns=2)
     cache = {record_key(r): r for r in records}

@@ -7,6 +7,7 @@ import pytest
 from helpers_bench import record
 
 from tritongym.bench import metrics as m
+from tritongym.evaluate.result import Verdict
 
 
 def attempts(*records):
@@ -69,25 +70,32 @@ def test_categories_and_rates_exclude_infrastructure_errors():
         record("p", 5, 0, "infrastructure_error"),
         record("p", 6, 0, "hack_forbidden_api"),
     )
-    assert [x.category for x in a] == ["ok", "incorrect", "not_compiled", "hack", "no_code", "infrastructure", "hack"]
-    # denominators: 6 scored attempts; compiled: ok, mismatch, hack_no_triton
+    assert [x.category for x in a] == ["ok", "incorrect", "failed", "hack", "failed", "infrastructure", "hack"]
+    # denominators: 6 scored attempts; compiled (EvalResult.compiled): ok, mismatch, hack_no_triton
     assert m.compile_rate(a) == pytest.approx(3 / 6)
     assert m.correct_rate(a) == pytest.approx(1 / 6)
     assert m.category_rate(a, "hack") == pytest.approx(2 / 6)
-    assert m.category_rate(a, "no_code") == pytest.approx(1 / 6)
-    assert m.category_counts(a) == {
-        "ok": 1,
-        "incorrect": 1,
-        "not_compiled": 1,
-        "hack": 2,
-        "no_code": 1,
-        "infrastructure": 1,
-    }
+    assert m.category_rate(a, "failed") == pytest.approx(2 / 6)  # compile_error and no_code
+    assert m.no_code_rate(a) == pytest.approx(1 / 6)
+    assert m.category_counts(a) == {"ok": 1, "incorrect": 1, "failed": 2, "hack": 2, "infrastructure": 1}
     assert m.verdict_counts(a)["infrastructure_error"] == 1
     assert sum(m.verdict_counts(a).values()) == 7
     only_infra = attempts(record("p", 0, 0, "infrastructure_error"))
     assert m.correct_rate(only_infra) is None
     assert m.fast_p(only_infra, 1.0) is None
+
+
+def test_categories_are_verdict_category_and_compile_rate_reads_the_result():
+    for verdict in Verdict:
+        assert m.verdict_category(verdict.value) == verdict.category.value
+    assert m.verdict_category("no_code") == "failed"
+    assert m.verdict_category("uninitialized_output") == "hack"  # was "incorrect" in the local stand-in
+    ran = m.attempt(record("p", 0, 0, "timeout"))
+    assert ran.category == "failed" and ran.compiled  # a failed attempt whose kernels ran
+    stuck = record("p", 1, 0, "timeout")
+    stuck.result["compiled"] = False  # the evaluator's word, not the verdict's, decides compile rate
+    assert not m.attempt(stuck).compiled
+    assert m.compile_rate([ran, m.attempt(stuck)]) == 0.5
 
 
 def test_fast_p_conventions_differ_exactly_at_p():

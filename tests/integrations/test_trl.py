@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("trl")
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
 
 from helpers import DEVICE, small_problem
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
@@ -30,6 +30,7 @@ from tritongym.integrations.trl import (
     kernel_environment_factory,
 )
 from tritongym.rewards import FormatReward
+from tritongym.train.tiny import build_tiny_model
 
 HACKS = Path(__file__).parents[1] / "adversarial" / "candidates"
 CONFIG = EvalConfig(device=DEVICE, trials=2)
@@ -66,21 +67,8 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def tiny_model(vocab_size: int) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-    )
-    model = LlamaForCausalLM(config)
+def tiny_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
+    model = build_tiny_model(tokenizer, hidden_size=16, layers=1, heads=2)
     with torch.no_grad():  # uniform over the vocabulary (padding and unknown words are suppressed)
         model.lm_head.weight.zero_()
     return model
@@ -130,7 +118,7 @@ def test_two_grpo_steps_log_the_rewards_tritongym_computes(env, tmp_path):
     )
     recorder = Recorder()
     trainer = GRPOTrainer(
-        model=tiny_model(len(tokenizer)),
+        model=tiny_model(tokenizer),
         reward_funcs=[reward],
         args=args,
         train_dataset=dataset,
@@ -364,7 +352,7 @@ def test_grpo_with_the_tool_environment_rewards_rollouts_by_their_evaluations(tm
     )
     recorder = EnvironmentRecorder()
     trainer = GRPOTrainer(
-        model=tiny_model(len(tokenizer)),
+        model=tiny_model(tokenizer),
         args=args,
         train_dataset=kernel_dataset(PROBLEMS[:1]),
         processing_class=tokenizer,

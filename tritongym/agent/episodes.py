@@ -8,6 +8,11 @@ finished are already generating their next turn. The runner is synchronous from 
 (``run`` returns when every episode is over), keeps no global state, and streams one
 :class:`~tritongym.agent.records.TurnRecord` per finished turn to ``on_record``.
 
+Without an Env (``env=None``, the text-only mode of rewards that read the answer alone) nothing is
+evaluated: every turn is scored as soon as its answer is extracted; the reward sees ``result=None``
+with the text and the extracted code, and the record's verdict is ``unevaluated`` (``no_code`` when
+nothing could be extracted).
+
 Failures that are not the model's are never scored: an evaluation with the ``infrastructure_error``
 verdict (or an Env that raised) is submitted again up to ``eval_retries`` times, a completion with
 ``finish_reason == "error"`` is generated again up to ``generation_retries`` times; after that the
@@ -36,11 +41,14 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.policy.base import Completion, Message, Policy, SamplingConfig
 from tritongym.problems import Problem
+from tritongym.rewards.outcome import NO_CODE_OUTCOME
 from tritongym.rewards.verifiable import VerifiableReward
 
 log = logging.getLogger(__name__)
 
 INFRASTRUCTURE = Verdict.INFRASTRUCTURE_ERROR.value
+UNEVALUATED = "unevaluated"
+"""Verdict of a turn whose program was extracted but not evaluated (a runner without an Env)."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +61,15 @@ class TurnOutcome:
     code: str | None
     """The extracted program, or None (``no_code``)."""
     result: EvalResult | None
-    """The evaluation, or None when nothing was evaluated."""
+    """The evaluation, or None when nothing was evaluated (no code, or a runner without an Env)."""
     finish_reason: str = "stop"
 
     @property
     def verdict(self) -> str:
-        return self.result.verdict.value if self.result is not None else NO_CODE
+        """The verdict's value; ``no_code`` without code; ``unevaluated`` for code nobody evaluated."""
+        if self.result is not None:
+            return self.result.verdict.value
+        return NO_CODE if self.code is None else UNEVALUATED
 
 
 RewardFn = Callable[[TurnOutcome], float | None]
@@ -67,7 +78,7 @@ RewardFn = Callable[[TurnOutcome], float | None]
 
 def default_reward(outcome: TurnOutcome) -> float | None:
     """:class:`~tritongym.rewards.VerifiableReward` with its defaults; ``no_code`` earns its failure value."""
-    return VerifiableReward()(outcome.result if outcome.result is not None else {"verdict": NO_CODE})
+    return VerifiableReward()(outcome.result if outcome.result is not None else NO_CODE_OUTCOME)
 
 
 @dataclass(frozen=True)
@@ -168,7 +179,7 @@ class EpisodeRunner:
     def __init__(
         self,
         policy: Policy,
-        env: Env,
+        env: Env | None,
         config: EpisodeConfig | None = None,
         *,
         sampling: SamplingConfig | None = None,
@@ -179,7 +190,8 @@ class EpisodeRunner:
         on_record: Callable[[TurnRecord], None] | None = None,
         cache: Mapping[str, TurnRecord] | None = None,
     ):
-        """``reward`` gives each turn's ``reward``, ``reward_parts`` its named ``rewards``; ``on_record``
+        """``env=None`` evaluates nothing (the text-only mode: see the module docstring); ``reward``
+        gives each turn's ``reward``, ``reward_parts`` its named ``rewards``; ``on_record``
         receives every new record in the caller's thread; ``cache`` maps :func:`turn_key` to records
         of an earlier run, reused instead of generating and evaluating again (not passed to ``on_record``)."""
         self.policy, self.env = policy, env
@@ -296,11 +308,15 @@ class EpisodeRunner:
             self._finish(turn, None, ready, feedback=extraction.feedback)
             return
         turn.code = extraction.code
-        self._submit(turn, evaluating)
+        if self.env is None:
+            self._finish(turn, None, ready)
+        else:
+            self._submit(turn, evaluating)
 
     # -- evaluation ----------------------------------------------------------------------------
 
     def _submit(self, turn: _Turn, evaluating: dict[Future, _Turn]) -> None:
+        assert self.env is not None
         turn.submissions += 1
         turn.submitted_at = time.monotonic()
         try:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tritongym.agent.records import NO_CODE, TurnRecord
-from tritongym.evaluate.result import Verdict
+from tritongym.evaluate.result import Category
+from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP
+from tritongym.rewards.outcome import category as outcome_category
 
 P_VALUES: tuple[float, ...] = (0.0, 1.0, 1.2, 1.5, 2.0, 3.0)
 """Speedup thresholds of fast_p (KernelBench reports fast_0, fast_1, fast_2; Dr.Kernel adds 1.2)."""
@@ -26,35 +28,18 @@ Convention = Literal["kernelbench", "drkernel"]
 CONVENTIONS: tuple[Convention, ...] = ("kernelbench", "drkernel")
 """``kernelbench``: correct and speedup > p; ``drkernel``: correct and speedup >= p."""
 
-IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
-"""The evaluator's finding for a speedup beyond the device's roofline: measured, but not trusted."""
 
-# Categories of an attempt's outcome (docs/bench.md, "Verdict categories").
-OK, NO_CODE_CATEGORY, HACK, NOT_COMPILED, INCORRECT, INFRASTRUCTURE = (
-    "ok",
-    "no_code",
-    "hack",
-    "not_compiled",
-    "incorrect",
-    "infrastructure",
-)
+# Categories of an attempt's outcome: ``Verdict.category`` (docs/bench.md, "Categories").
+OK, FAILED, INCORRECT = Category.OK.value, Category.FAILED.value, Category.INCORRECT.value
+HACK, INFRASTRUCTURE = Category.HACK.value, Category.INFRASTRUCTURE.value
+CATEGORIES: tuple[str, ...] = (OK, INCORRECT, FAILED, HACK, INFRASTRUCTURE)
+"""Every category, in the order of ``category_counts``."""
 
 
 def verdict_category(verdict: str) -> str:
-    """The category of a verdict: ok, no_code, hack, not_compiled, incorrect or infrastructure.
-
-    A local stand-in for ``Verdict.category``; swap it for that property once it exists.
-    """
-    if verdict == NO_CODE:
-        return NO_CODE_CATEGORY
-    v = Verdict(verdict)
-    if v is Verdict.OK:
-        return OK
-    if v is Verdict.INFRASTRUCTURE_ERROR:
-        return INFRASTRUCTURE
-    if v.value.startswith("hack_"):
-        return HACK
-    return INCORRECT if v.compiled else NOT_COMPILED
+    """The category of a verdict: ``Verdict.category``; ``no_code`` is ``failed``
+    (``tritongym.rewards.outcome.category``, the classification every reward uses)."""
+    return outcome_category({"verdict": verdict}).value
 
 
 @dataclass(frozen=True)
@@ -71,6 +56,8 @@ class Attempt:
     speedup_flagged: bool = False
     """The evaluator flagged the speedup as physically implausible (it never counts as fast)."""
     coverage: float | None = None
+    compiled: bool = False
+    """``EvalResult.compiled``: the candidate loaded and its kernels ran (no_code never compiled)."""
 
     @property
     def category(self) -> str:
@@ -81,9 +68,8 @@ class Attempt:
         return self.category == OK
 
     @property
-    def compiled(self) -> bool:
-        """Loaded and ran its kernels: ``Verdict.compiled`` (no_code never compiled)."""
-        return self.verdict != NO_CODE and Verdict(self.verdict).compiled
+    def no_code(self) -> bool:
+        return self.verdict == NO_CODE
 
     @property
     def infrastructure(self) -> bool:
@@ -108,6 +94,7 @@ def attempt(record: TurnRecord) -> Attempt:
         speedup=result.get("speedup"),
         speedup_flagged=flagged,
         coverage=result.get("coverage"),
+        compiled=bool(result.get("compiled")),
     )
 
 
@@ -122,7 +109,8 @@ def _rate(attempts: Sequence[Attempt], predicate: Callable[[Attempt], bool]) -> 
 
 
 def compile_rate(attempts: Sequence[Attempt]) -> float | None:
-    """Share of scored attempts whose verdict implies the candidate loaded and its kernels ran."""
+    """Share of scored attempts whose evaluation says the candidate loaded and its kernels ran
+    (``EvalResult.compiled``)."""
     return _rate(attempts, lambda a: a.compiled)
 
 
@@ -132,8 +120,13 @@ def correct_rate(attempts: Sequence[Attempt]) -> float | None:
 
 
 def category_rate(attempts: Sequence[Attempt], category: str) -> float | None:
-    """Share of scored attempts in one verdict category (``hack``, ``no_code`` ...)."""
+    """Share of scored attempts in one verdict category (``hack``, ``failed`` ...)."""
     return _rate(attempts, lambda a: a.category == category)
+
+
+def no_code_rate(attempts: Sequence[Attempt]) -> float | None:
+    """Share of scored attempts with no extractable solution (verdict ``no_code``, category ``failed``)."""
+    return _rate(attempts, lambda a: a.no_code)
 
 
 def verdict_counts(attempts: Iterable[Attempt]) -> dict[str, int]:
@@ -146,7 +139,7 @@ def verdict_counts(attempts: Iterable[Attempt]) -> dict[str, int]:
 
 def category_counts(attempts: Iterable[Attempt]) -> dict[str, int]:
     """How many attempts fell in each category (every category present, zeros included)."""
-    counts = dict.fromkeys((OK, INCORRECT, NOT_COMPILED, HACK, NO_CODE_CATEGORY, INFRASTRUCTURE), 0)
+    counts = dict.fromkeys(CATEGORIES, 0)
     for a in attempts:
         counts[a.category] += 1
     return counts
@@ -344,7 +337,7 @@ def block(attempts: Sequence[Attempt], excluded_episodes: int = 0, ks: Sequence[
         "compile_rate": compile_rate(attempts),
         "correct_rate": correct_rate(attempts),
         "hack_rate": category_rate(attempts, HACK),
-        "no_code_rate": category_rate(attempts, NO_CODE_CATEGORY),
+        "no_code_rate": no_code_rate(attempts),
         "categories": category_counts(attempts),
         "verdicts": verdict_counts(attempts),
         "fast_p": {c: {f"{p:g}": fast_p(attempts, p, c) for p in P_VALUES} for c in CONVENTIONS},

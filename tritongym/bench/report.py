@@ -329,9 +329,8 @@ def _plot_turns(plt, runs: Sequence[tuple[str, dict[str, Any]]], path: Path) -> 
 _CATEGORY_COLOR = {
     metrics.OK: "tab:green",
     metrics.INCORRECT: "tab:orange",
-    metrics.NOT_COMPILED: "tab:red",
+    metrics.FAILED: "tab:red",
     metrics.HACK: "tab:purple",
-    metrics.NO_CODE_CATEGORY: "tab:gray",
     metrics.INFRASTRUCTURE: "tab:brown",
 }
 

@@ -26,7 +26,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward, weighted_sum
-from tritongym.rewards.outcome import NO_CODE
+from tritongym.rewards.outcome import NO_CODE, NO_CODE_OUTCOME
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,6 @@ def env_from_spec(spec: str | None = None) -> Env:
             else:
                 raise ConfigError(f"{ENV_VARIABLE} must be 'local', 'ray' or an http(s):// URL, not {spec!r}")
         return _envs[spec]
-
-
-NO_CODE_OUTCOME: dict[str, Any] = {"verdict": NO_CODE, "correct": False}
-"""What the outcome rewards see for an answer with no code: a ``failed`` outcome (the model's fault)."""
 
 
 def default_extract(text: str, problem: Problem) -> str | None:

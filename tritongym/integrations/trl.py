@@ -24,7 +24,6 @@ from typing import Any, Literal
 from tritongym.env.base import Env
 from tritongym.evaluate.config import EvalConfig
 from tritongym.integrations.scoring import (
-    NO_CODE_OUTCOME,
     Score,
     Scorer,
     default_extract,
@@ -35,6 +34,7 @@ from tritongym.integrations.scoring import (
 )
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward
+from tritongym.rewards.outcome import NO_CODE_OUTCOME
 
 Message = dict[str, Any]
 

@@ -13,10 +13,11 @@ import ast
 import importlib.util
 import math
 import operator
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tritongym.errors import ProblemError
+from tritongym.errors import ConfigError, ProblemError
 
 INPUT_BUDGET = 1 << 14
 """Default budget of ``shrink_sizes``: total elements of the tensors ``get_inputs()`` creates."""
@@ -476,3 +477,18 @@ def changed_sizes(before: Mapping[str, int], after: Mapping[str, int], skip: Ite
 def describe_changes(changes: Mapping[str, tuple[int, int]]) -> str:
     """``batch_size 4096->16, dim 8192->32``."""
     return ", ".join(f"{name} {old}->{new}" for name, (old, new) in changes.items())
+
+
+def parse_size_overrides(items: Iterable[str]) -> dict[str, int]:
+    """``["batch_size=4", "input_shape[0]=64"]`` -> ``{"batch_size": 4, "input_shape[0]": 64}`` (the
+    ``--size`` options of the CLI); ConfigError for an item of another form."""
+    parsed: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*(\[\d+\])?", name):
+            raise ConfigError(f"--size expects NAME=INTEGER or NAME[INDEX]=INTEGER, got {item!r}")
+        try:
+            parsed[name] = int(value)
+        except ValueError:
+            raise ConfigError(f"--size {name}: {value!r} is not an integer") from None
+    return parsed

@@ -22,6 +22,8 @@ def verdict(result: Any) -> str:
 
 NO_CODE = "no_code"
 """The outcome of an answer with no extractable solution (nothing was evaluated): a ``failed`` one."""
+NO_CODE_OUTCOME: Mapping[str, Any] = {"verdict": NO_CODE, "correct": False}
+"""What a reward scores for an answer with no code (the agent's runner, the integrations)."""
 
 
 def category(result: Any) -> Category:

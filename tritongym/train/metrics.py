@@ -11,21 +11,31 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tritongym.agent.episodes import Episode
-from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import category
+from tritongym.agent.episodes import UNEVALUATED, Episode
+from tritongym.bench import metrics as bench_metrics
+from tritongym.evaluate.result import Verdict
 
 log = logging.getLogger(__name__)
 
+INFRASTRUCTURE = Verdict.INFRASTRUCTURE_ERROR.value
+
 FAST_THRESHOLDS = (1.0, 1.2)
-"""fast@p counts correct answers with speedup >= p (the Dr.Kernel convention)."""
+"""The p of the ``fast@p`` metrics."""
+FAST_CONVENTION: bench_metrics.Convention = "drkernel"
+"""fast@p counts correct answers with a trusted speedup >= p (tritongym.bench.metrics.fast_p, the
+Dr.Kernel convention; ``tritongym bench`` reports both conventions)."""
+
+
+def _rate(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dict[str, float]:
-    """Rates over the scored turns of ``episodes`` (infrastructure errors excluded and counted)."""
-    records = [r for e in episodes for r in e.records]
-    turns = [r for r in records if category(r) is not Category.INFRASTRUCTURE]
-    infra = len(records) - len(turns)
+    """Rates over the scored turns of ``episodes`` (infrastructure errors excluded and counted). The
+    outcome rates are tritongym.bench.metrics' definitions over the evaluated turns (a text-only
+    reward's ``unevaluated`` turns have none: NaN); NaN also where a rate is not measured."""
+    turns = [r for e in episodes for r in e.records if r.verdict != INFRASTRUCTURE]
+    infra = sum(1 for e in episodes for r in e.records if r.verdict == INFRASTRUCTURE)
     n = len(turns)
     out: dict[str, float] = {"episodes": float(len(episodes)), "turns": float(n), "infra_turns": float(infra)}
     rewards = [r.reward for r in turns if r.reward is not None]
@@ -33,22 +43,20 @@ def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dic
     out["reward_std"] = statistics.pstdev(rewards) if len(rewards) > 1 else 0.0
     for verdict, count in sorted(Counter(r.verdict for r in turns).items()):
         out[f"verdict/{verdict}"] = count / n
-    results = [r.result or {} for r in turns]
-    correct = [bool(res.get("correct")) for res in results]
-    out["correct_rate"] = sum(correct) / n if n else 0.0
-    out["hack_rate"] = sum(category(r) is Category.HACK for r in turns) / n if n else 0.0
+    attempts = [bench_metrics.attempt(r) for e in episodes for r in e.records if r.verdict != UNEVALUATED]
+    out["compile_rate"] = _rate(bench_metrics.compile_rate(attempts))
+    out["correct_rate"] = _rate(bench_metrics.correct_rate(attempts))
+    out["hack_rate"] = _rate(bench_metrics.category_rate(attempts, bench_metrics.HACK))
     for p in FAST_THRESHOLDS:
-        fast = sum(ok and (res.get("speedup") or 0.0) >= p for ok, res in zip(correct, results, strict=True))
-        out[f"fast@{p:g}"] = fast / n if n else 0.0
-    coverages = [res["coverage"] for res in results if res.get("coverage") is not None]
-    out["coverage_mean"] = statistics.fmean(coverages) if coverages else math.nan
-    lazy = sum(
-        ok and res.get("coverage") is not None and res["coverage"] < lazy_threshold
-        for ok, res in zip(correct, results, strict=True)
-    )
-    out["lazy_rate"] = lazy / n if n else 0.0
-    solved = [any((r.result or {}).get("correct") for r in e.records) for e in episodes]
-    out["episode_correct_rate"] = sum(solved) / len(solved) if solved else 0.0
+        out[f"fast@{p:g}"] = _rate(bench_metrics.fast_p(attempts, p, FAST_CONVENTION))
+    coverage = bench_metrics.coverage_distribution(bench_metrics.scored(attempts))
+    out["coverage_mean"] = coverage["mean"] if coverage else math.nan
+    lazy = [
+        a.correct and a.coverage is not None and a.coverage < lazy_threshold for a in bench_metrics.scored(attempts)
+    ]
+    out["lazy_rate"] = sum(lazy) / len(lazy) if lazy else math.nan
+    best, _ = bench_metrics.best_within(attempts, lambda a: True)
+    out["episode_correct_rate"] = _rate(bench_metrics.correct_rate(best))
     out["tokens/prompt"] = float(sum(r.prompt_tokens for r in turns))
     out["tokens/completion"] = float(sum(r.completion_tokens for r in turns))
     out["tokens/completion_mean"] = out["tokens/completion"] / n if n else 0.0

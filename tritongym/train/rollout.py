@@ -13,22 +13,17 @@ import importlib
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tritongym.agent.episodes import Episode, EpisodeConfig, EpisodeRunner, TurnOutcome
 from tritongym.agent.prompts import Prompts
-from tritongym.agent.records import NO_CODE
 from tritongym.env.base import Env
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem
 from tritongym.rewards import KernelCoderReward, TieredReward, VerifiableReward
-
-UNEVALUATED = "unevaluated"
-"""Verdict of a turn whose program was extracted but, by design of a text-only reward, not evaluated."""
 
 
 @runtime_checkable
@@ -62,10 +57,6 @@ class TrainReward:
 
     fn: Callable[[TurnOutcome], float | None]
     needs_env: bool
-
-
-def _result_or_no_code(outcome: TurnOutcome) -> Any:
-    return outcome.result if outcome.result is not None else {"verdict": NO_CODE}
 
 
 def build_reward(name: str, options: dict[str, Any] | None = None, no_code: float = 0.0) -> TrainReward:
@@ -106,33 +97,6 @@ def build_reward(name: str, options: dict[str, Any] | None = None, no_code: floa
 # -- episodes -------------------------------------------------------------------------------------
 
 
-class TextOnlyEnv:
-    """The Env of text-only rewards: nothing is evaluated; every submission completes at once with no
-    result, and the runner is told so through :class:`TextOnlyRunner`."""
-
-    def submit(self, problem, candidate, config=None, *, priority=0, timeout_s=None) -> Future:
-        raise ConfigError("TextOnlyEnv evaluates nothing; use it through TextOnlyRunner")
-
-    def evaluate_many(self, tasks, config=None):
-        raise ConfigError("TextOnlyEnv evaluates nothing; use it through TextOnlyRunner")
-
-    def close(self) -> None:
-        return None
-
-
-class TextOnlyRunner(EpisodeRunner):
-    """The episode runner for rewards of the text alone: an extracted program is not submitted; the
-    turn is scored at once (its verdict becomes ``unevaluated``). It hooks the runner's submission
-    step; a first-class text-only mode of EpisodeRunner would replace it."""
-
-    def _after_generation(self, turn, ready, evaluating) -> None:
-        self._ready = ready
-        super()._after_generation(turn, ready, evaluating)
-
-    def _submit(self, turn, *_queues) -> None:
-        self._finish(turn, None, self._ready)
-
-
 @dataclass
 class RolloutBatch:
     """Episodes of one step and what producing them cost."""
@@ -159,22 +123,20 @@ def run_episodes(
     """``samples`` episodes of each problem through tritongym.agent's EpisodeRunner. Each generation
     holds ``lock`` (the trainer's weights lock) and then sets ``generated``."""
     timed = _TimedPolicy(engine.policy, lock, generated)
-    if reward.needs_env:
-        if env is None:
-            raise ConfigError("this reward needs evaluations, but no environment was given")
-        runner: EpisodeRunner = EpisodeRunner(
-            timed, env, episode, sampling=sampling, eval_config=eval_config, reward=reward.fn, run_id=run_id
-        )
-    else:
-        runner = TextOnlyRunner(timed, TextOnlyEnv(), episode, sampling=sampling, reward=reward.fn, run_id=run_id)
+    if reward.needs_env and env is None:
+        raise ConfigError("this reward needs evaluations, but no environment was given")
+    runner = EpisodeRunner(
+        timed,
+        env if reward.needs_env else None,  # None: the runner's text-only mode, nothing is evaluated
+        episode,
+        sampling=sampling,
+        eval_config=eval_config,
+        reward=reward.fn,
+        run_id=run_id,
+    )
     start = time.monotonic()
     episodes = runner.run(problems, samples)
     total = time.monotonic() - start
-    if not reward.needs_env:
-        for ep in episodes:
-            for record in ep.records:
-                if record.code is not None and record.result is None and record.verdict == NO_CODE:
-                    record.verdict = UNEVALUATED
     return RolloutBatch(episodes, {"generate": timed.seconds, "env": max(total - timed.seconds, 0.0)})
 
 

@@ -9,13 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from helpers import DEVICE
-from tritongym.agent.bench import TRAJECTORIES, BenchConfig, parse_ids, run_bench, select_problems
 from tritongym.agent.episodes import record_key
 from tritongym.agent.records import read_records
+from tritongym.bench.run import TRAJECTORIES, BenchConfig, parse_ids, run_bench, select_problems
 from tritongym.cli import app
-from tritongym.errors import ConfigError
+from tritongym.errors import ConfigError, ProblemError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.problems.sizes import parse_size_overrides
 
 runner = CliRunner()
 
@@ -153,6 +154,53 @@ def test_problem_selection():
         select_problems(BenchConfig(levels=(1,)))
 
 
+KERNELBENCH_LIKE = """import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 8192
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_problems_of_any_set_are_prepared(tmp_path):
+    (tmp_path / "19_ReLU.py").write_text(KERNELBENCH_LIKE)
+    (tmp_path / "20_Needs.py").write_text("import not_a_real_package_xyz\n" + KERNELBENCH_LIKE)
+    config = BenchConfig(problems=str(tmp_path), ids="19", small=True, sizes={"dim": 64})
+    (problem,) = select_problems(config)
+    assert problem.sizes["dim"] == 64 and problem.sizes["batch_size"] < 4096
+    assert set(problem.shrunk) == {"batch_size"}
+    (full,) = select_problems(BenchConfig(problems=str(tmp_path), ids="19"))
+    assert full.sizes == {"batch_size": 4096, "dim": 8192} and not full.shrunk
+    with pytest.raises(ProblemError, match="20_Needs needs not_a_real_package_xyz"):
+        select_problems(BenchConfig(problems=str(tmp_path), ids="20"))
+
+
+def test_size_notice_only_when_sizes_changed(tmp_path, caplog):
+    one = {**CONFIG.__dict__, "ids": "1", "samples": 1, "turns": 1}
+    run_bench(BenchConfig(**one), tmp_path / "a", env=InstantEnv())
+    assert "small sizes (--full to keep them): 01_vector_add: n 16777216" in caplog.text
+    caplog.clear()
+    run_bench(BenchConfig(**{**one, "small": False}), tmp_path / "b", env=InstantEnv())
+    assert "small sizes" not in caplog.text
+
+
+def test_size_options_are_parsed():
+    assert parse_size_overrides(["batch_size=4", "input_shape[0]=64"]) == {"batch_size": 4, "input_shape[0]": 64}
+    for item, message in (("4", "NAME=INTEGER"), ("x=y", "not an integer"), ("a b=1", "NAME=INTEGER")):
+        with pytest.raises(ConfigError, match=message):
+            parse_size_overrides([item])
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -190,7 +238,7 @@ def test_report_step(tmp_path, monkeypatch, caplog):
     import sys
     import types
 
-    from tritongym.agent.bench import write_report
+    from tritongym.bench.run import write_report
 
     monkeypatch.setitem(sys.modules, "tritongym.bench.report", None)  # the package is absent
     assert write_report(tmp_path) is False and "report step is unavailable" in caplog.text
@@ -262,8 +310,8 @@ def test_unreachable_service_exits_2(tmp_path):
 def test_progress_without_a_terminal_logs_lines(caplog):
     import logging
 
-    from tritongym.agent.cli import _Progress
     from tritongym.agent.records import TurnRecord
+    from tritongym.bench.cli import _Progress
 
     caplog.set_level(logging.INFO, logger="tritongym")
     progress = _Progress()
@@ -274,3 +322,41 @@ def test_progress_without_a_terminal_logs_lines(caplog):
     progress.stop()
     assert "resuming: 1 of 3 turns already recorded" in caplog.text
     assert "2/3 turns, 1 correct, 1 fast" in caplog.text and "3/3 turns, 1 correct, 1 fast" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    from tritongym.train.tiny import build_tiny_model, build_tiny_tokenizer
+
+    path = tmp_path_factory.mktemp("tiny-model")
+    tokenizer = build_tiny_tokenizer()
+    build_tiny_model(tokenizer).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_cli_hf_policy_from_a_model_directory(tiny_model_dir, tmp_path):
+    out = tmp_path / "run"
+    args = ["bench", "--policy", "hf", "--model", str(tiny_model_dir), "--ids", "1", "--max-tokens", "4",
+            "--out", str(out), "--device", "cpu", "--jobs", "1", "--trials", "1"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (record,) = read_records(out / TRAJECTORIES)
+    assert record.model == str(tiny_model_dir) and record.problem == "01_vector_add"
+    assert 0 < len(record.token_ids) <= 4 and len(record.logprobs) == len(record.token_ids)
+    assert record.prompt_token_ids and record.verdict == "no_code"  # four random tokens hold no program
+    assert json.loads((out / "run.json").read_text())["policy"] == "hf"
+
+
+def test_cli_hf_policy_errors(tmp_path):
+    result = runner.invoke(app, ["bench", "--policy", "hf", "--out", str(tmp_path / "a"), "--device", "cpu"])
+    assert result.exit_code == 2 and "--policy hf needs --model" in result.output
+    missing = str(tmp_path / "no-such-model")
+    result = runner.invoke(app, ["bench", "--policy", "hf", "--model", missing, "--out", str(tmp_path / "b"),
+                                 "--device", "cpu"])  # fmt: skip
+    assert result.exit_code == 2 and "cannot load" in result.output
+
+
+def test_cli_eval_options_come_from_evalconfig(tmp_path):
+    result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "a"), "--tolerance", "huge"])
+    assert result.exit_code == 2 and "tolerance" in result.output and not (tmp_path / "a").exists()

@@ -30,14 +30,13 @@ from tritongym.env import Env, LocalEnv, PoolConfig
 from tritongym.env.base import stream_results
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
-from tritongym.policy.base import SamplingConfig
+from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem, TableColumns, load_problems
-from tritongym.rewards.outcome import trusted_speedup
 
 log = logging.getLogger(__name__)
 
 RUN_FILE, TRAJECTORIES = "run.json", "trajectories.jsonl"
-POLICIES = ("openai", "scripted")
+POLICIES = ("openai", "scripted", "hf")
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,9 @@ class BenchConfig:
     top_p: float = 1.0
     max_tokens: int = 8192
     small: bool = False
-    """Problems shrunk to their CPU sizes."""
+    """Problems shrunk to their CPU sizes (``Problem.prepare``)."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Size constants set on every problem after shrinking (``--size NAME=VALUE``)."""
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def settings(self) -> dict[str, Any]:
@@ -100,7 +101,8 @@ def _number(name: str) -> int | None:
 
 
 def select_problems(config: BenchConfig) -> list[Problem]:
-    """The run's problems: the set, filtered by level and id, shrunk if ``small``."""
+    """The run's problems: the set, filtered by level and id, then prepared (``Problem.prepare``:
+    missing packages refused by name, shrunk if ``small``, ``sizes`` applied)."""
     problems = load_problems(config.problems, TableColumns())
     if config.levels:
         problems = [p for p in problems if p.level in config.levels]
@@ -111,7 +113,7 @@ def select_problems(config: BenchConfig) -> list[Problem]:
         problems = [p for p in problems if _number(p.name) in wanted]
         if not problems:
             raise ConfigError(f"no problem of {config.problems} has a leading number in --ids {config.ids}")
-    return [p.small() for p in problems] if config.small else problems
+    return [p.prepare(small=config.small, sizes=config.sizes) for p in problems]
 
 
 def episode_config(config: BenchConfig) -> EpisodeConfig:
@@ -162,7 +164,11 @@ def prepare_run_dir(out: Path, config: BenchConfig, problems: list[Problem]) -> 
 @contextmanager
 def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, request_timeout_s: float) -> Iterator:
     """The policy of a run, checked to be reachable. ``scripted`` starts its loopback server and is
-    then asked through the OpenAI client, over HTTP, exactly as a real server would be."""
+    then asked through the OpenAI client, over HTTP, exactly as a real server would be; ``hf`` loads
+    a local transformers model (``config.model``: a directory or hub name) in this process."""
+    if config.policy == "hf":
+        yield _load_hf(config.model)
+        return
     from tritongym.policy.openai import OpenAIConfig, OpenAIPolicy
 
     with ExitStack() as stack:
@@ -184,6 +190,19 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
         policy = stack.enter_context(OpenAIPolicy(settings))
         policy.check()
         yield policy
+
+
+def _load_hf(model: str) -> Policy:
+    if not model:
+        raise ConfigError("--policy hf needs --model (a model directory or a hub name)")
+    try:
+        from tritongym.policy.hf import load_hf_policy
+    except ImportError as exc:
+        raise ConfigError(f"--policy hf needs transformers: pip install 'tritongym[train]' ({exc})") from None
+    try:
+        return load_hf_policy(model)
+    except (OSError, ValueError) as exc:  # not a local folder, not a (valid) hub name
+        raise ConfigError(f"--policy hf cannot load {model!r}: {exc}") from None
 
 
 @contextmanager
@@ -220,13 +239,6 @@ class BenchOutcome:
     @property
     def unscored(self) -> int:
         return sum(1 for r in self.records if r.verdict == INFRASTRUCTURE)
-
-
-def is_fast(record: TurnRecord) -> bool:
-    if not record.result or not record.result.get("correct"):
-        return False
-    speedup = trusted_speedup(record.result)
-    return speedup is not None and speedup > 1.0
 
 
 def write_report(run_dir: Path) -> bool:
@@ -297,6 +309,8 @@ def run_bench(
     if config.samples < 1:
         raise ConfigError(f"--samples must be at least 1, not {config.samples}")
     problems = select_problems(config)
+    if shrunk := [p for p in problems if p.shrunk]:
+        log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))
     episodes_config = episode_config(config)
     run, kept = prepare_run_dir(out, config, problems)
     cache = {record_key(r): r for r in kept}
@@ -311,7 +325,8 @@ def run_bench(
 
     with ExitStack() as stack:
         policy = stack.enter_context(open_policy(config, problems, concurrency, request_timeout_s))
-        stack.callback(lambda: _save_usage(out, run, policy.usage_dict(), time.monotonic() - started))
+        usage = getattr(policy, "usage_dict", dict)  # a server's requests and tokens; a local model has none
+        stack.callback(lambda: _save_usage(out, run, usage(), time.monotonic() - started))
         if env is None:
             env = stack.enter_context(LazyLocalEnv(PoolConfig(devices=config.eval.device, sandboxes_per_device=jobs)))
         if on_start:

@@ -1,6 +1,7 @@
-"""``tritongym bench``: benchmark a model (any OpenAI-compatible server) on a problem set.
+"""``tritongym bench`` (benchmark a model on a problem set) and ``tritongym report`` (re-render one
+run's report, or compare several runs side by side).
 
-Registered on the main app by tritongym/cli.py. Exit codes: 0 the run finished and every turn was
+Registered on the main app by tritongym/cli.py. ``bench`` Exit codes: 0 the run finished and every turn was
 judged; 2 bad usage or input (unknown problem set, bad --ids, unreachable server, a run directory
 holding other settings); 3 some turns were left unscored by infrastructure or generation errors
 (re-running the same command tries them again).
@@ -17,14 +18,19 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from tritongym.agent.bench import BenchConfig, BenchOutcome, is_fast, open_service, run_bench
 from tritongym.agent.extract import POLICIES as EXTRACTIONS
 from tritongym.agent.records import TurnRecord
+from tritongym.bench import metrics
+from tritongym.bench.report import COMPARE, REPORT, compare_runs, headline_table, render_run
+from tritongym.bench.run import BenchConfig, BenchOutcome, open_service, run_bench
+from tritongym.config_options import config_options
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import resolve_device
+from tritongym.problems.sizes import parse_size_overrides
 
 EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
 LOG_EVERY_S = 30.0
@@ -73,7 +79,7 @@ class _Progress:
     def record(self, record: TurnRecord) -> None:
         self.done += 1
         self.correct += bool(record.result and record.result.get("correct"))
-        self.fast += is_fast(record)
+        self.fast += metrics.is_fast(metrics.attempt(record), 1.0, "kernelbench") is True  # fast_1 (docs/bench.md)
         if self.bar is not None:
             self.bar.update(self.task, completed=self.done, correct=self.correct, fast=self.fast)
         elif time.monotonic() - self.last_log >= LOG_EVERY_S or self.done == self.total:
@@ -99,12 +105,25 @@ def _print_summary(outcome: BenchOutcome) -> None:
     err.print(f"{where} in {outcome.run_dir}")
 
 
+def _usage_error(message: str) -> typer.Exit:
+    err.print("[red]error:[/red] ", end="")
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+@config_options(EvalConfig, on_error=_usage_error)
 def bench(
     out: Annotated[Path, typer.Option(help="Run directory (created; re-running the same command resumes it).")],
     policy: Annotated[
-        str, typer.Option(help="'openai' (a chat-completions server) or 'scripted' (loopback replay).")
+        str,
+        typer.Option(
+            help="'openai' (a chat-completions server), 'scripted' (loopback replay) or 'hf' (a local "
+            "transformers model, e.g. a `tritongym train` checkpoint's model/ directory)."
+        ),
     ] = "openai",
-    model: Annotated[str, typer.Option(help="Model name on the server (scripted: a label).")] = "",
+    model: Annotated[
+        str, typer.Option(help="Model name on the server (hf: a model directory or hub name; scripted: a label).")
+    ] = "",
     base_url: Annotated[str, typer.Option(help="API root of the server, e.g. http://127.0.0.1:8000/v1.")] = "",
     script: Annotated[
         str, typer.Option(help="Scripted policy: 'fix' (broken kernel, then the known one) or 'replay'.")
@@ -137,6 +156,12 @@ def bench(
             help="Shrink problems to their CPU sizes (default: small when evaluating locally on the CPU).",
         ),
     ] = None,
+    size: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--size", help="Set a size constant of every problem, NAME=INTEGER or NAME[INDEX]=INTEGER (repeatable)."
+        ),
+    ] = None,
     jobs: Annotated[int | None, typer.Option(help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
     env_url: Annotated[
         str,
@@ -144,16 +169,8 @@ def bench(
             help="Evaluate on a running 'tritongym serve' at this URL (token: $TRITONGYM_TOKEN), not locally."
         ),
     ] = "",
-    trials: Annotated[int, typer.Option(help=EvalConfig.help("trials"))] = 5,
-    tolerance: Annotated[str, typer.Option(help=EvalConfig.help("tolerance"))] = "float64",
-    timeout: Annotated[float, typer.Option("--timeout", help=EvalConfig.help("timeout_s"))] = 180.0,
-    device: Annotated[str, typer.Option(help=EvalConfig.help("device"))] = "auto",
-    memory_limit_mb: Annotated[int, typer.Option(help=EvalConfig.help("memory_limit_mb"))] = 8192,
-    torch_compute: Annotated[str, typer.Option(help=EvalConfig.help("torch_compute"))] = "penalize",
-    timing: Annotated[bool, typer.Option("--timing/--no-timing", help=EvalConfig.help("timing"))] = True,
-    baseline: Annotated[str, typer.Option(help=EvalConfig.help("baseline"))] = "eager",
-    timing_budget: Annotated[float, typer.Option(help=EvalConfig.help("timing_budget_s"))] = 10.0,
-    profile: Annotated[bool, typer.Option("--profile/--no-profile", help=EvalConfig.help("profile"))] = True,
+    *,
+    config: EvalConfig,
 ) -> None:
     """Benchmark a model: episodes of up to TURNS turns per problem and sample, judged by the environment,
     written to OUT (trajectories.jsonl, run.json, then summary.json, report.md and plots)."""
@@ -162,44 +179,59 @@ def bench(
         logging.getLogger("tritongym").setLevel(logging.INFO)
     progress = _Progress()
     try:
-        eval_config = EvalConfig(
-            trials=trials,
-            tolerance=tolerance,
-            timeout_s=timeout,
-            device=device,
-            memory_limit_mb=memory_limit_mb,
-            torch_compute=torch_compute,
-            timing=timing,
-            baseline=baseline,
-            timing_budget_s=timing_budget,
-            profile=profile,
-        )
-        resolved = "service" if env_url else resolve_device(device)[0]
+        resolved = "service" if env_url else resolve_device(config.device)[0]
         if small is None:
             small = resolved == "cpu"
         if resolved == "cpu":
-            err.print(
-                "[yellow]No GPU in use: kernels run under Triton's interpreter at small sizes; no timings.[/yellow]"
-            )
-        config = BenchConfig(
+            err.print("[yellow]No GPU in use: kernels run under Triton's interpreter; no timings.[/yellow]")
+        bench_config = BenchConfig(
             policy=policy, model=model or (f"scripted-{script}" if policy == "scripted" else ""), base_url=base_url,
             script=script, problems=problems, levels=_levels(levels), ids=ids, samples=samples, turns=turns,
             iterations=iterations, history=history, template=template, feedback_template=feedback_template,
             extraction=extraction, feedback_style=feedback_style, feedback_chars=feedback_chars,
-            temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small, eval=eval_config,
+            temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small,
+            sizes=parse_size_overrides(size or []), eval=config,
         )  # fmt: skip
         if policy == "openai" and not model:
             raise TritonGymError("--policy openai needs --model (the model's name on the server)")
         with ExitStack() as stack:
             env = stack.enter_context(open_service(env_url)) if env_url else None
             outcome = run_bench(
-                config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
+                bench_config, out, jobs=jobs, concurrency=concurrency, request_timeout_s=request_timeout, env=env,
                 progress=progress.record, on_start=progress.start,
             )  # fmt: skip
     except TritonGymError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise _usage_error(str(exc)) from None
     finally:
         progress.stop()
     _print_summary(outcome)
     raise typer.Exit(EXIT_INFRA if outcome.unscored else EXIT_OK)
+
+
+def report(
+    runs: Annotated[
+        list[Path], typer.Argument(help="A run directory (re-render its report), or two or more (compare them).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where a comparison writes compare.md and its plots (default: the first run directory)."),
+    ] = None,
+) -> None:
+    """Write a run's summary.json, report.md and plots from its trajectories; with several runs, a
+    side-by-side comparison (compare.md, compare_*.png)."""
+    console = Console()
+    try:
+        if len(runs) == 1:
+            if out is not None:
+                raise TritonGymError("--out is for comparisons; one run's report is written into its directory")
+            summary = render_run(runs[0])
+            console.print(Markdown(headline_table(summary)))
+            console.print(f"report: {runs[0] / REPORT}")
+            return
+        destination = out or runs[0]
+        console.print(Markdown(compare_runs(runs, destination)))
+        console.print(f"comparison: {destination / COMPARE}")
+    except TritonGymError as exc:
+        err.print("[red]error:[/red] ", end="")
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
