@@ -37,7 +37,9 @@ def test_results_stream_back_from_actors(env):
 
 
 def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):
-    marker = Path(tempfile.mkdtemp()) / "started"
+    shared = Path(tempfile.mkdtemp())
+    shared.chmod(0o777)  # the candidate's runner may run as an unprivileged user
+    marker = shared / "started"
     slow = CORRECT.replace(
         "class ModelNew(nn.Module):",
         f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(3)\n\nclass ModelNew(nn.Module):",
