@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.zygote import EVENT
-from tritongym.evaluate.sandbox import group_rss_bytes
 
 
 def _cuda_initialized() -> bool:
@@ -28,6 +27,30 @@ START_TIMEOUT_S = 300.0
 """Importing torch and Triton (zygote) or creating a CUDA context (runner): a stuck start, not longer."""
 KEEP_OUTPUT_BYTES = 1 << 20
 """Output of a runner kept before the job's own limit applies."""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                found += [int(x) for x in (task / "children").read_text().split()]
+    return found
+
+
+def tree_rss_bytes(pid: int, limit: int = 4096) -> int:
+    """Resident memory of a process and its descendants (read from /proc: a few files, not a scan
+    of every process as for a process group)."""
+    page, total, todo, seen = os.sysconf("SC_PAGE_SIZE"), 0, [pid], set()
+    while todo and len(seen) < limit:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{current}/statm", "rb") as fh:
+            total += int(fh.read().split()[1]) * page
+        todo += _children(current)
+    return total
 
 
 class RunnerLost(Exception):
@@ -229,7 +252,7 @@ class RunnerHandle:
         now = time.monotonic()
         if now >= self._next_memory_check:
             self._next_memory_check = now + 0.1
-            if group_rss_bytes(self.pid) > self.memory_limit:
+            if tree_rss_bytes(self.pid) > self.memory_limit:
                 raise OutOfMemory()
 
     def send(self, message: p.Message) -> None:
@@ -243,12 +266,7 @@ class RunnerHandle:
 
     def children(self) -> list[int]:
         """Processes the runner started that still exist (read from /proc: not the runner's word)."""
-        found = []
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{self.pid}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    found += [int(x) for x in (task / "children").read_text().split()]
-        return found
+        return _children(self.pid)
 
     def exit_description(self) -> str:
         """How the runner ended ('signal SIGSEGV', 'exit code 3'), after it closed its socket."""
