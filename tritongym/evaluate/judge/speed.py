@@ -171,7 +171,7 @@ class Bench:
         self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
         self.private_in, self.private_out = allocate_slots(sample_inputs, sample_output, count, self.device)
         self.pool = torch.cuda.MemPool()
-        with torch.cuda.use_mem_pool(self.pool):
+        with torch.cuda.use_mem_pool(self.pool):  # exported segments hold the slots and nothing else
             self.shared_in, self.shared_out = allocate_slots(sample_inputs, sample_output, count, self.device)
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape),
                   (p.Loaded,))  # fmt: skip
