@@ -32,9 +32,8 @@ from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLo
 from tritongym.evaluate.judge.speed import gpu_lock
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
-from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runner_uid, runners_unprivileged
 from tritongym.evaluate.result import Verdict
-from tritongym.evaluate.sandbox import RUNNER_UID
 
 MIN_TRIALS = 2
 """Trials always run, whatever the configuration: with one, the first call is also the only one."""
@@ -267,6 +266,8 @@ def evaluate(state: JobState) -> dict:
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
+        if runners_unprivileged(ctx.device.type):  # the runner's own user works in the job's directory
+            os.chown(job.workdir, runner_uid(state.runner.pid), runner_uid(state.runner.pid))
         state.runner.memory_limit = job.memory_limit_mb << 20
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
         load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
@@ -361,9 +362,9 @@ def main() -> None:
 
     cache, scratch = home / "runner-triton", home / "runner-tmp"  # runners' own: the judge's are not theirs
     for path in (cache, scratch):
-        path.mkdir(mode=0o700)
-        if runners_unprivileged(init["device"]):
-            os.chown(path, RUNNER_UID, RUNNER_UID)
+        path.mkdir()
+        if runners_unprivileged(init["device"]):  # every runner has a user of its own: shared, sticky
+            path.chmod(0o1777)
     runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch)}
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
     supply.launch()

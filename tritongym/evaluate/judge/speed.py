@@ -95,7 +95,7 @@ def export(t: torch.Tensor) -> list:
 
     _, a = reduce_tensor(t)
     counter = a[11].decode(errors="replace").lstrip("/") if isinstance(a[11], bytes) else ""
-    if counter and os.geteuid() == 0:  # the runner (nobody) opens the producer's reference counter too
+    if counter and os.geteuid() == 0:  # a runner of its own user opens the producer's reference counter too
         with contextlib.suppress(OSError):
             os.chmod(f"/dev/shm/{counter}", 0o666)
     hexed = [x.hex() if isinstance(x, bytes) else x for x in a]

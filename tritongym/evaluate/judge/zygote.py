@@ -11,7 +11,7 @@ reaps are reported as ``X``, pid and wait status. It is the subreaper of everyth
 start, and kills any such orphan on sight.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
-root), the parent-death signal (then a re-check that the zygote is still the parent), stdin from
+root: a user of its own), the parent-death signal (then a re-check that the zygote is still the parent), stdin from
 /dev/null, the pipes as stdout and stderr, every other descriptor closed, no core files, a
 file-size limit.
 """
@@ -28,7 +28,14 @@ import socket
 import struct
 import sys
 
-from tritongym.evaluate.sandbox import RUNNER_UID
+RUNNER_UID_BASE = 200_000
+"""A runner of a root judge runs as user RUNNER_UID_BASE + its pid: a user of its own, which no other
+process has, so it can signal, trace or read no other runner, judge or pool on the machine."""
+
+
+def runner_uid(pid: int) -> int:
+    return RUNNER_UID_BASE + pid
+
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -53,22 +60,23 @@ def die_with_parent(parent: int) -> None:
 
 
 def runners_unprivileged(device: str) -> bool:
-    """Whether runners run as ``nobody``: only when the judge is root, and then by default on the
-    CPU; ``TRITONGYM_RUNNER_USER=nobody`` or ``same`` decides for every device (on a GPU the device
-    files and CUDA IPC must then work for ``nobody``, which this project has not verified yet)."""
+    """Whether runners run as users of their own (``runner_uid``): only when the judge is root, and
+    then by default on the CPU; ``TRITONGYM_RUNNER_USER=own`` or ``same`` decides for every device (on
+    a GPU the device files and CUDA IPC must then work for such a user, not verified yet)."""
     if os.geteuid() != 0:
         return False
     choice = os.environ.get("TRITONGYM_RUNNER_USER", "")
-    return choice == "nobody" if choice in ("nobody", "same") else device == "cpu"
+    return choice == "own" if choice in ("own", "same") else device == "cpu"
 
 
 def drop_privileges(device: str) -> None:
-    """A judge running as root hands its runners to an unprivileged user: they cannot then signal,
-    trace or read the judge, the zygote or the pool (all root), nor open their /proc entries."""
+    """A judge running as root hands each runner to an unprivileged user of its own: it cannot then
+    signal, trace or read the judge, the zygote, the pool (all root) or any other runner."""
     if runners_unprivileged(device):
+        uid = runner_uid(os.getpid())
         os.setgroups([])
-        os.setgid(RUNNER_UID)
-        os.setuid(RUNNER_UID)
+        os.setgid(uid)
+        os.setuid(uid)
 
 
 def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str) -> None:
