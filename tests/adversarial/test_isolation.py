@@ -54,6 +54,13 @@ def test_the_next_job_and_the_judges_secrets_cannot_be_read():
     assert "STOLEN []" in result.stdout, result.stdout
 
 
+@pytest.mark.skipif(not ROOT, reason="runners get users of their own only under a root judge")
+def test_a_runner_can_signal_no_other_process():
+    result = evaluate(small_problem("vector_add"), source("signals_everyone"), config(static_checks=False))
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "SIGNALLABLE 0" in result.stdout, result.stdout
+
+
 def test_the_reference_is_not_in_the_runner_to_wrap():
     result = evaluate(small_problem("vector_add"), source("wraps_reference_forward"), config(static_checks=False))
     assert result.verdict is Verdict.OK, result.feedback
