@@ -40,6 +40,8 @@ def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):
     shared = Path(tempfile.mkdtemp())
     shared.chmod(0o777)  # the candidate's runner may run as an unprivileged user
     marker = shared / "started"
+    marker.touch()
+    marker.chmod(0o666)  # each runner may run as a user of its own: all of them append here
     slow = CORRECT.replace(
         "class ModelNew(nn.Module):",
         f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(3)\n\nclass ModelNew(nn.Module):",
