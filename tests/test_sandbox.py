@@ -25,12 +25,11 @@ def _alive(pid: int) -> bool:
 
 
 def test_infinite_loop_in_forward_is_a_timeout():
-    start = time.monotonic()
     result = run_candidate("hangs", timeout_s=15)
     assert result.verdict is Verdict.TIMEOUT
     assert "during trial 1" in result.feedback
     assert result.compiled is True
-    assert time.monotonic() - start < 30
+    assert result.stage_seconds["sandbox_wall"] < 20  # the judge ends the runner at the deadline
 
 
 def test_infinite_loop_at_import_is_a_timeout_before_compilation():

@@ -1,5 +1,5 @@
 """Timing statistics (pure functions): the median's confidence interval, the paired speedup,
-the stopping rule, the L2 flush size and the roofline check. The GPU loop is tested in tests/gpu."""
+the stopping rule and the roofline check. The GPU loop is tested in tests/gpu."""
 
 import math
 import random
@@ -70,12 +70,6 @@ def test_stop_rule_waits_for_min_reps_then_the_target_then_the_budget():
     assert noisy.precision > 0.01
     assert timing.stop_reason(noisy, 0.01, 0.1, 10) is None
     assert timing.stop_reason(noisy, 0.01, 10.0, 10) == "budget"
-
-
-def test_flush_writes_several_times_the_l2():
-    h200_l2 = 60 << 20
-    assert timing.flush_bytes(h200_l2) == 4 * h200_l2 > 2 * h200_l2
-    assert timing.flush_bytes(1 << 20) == 64 << 20
 
 
 def test_roofline_flags_a_time_below_reading_the_inputs_once():

@@ -39,7 +39,11 @@ def test_results_stream_back_from_actors(env):
 
 
 def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):
-    marker = Path(tempfile.mkdtemp()) / "started"
+    shared = Path(tempfile.mkdtemp())
+    shared.chmod(0o777)  # the candidate's runner may run as an unprivileged user
+    marker = shared / "started"
+    marker.touch()
+    marker.chmod(0o666)  # each runner may run as a user of its own: all of them append here
     slow = CORRECT.replace(
         "class ModelNew(nn.Module):",
         f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(3)\n\nclass ModelNew(nn.Module):",

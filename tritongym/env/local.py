@@ -91,7 +91,7 @@ class LocalEnv(QueuedEnv):
 
     @property
     def sandbox_starts(self) -> list[int]:
-        """How many processes each sandbox has started (1 each while no candidate tainted one)."""
+        """Judges each sandbox slot has started (1 each while none was lost; candidates get runners)."""
         return [sb.starts for sb in self._sandboxes]
 
     def fingerprint(self, timeout_s: float = 600.0) -> dict:

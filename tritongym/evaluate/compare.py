@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from tritongym.evaluate.judge.tree import leaves
 from tritongym.evaluate.result import ErrorStats, Verdict
 
 LOOSE_TOLERANCE = 1e-2
@@ -56,18 +57,13 @@ def fixed_tolerances(dtype: torch.dtype) -> tuple[float, float]:
 
 
 def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
-    if isinstance(value, (tuple, list)):
-        out = []
-        for i, item in enumerate(value):
-            out += _leaves(item, f"{path}[{i}]")
-        return out
-    return [(path, value)]
+    return leaves(value, path)
 
 
 def _describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"tensor of shape {tuple(value.shape)}"
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, (tuple, list, dict)):
         return f"{type(value).__name__} of {len(value)}"
     return type(value).__name__
 
@@ -80,6 +76,16 @@ def _structure_error(got: Any, expected: Any, path: str) -> str | None:
             return f"{path}: expected {len(expected)} values, got {len(got)}"
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             error = _structure_error(g, e, f"{path}[{i}]")
+            if error:
+                return error
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{path}: expected a dict with keys {sorted(map(repr, expected))}, got {_describe(got)}"
+        if set(got) != set(expected):
+            return f"{path}: keys {sorted(map(repr, got))} differ from the expected {sorted(map(repr, expected))}"
+        for key in expected:
+            error = _structure_error(got[key], expected[key], f"{path}[{key!r}]")
             if error:
                 return error
         return None

@@ -14,7 +14,9 @@ from tritongym.errors import ConfigError
 class EvalConfig:
     """Settings of one evaluation. ``EvalConfig.help(name)`` returns a field's documentation."""
 
-    trials: int = _doc("Correctness trials, each on fresh inputs from a fresh secret seed.", default=5)
+    trials: int = _doc(
+        "Correctness trials, each on fresh inputs from a fresh secret seed; at least 2 always run.", default=5
+    )
     tolerance: Literal["float64", "fixed"] = _doc(
         "'float64': the candidate's error against a float64 run of the reference may be at most "
         "error_factor x PyTorch's own error at the problem's dtype. 'fixed': KernelBench's "

@@ -1,24 +1,21 @@
-"""Evaluate one candidate on one problem: check the text, run the harness in a sandbox, and turn
-whatever happened into an EvalResult. Candidate code never runs in this process."""
+"""Evaluate one candidate on one problem: check the text, hand it to a judge in a sandbox, and turn
+whatever happened into an EvalResult. Candidate code never runs in this process, nor in the judge's."""
 
 from __future__ import annotations
 
 import functools
 import os
-import secrets
 import signal
 import time
 
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.config import EvalConfig
-from tritongym.evaluate.result import EvalResult, Finding, Verdict
-from tritongym.evaluate.sandbox import Sandbox, SandboxOutcome
+from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.evaluate.sandbox import BEFORE_CANDIDATE, Sandbox, SandboxOutcome
 from tritongym.problems import Problem
 
 MAX_ATTEMPTS = 3
 """Tries of a job lost through no fault of the candidate before it is an infrastructure error."""
-_BEFORE_CANDIDATE = ("start", "reference")
-"""Stages that run no candidate code: a failure there is the infrastructure's, not the candidate's."""
 
 
 @functools.cache
@@ -65,12 +62,13 @@ def check_source(candidate: str | bytes, max_bytes: int) -> str | EvalResult:
 
 def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig) -> EvalResult:
     """Map a sandbox outcome to a result, trusting nothing the sandbox said without checking it."""
-    before_candidate = outcome.stage in _BEFORE_CANDIDATE
+    before_candidate = outcome.stage in BEFORE_CANDIDATE
     where = f"during {outcome.stage}"
     if outcome.result is not None and not outcome.protocol_error:
         try:
             result = EvalResult.from_dict({"problem": problem.name, **outcome.result})
-            result.compiled = result.verdict.compiled
+            past_import = any(s not in (*BEFORE_CANDIDATE, "import") for s in outcome.stages_seen)
+            result.compiled = result.verdict.compiled and past_import
             result.correct = result.verdict is Verdict.OK
             return result
         except (TypeError, ValueError, KeyError) as exc:
@@ -93,7 +91,7 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
         verdict, feedback = Verdict.CRASH, f"The process died {where} ({how})."
         if code is not None and code < 0 and -code == signal.SIGXFSZ:
             feedback += " It wrote a file larger than the sandbox allows."
-    reached = [s for s in outcome.stages_seen if s not in _BEFORE_CANDIDATE]
+    reached = [s for s in outcome.stages_seen if s not in BEFORE_CANDIDATE]
     return EvalResult(
         problem=problem.name,
         verdict=verdict,
@@ -103,14 +101,13 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
 
 
 def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
-    """The harness's job for one evaluation; fresh secret seeds every time."""
+    """The judge's job for one evaluation (the judge draws the secret seeds itself)."""
     return {
         "problem_source": problem.source,
         "entry_point": problem.entry_point,
         "solution_class": problem.solution_class,
         "candidate_source": source,
         "trials": config.trials,
-        "seeds": [secrets.randbits(63) for _ in range(config.trials + 1)],
         "tolerance": config.tolerance,
         "error_factor": config.error_factor,
         "scale_floor": config.scale_floor,
@@ -164,12 +161,11 @@ def evaluate_in(
             why = f"the sandbox process was killed from outside during {outcome.stage}"
             continue
         result = outcome_result(problem, outcome, config)
-        result.stdout, result.stderr = outcome.stdout, outcome.stderr
+        if outcome.result is None:
+            result.stderr = outcome.stderr
         result.stage_seconds["sandbox_wall"] = round(outcome.wall_s, 4)
         if start_s:
             result.stage_seconds["sandbox_start"] = round(start_s, 4)
-        if outcome.taint:
-            result.findings.append(Finding("sandbox", "process replaced: " + "; ".join(outcome.taint)))
         return result
     return EvalResult(
         problem=problem.name,

@@ -22,6 +22,8 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from tritongym.evaluate.judge.tree import tensor_leaves
+
 GLUE_OPS = frozenset(
     [
         "empty",
@@ -175,17 +177,6 @@ class LaunchMonitor:
                 monitor.recorder.paused -= 1
 
         return run
-
-
-def tensor_leaves(value) -> list[torch.Tensor]:
-    """The tensors in a value, a list, a tuple or a dict of them (nested), in order."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensor_leaves(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensor_leaves(v)]
-    return []
 
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:

@@ -1,9 +1,11 @@
-"""A warm sandbox: one harness process that evaluates candidates one after another.
+"""A warm sandbox: one judge process (tritongym.evaluate.judge) that evaluates candidates one after
+another, each in a runner of its own that the judge forks and kills.
 
-The caller survives anything the candidate does: a wall-clock deadline per job, a memory watchdog,
-capped output, its own session (so forks die with it), a private working directory per job, and an
-allowlisted environment. After a timeout, a crash, runaway memory, a broken protocol or a taint
-report, the process is killed; the next job starts a fresh one.
+The caller keeps a backstop on the judge: a wall-clock deadline per job (the judge enforces the
+job's own timeout on its runner; this one catches a stuck judge), a memory watchdog, its own session
+and parent-death signal (so it and its runners die with the caller), a private working directory per
+job, and an allowlisted environment. A judge that dies or breaks its protocol is killed; the next
+job starts a fresh one.
 """
 
 from __future__ import annotations
@@ -26,78 +28,43 @@ from pathlib import Path
 import tritongym
 from tritongym.errors import SandboxError
 
-MAX_CHANNEL_BYTES = 8 << 20
-"""A harness never says more than this per job; more means the channel was abused."""
-FILE_SIZE_LIMIT = 256 << 20
-"""Largest file the sandbox may write (RLIMIT_FSIZE)."""
+MAX_CHANNEL_BYTES = 64 << 20
+"""A judge never says more than this per job."""
+JUDGE_MEMORY_FACTOR = 4
+"""The judge's own process group (judge and zygote) may use this many times the job's memory limit."""
+BACKSTOP_S = 20.0
+"""Seconds past the job's timeout after which a judge that has not answered is killed."""
+BEFORE_CANDIDATE = ("start", "reference")
+"""Stages that run no candidate code: a failure there is the infrastructure's, not the candidate's."""
 START_TIMEOUT_S = 300.0
 """Importing torch and triton and creating a CUDA context takes seconds; a stuck start, not longer."""
 
 _PASSTHROUGH_ENV = (
     "PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CC",
     "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
+    "TRITONGYM_RUNNER_USER",
 )  # fmt: skip
 
 
-class _CappedReader(threading.Thread):
-    """Drains a pipe to EOF. Per job it keeps the first ``limit`` bytes up to the job's end marker,
-    counts the rest, and never blocks the writer."""
+class _Tail(threading.Thread):
+    """Drains one of the judge's own streams to EOF, keeping the last bytes (diagnostics only: the
+    candidate's output comes back inside the judge's result)."""
+
+    KEEP = 64 << 10
 
     def __init__(self, stream):
         super().__init__(daemon=True)
-        self.stream, self.limit = stream, 0
-        self._lock = threading.Condition()
-        self._kept = bytearray()
-        self._dropped = 0
-        self._marker = b""
-        self._window = b""
-        self._ended = False
-        self._eof = False
-
-    def begin(self, marker: str, limit: int) -> None:
-        with self._lock:
-            self.limit = limit
-            self._kept, self._dropped, self._window = bytearray(), 0, b""
-            self._marker, self._ended = f"\n{marker}\n".encode(), False
-
-    def _keep(self, data: bytes) -> None:
-        room = self.limit - len(self._kept)
-        self._kept += data[: max(room, 0)]
-        self._dropped += max(0, len(data) - max(room, 0))
+        self.stream, self.data = stream, b""
 
     def run(self) -> None:
         try:
             while chunk := self.stream.read1(65536):
-                with self._lock:
-                    if self._ended or not self._marker:
-                        continue  # output between jobs (a stray thread): nobody's
-                    data = self._window + chunk
-                    at = data.find(self._marker)
-                    if at >= 0:
-                        self._keep(data[:at])
-                        self._ended = True
-                        self._lock.notify_all()
-                        continue
-                    keep_back = len(self._marker) - 1
-                    self._keep(data[: len(data) - keep_back] if len(data) > keep_back else b"")
-                    self._window = data[-keep_back:] if len(data) > keep_back else data
+                self.data = (self.data + chunk)[-self.KEEP :]
         except (OSError, ValueError):
             pass
-        with self._lock:
-            self._eof = True
-            self._lock.notify_all()
 
-    def take(self, wait_s: float) -> str:
-        """This job's output, waiting up to ``wait_s`` for its end marker (or EOF)."""
-        with self._lock:
-            self._lock.wait_for(lambda: self._ended or self._eof, timeout=wait_s)
-            if not self._ended:
-                self._keep(self._window)
-            text = self._kept.decode("utf-8", errors="replace")
-            if self._dropped:
-                text += f"\n[... {self._dropped} more bytes dropped]"
-            self._marker = b""
-            return text
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
 
 
 @dataclass
@@ -105,28 +72,32 @@ class SandboxOutcome:
     """What happened to one job in a sandbox."""
 
     result: dict | None = None
-    """The harness's result payload, if it sent one."""
-    taint: list[str] = field(default_factory=list)
+    """The judge's result payload, if it sent one."""
     stage: str = "start"
-    """The last stage the harness announced for this job."""
+    """The last stage the judge announced for this job."""
     stages_seen: list[str] = field(default_factory=list)
     returncode: int | None = None
     """Exit status if the process ended during the job (negative: the signal)."""
     timed_out: bool = False
     out_of_memory: bool = False
     protocol_error: str = ""
+    judge_exposed: bool = True
+    """Whether the candidate's runner could have killed the judge (same user): then a judge that
+    dies once the candidate reached its runner is the candidate's doing."""
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
 
     @property
     def lost(self) -> bool:
-        """The process was killed from outside (SIGKILL that was not ours) before any stage of this
-        job: not the candidate's doing, so the job may be retried."""
+        """The judge ended through no fault of the candidate, so the job may be retried: before the
+        candidate reached a runner, or at any time when runners run as another user than the judge.
+        Otherwise a judge that dies once the candidate reached its runner is the candidate's crash
+        (a runner of the same user can signal its judge: that must not buy a retry)."""
         return (
             self.result is None
             and not (self.timed_out or self.out_of_memory or self.protocol_error)
-            and (self.returncode == -signal.SIGKILL or not self.stages_seen)
+            and (all(stage in BEFORE_CANDIDATE for stage in self.stages_seen) or not self.judge_exposed)
         )
 
 
@@ -166,13 +137,14 @@ def group_rss_bytes(pgid: int) -> int:
 
 
 class Sandbox:
-    """One warm harness process for one device. Not thread-safe: one job at a time."""
+    """One warm judge process for one device. Not thread-safe: one job at a time. The judge dies
+    with the thread that started it (its parent-death signal): start and use it from one thread."""
 
     def __init__(self, device: str = "cpu", device_env: dict[str, str] | None = None):
         self.device = device
         self.device_env = device_env or {}
         self.info: dict = {}
-        """The harness's ``ready`` message: device name and versions."""
+        """The judge's ``ready`` message: device name and versions."""
         self.starts = 0
         self._proc: subprocess.Popen | None = None
         self._home: Path | None = None
@@ -183,17 +155,24 @@ class Sandbox:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The judge's process id (its process group's too), while it runs."""
+        return self._proc.pid if self.alive else None
+
     def start(self) -> None:
-        """Start the process and wait until it has imported torch/triton (and made its CUDA context)."""
+        """Start the judge and wait until it has imported torch/triton, started its zygote and
+        forked a spare runner (and, on a GPU, made its CUDA context)."""
         if self.alive:
             return
         self.close()
         self._home = Path(tempfile.mkdtemp(prefix="tritongym-sandbox-"))
+        self._home.chmod(0o711)  # runners may pass through to their job's directory, not list others
         read_fd, write_fd = os.pipe()
         env = sandbox_env(self._home, interpret=self.device == "cpu", extra=self.device_env)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "tritongym.evaluate.harness"],
+                [sys.executable, "-m", "tritongym.evaluate.judge"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -208,18 +187,19 @@ class Sandbox:
         finally:
             os.close(write_fd)
         self._channel = read_fd
-        self._readers = [_CappedReader(self._proc.stdout), _CappedReader(self._proc.stderr)]
-        for reader in self._readers:
-            reader.start()
+        self._tails = [_Tail(self._proc.stdout), _Tail(self._proc.stderr)]
+        for tail in self._tails:
+            tail.start()
         self.starts += 1
-        init = {"channel_fd": write_fd, "device": self.device, "file_size_limit": FILE_SIZE_LIMIT}
-        init["home"] = str(self._home)
+        init = {"channel_fd": write_fd, "device": self.device, "home": str(self._home), "parent_pid": os.getpid()}
         init["lock_dir"] = tempfile.gettempdir()  # the GPU timing lock, shared by every sandbox of this machine
         ready = SandboxOutcome()
-        self._send(init)
+        with contextlib.suppress(OSError):
+            self._send(init)
         self._watch(ready, time.monotonic() + START_TIMEOUT_S, memory_limit=1 << 62, until="ready")
         if not self.info:
-            detail = self._readers[1].take(0.5)[-2000:]
+            time.sleep(0.2)
+            detail = self._tails[1].text()[-2000:]
             self.close()
             raise SandboxError(f"the sandbox process did not become ready: {ready.protocol_error or detail}")
 
@@ -250,29 +230,25 @@ class Sandbox:
         """Run one job (``candidate_source`` is written to the job's private directory).
         Raises SandboxError only if a process cannot be started."""
         self.start()
-        outcome = SandboxOutcome()
-        marker = f"tritongym-end-{secrets.token_hex(8)}"
+        outcome = SandboxOutcome(judge_exposed=not self.info.get("runners_unprivileged", False))
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
         nonce = secrets.token_hex(16)
-        job = job | {"workdir": str(workdir), "output_marker": marker, "nonce": nonce,
-                     "candidate_path": str(workdir / "solution.py")}  # fmt: skip
+        job = job | {"workdir": str(workdir), "nonce": nonce, "candidate_path": str(workdir / "solution.py"),
+                     "timeout_s": timeout_s, "output_limit_bytes": output_limit_bytes}  # fmt: skip
         (workdir / "solution.py").write_text(job.pop("candidate_source"), encoding="utf-8")
-        for reader in self._readers:
-            reader.begin(marker, output_limit_bytes)
         start = time.monotonic()
         with contextlib.suppress(OSError):  # it died between jobs: the channel's EOF says so
             self._send(job)
-        self._watch(outcome, start + timeout_s, memory_limit_bytes, until="result", nonce=nonce)
-        finished = outcome.result is not None
-        if not finished:
+        # The judge enforces the job's timeout and memory limit on its runner; these catch the judge.
+        self._watch(outcome, start + timeout_s + BACKSTOP_S, JUDGE_MEMORY_FACTOR * memory_limit_bytes,
+                    until="result", nonce=nonce)  # fmt: skip
+        if outcome.result is None:
             if not (outcome.timed_out or outcome.out_of_memory or outcome.protocol_error):
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._proc.wait(timeout=2.0)  # the channel closed: it is exiting
             outcome.returncode = self._proc.poll()  # its own exit status, read before we kill
             self._kill()
-        elif outcome.taint:
-            self._kill()
-        outcome.stdout, outcome.stderr = (r.take(2.0 if finished else 0.5) for r in self._readers)
+            outcome.stderr = self._tails[1].text()[-output_limit_bytes:]
         outcome.wall_s = time.monotonic() - start
         shutil.rmtree(workdir, ignore_errors=True)
         if not self.alive:
@@ -310,7 +286,7 @@ class Sandbox:
                 return  # every writer is gone: the process died
             received += len(chunk)
             if received > MAX_CHANNEL_BYTES:
-                outcome.protocol_error = "the sandbox flooded its result channel"
+                outcome.protocol_error = "the judge flooded its result channel"
                 return
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
@@ -320,18 +296,16 @@ class Sandbox:
                 except ValueError:
                     message = None
                 if not isinstance(message, dict):
-                    outcome.protocol_error = "the sandbox wrote a malformed message on its result channel"
+                    outcome.protocol_error = "the judge wrote a malformed message on its result channel"
                     return
                 if message.get("nonce") != nonce:
-                    continue  # forged by a candidate, or left over from an earlier job
+                    continue  # left over from an earlier job
                 if "stage" in message:
                     outcome.stage = str(message["stage"])[:100]
                     outcome.stages_seen.append(outcome.stage)
                 elif until == "ready" and isinstance(message.get("ready"), dict):
                     self.info = message["ready"]
                     return
-                elif until == "result" and "result" in message:
+                elif until == "result" and isinstance(message.get("result"), dict):
                     outcome.result = message["result"]
-                    taint = message.get("taint") or []
-                    outcome.taint = [str(t)[:300] for t in taint] if isinstance(taint, list) else ["bad taint report"]
                     return

@@ -1,34 +1,30 @@
-"""What a candidate may have left behind in a reused sandbox process.
+"""What a candidate changed in its runner: a snapshot of the runner's state taken before the
+candidate is imported, compared after each call (replaced functions of torch, triton, builtins or
+the runner; added class attributes; changed global settings; threads still running).
 
-A snapshot taken after warm-up is compared with the process state after each evaluation. Any
-difference (a replaced function, a changed global setting, a thread or child process still running,
-a trace hook, a sticky CUDA error) taints the process: its result still stands, but the sandbox is
-replaced before the next candidate runs in it.
+A runner serves one candidate and is killed, so nothing here protects a later candidate; it catches
+candidates that patch what the comparison or the guards rely on. It runs in the candidate's process,
+so it is the runner's word, not a check the candidate cannot evade (docs/environment.md).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import threading
 from importlib import import_module
-from pathlib import Path
 
 WATCHED_MODULES = (
     "builtins", "copy", "gc", "importlib", "inspect", "json", "math", "os", "random", "time", "traceback",
     "numpy", "torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.testing", "torch.backends.cuda",
     "torch.backends.cudnn", "triton", "triton.language", "triton.runtime.jit",
     "statistics", "torch.profiler", "torch.autograd.profiler", "tritongym.evaluate.compare",
-    "tritongym.evaluate.guards", "tritongym.evaluate.harness", "tritongym.evaluate.profiling",
+    "tritongym.evaluate.guards", "tritongym.evaluate.judge.runner", "tritongym.evaluate.judge.protocol",
+    "tritongym.evaluate.judge.tree", "tritongym.evaluate.profiling",
     "tritongym.evaluate.taint", "tritongym.evaluate.timing",
 )  # fmt: skip
 WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
 """Classes whose attributes are watched; unlike a module, a class must not even gain one (an added
 ``torch.Tensor.__sub__`` shadows the operator inherited from TensorBase)."""
-WATCHED_SIGNALS = tuple(
-    s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD, signal.SIGUSR1, signal.SIGPIPE)
-)
 _VOLATILE = {("sys", "last_type"), ("sys", "last_value"), ("sys", "last_traceback"), ("sys", "last_exc")}
 
 
@@ -71,49 +67,14 @@ def _torch_settings() -> dict[str, object]:
     return settings
 
 
-def child_processes() -> list[int]:
-    children = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            children += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return children
-
-
 def _class_keys() -> dict[str, frozenset[str]]:
     return {dotted: frozenset(vars(_resolve(dotted))) for dotted in WATCHED_CLASSES}
 
 
 class ProcessState:
-    """The baseline a sandbox returns to after each evaluation."""
+    """The runner's state before its candidate was imported."""
 
     def __init__(self) -> None:
-        self.attributes = _attribute_ids()
-        self.class_keys = _class_keys()
-        self.settings = _torch_settings()
-        self.threads = set(threading.enumerate())
-        self.signals = {s: signal.getsignal(s) for s in WATCHED_SIGNALS}
-        self.modules = set(sys.modules)
-        self.cuda_bytes = self._cuda_bytes()
-
-    @staticmethod
-    def _cuda_bytes() -> int:
-        import torch
-
-        return torch.cuda.memory_allocated() if torch.cuda.is_initialized() else 0
-
-    def forget_candidate_modules(self, workdir: str) -> None:
-        """Drop modules imported from the evaluation's directory (the candidate and the reference)."""
-        for name in set(sys.modules) - self.modules:
-            path = getattr(sys.modules[name], "__file__", None) or ""
-            if path.startswith(workdir):
-                del sys.modules[name]
-
-    def accept_judge_changes(self) -> None:
-        """Take the attributes, class keys and settings as they are now as the new baseline: only
-        after the judge itself changed them (torch.compile patches torch.nn.Module), right after a
-        tampering check found nothing."""
         self.attributes = _attribute_ids()
         self.class_keys = _class_keys()
         self.settings = _torch_settings()
@@ -136,36 +97,7 @@ class ProcessState:
             reasons.append(f"changed torch settings: {', '.join(drift)}")
         return reasons
 
-    def stray_workers(self) -> list[str]:
-        """Threads and child processes started since the baseline and still running."""
-        reasons = []
-        threads = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
-        if threads:
-            reasons.append(f"threads still running: {', '.join(threads[:5])}")
-        if child_processes():
-            reasons.append("child processes still running")
-        return reasons
-
-    def taint(self) -> list[str]:
-        """Reasons this process must not run another candidate (empty: clean)."""
-        import gc
-
-        import torch
-
-        reasons = self.tampering() + self.stray_workers()
-        if any(signal.getsignal(s) != h for s, h in self.signals.items()):
-            reasons.append("signal handlers changed")
-        if sys.gettrace() is not None or sys.getprofile() is not None:
-            reasons.append("a trace or profile hook is installed")
-        if torch.cuda.is_initialized():
-            try:
-                torch.cuda.synchronize()
-            except Exception as exc:  # a sticky CUDA error poisons the context
-                reasons.append(f"CUDA context is broken: {str(exc)[:200]}")
-                return reasons
-            gc.collect()
-            torch.cuda.empty_cache()
-            leaked = self._cuda_bytes() - self.cuda_bytes
-            if leaked > 64 << 20:
-                reasons.append(f"{leaked >> 20} MiB of GPU memory still held")
-        return reasons
+    def stray_threads(self) -> list[str]:
+        """Names of Python threads started since the baseline and still running (child processes
+        are the judge's to see, in /proc)."""
+        return [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]

@@ -1,29 +1,17 @@
-"""Timing the candidate against the reference on one GPU, in the sandbox.
+"""Statistics of the judge's timing (judge/speed.py runs the batches) and the device's copy bandwidth.
 
-Calls alternate between reference and candidate (which goes first alternates too). Every
-repetition gets new inputs, mixed element by element from the correctness trials' input sets with a
-fresh random mask, and each side its own copy of them. Before every call the L2 cache is evicted by
-writing four times its size; the CUDA events bracket only the call, so the eviction runs while the
-host queues the call's kernels and none of it is measured. A device-wide synchronisation follows
-every call. Both outputs are copied on the timed stream right after the end event; for the first
-calls and a secret random subset of the rest the candidate's is compared with the reference's on the
-same inputs. A kernel that caches results across calls (by address or by sampling a few input
-values), or finishes its work on another stream after the event, fails.
-
-Repetition is adaptive: timing stops when the 95% confidence interval of the speedup (median of the
-paired ratios reference / candidate, interval from order statistics) is within ``target`` of the
-median, or when the time budget or ``MAX_REPS`` is reached. The statistics are pure functions
-(tested on the CPU); ``measure`` needs a CUDA device. It uses private references to the CUDA
-event and synchronisation functions, taken when this module is imported (before any candidate).
+Reference and candidate batches alternate; each pair was measured back to back, so the ratio of a
+pair cancels slow drifts of the GPU's clocks. Repetition is adaptive: timing stops when the 95%
+confidence interval of the speedup (median of the paired ratios reference / candidate, interval from
+order statistics) is within ``target`` of the median, or when the time budget or ``MAX_REPS`` is
+reached. The statistics are pure functions (tested on the CPU).
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -32,7 +20,6 @@ _Event = torch.cuda.Event
 _record = torch.cuda.Event.record
 _elapsed = torch.cuda.Event.elapsed_time
 _synchronize = torch.cuda.synchronize
-_properties = torch.cuda.get_device_properties
 
 Z95 = 1.959963984540054
 MIN_REPS = 30
@@ -40,10 +27,6 @@ MIN_REPS = 30
 MAX_REPS = 20000
 CHECK_BATCH = 10
 """The stopping rule is evaluated every this many repetitions (and after every one past the budget)."""
-CHECK_FIRST = 3
-CHECK_PROBABILITY = 0.2
-"""Share of the later timed calls whose output is compared with the reference's on the same inputs."""
-L2_FLUSH_FACTOR = 4
 
 
 def median_ci(samples: Sequence[float], z: float = Z95) -> tuple[float, float, float]:
@@ -119,70 +102,6 @@ def stop_reason(summary: Summary, target: float, elapsed_s: float, budget_s: flo
     if summary.reps >= MAX_REPS:
         return "max_reps"
     return None
-
-
-def flush_bytes(l2_bytes: int) -> int:
-    """Bytes written before each timed call: several times the L2, at least 64 MiB."""
-    return max(L2_FLUSH_FACTOR * l2_bytes, 64 << 20)
-
-
-@dataclass
-class Measurement:
-    reference_ms: list[float]
-    candidate_ms: list[float]
-    stopped: str
-    flush_bytes: int
-
-
-def measure(
-    reference: Callable,
-    candidate: Callable,
-    make_inputs: Callable[[], list],
-    clone: Callable,
-    check: Callable[[object, object, int], None],
-    device,
-    target: float,
-    budget_s: float,
-) -> Measurement:
-    """Time ``reference`` and ``candidate`` interleaved until ``stop_reason`` says so.
-
-    Every repetition draws new inputs from ``make_inputs()``; each side gets its own ``clone`` of
-    them. ``check(reference_output, candidate_output, call)`` raises when the candidate's output
-    disagrees with the reference's on the same inputs; it runs for the first ``CHECK_FIRST`` calls
-    and then for calls drawn from the operating system's randomness, so nothing in the process
-    predicts which.
-    """
-    l2 = _properties(device).L2_cache_size
-    scratch = torch.empty(flush_bytes(l2), dtype=torch.int8, device=device)
-    starts = [_Event(enable_timing=True) for _ in range(2)]
-    ends = [_Event(enable_timing=True) for _ in range(2)]
-    chooser = random.SystemRandom()
-    times: tuple[list[float], list[float]] = ([], [])
-    functions = (reference, candidate)
-    began = time.perf_counter()
-    rep = 0
-    while True:
-        content = make_inputs()
-        outputs: list[object] = [None, None]
-        for side in (0, 1) if rep % 2 == 0 else (1, 0):
-            args = clone(content)
-            scratch.zero_()
-            _record(starts[side])
-            output = functions[side](*args)
-            _record(ends[side])
-            outputs[side] = clone(output)  # on the timed stream, right after the end event
-            _synchronize(device)
-            times[side].append(_elapsed(starts[side], ends[side]))
-            del args, output
-        rep += 1
-        if rep <= CHECK_FIRST or chooser.random() < CHECK_PROBABILITY:
-            check(outputs[0], outputs[1], rep)
-        del content, outputs
-        elapsed = time.perf_counter() - began
-        if rep % CHECK_BATCH == 0 or elapsed >= budget_s:  # slow forwards: never overrun the budget by a batch
-            reason = stop_reason(summarise(*times), target, elapsed, budget_s)
-            if reason:
-                return Measurement(times[0], times[1], reason, scratch.numel())
 
 
 ROOFLINE_SLACK = 1.5

@@ -1,0 +1,120 @@
+"""The judge out of the candidate's reach: one runnable candidate per root cause of issue 10
+(forged results, reachable guard state, reachable timing, cross-job poisoning, penalty dodge,
+memoisation), each with its exact verdict, and cross-job tests in one warm pool: an attacker, then
+honest and wrong victims, whose verdicts equal their solo verdicts. GPU-only parts (timing,
+coverage) are in test_gpu_exploits.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import CANDIDATES, DEVICE, small_problem
+from tritongym.env import LocalEnv, PoolConfig
+from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.problems import Problem
+
+HERE = Path(__file__).parent / "candidates"
+ROOT = os.geteuid() == 0
+"""A root judge runs its runners as an unprivileged user, which may not even signal the judge."""
+
+
+def source(name: str) -> str:
+    return (HERE / f"{name}.py").read_text()
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(device=DEVICE, **({"trials": 2, "timing_budget_s": 2.0} | overrides))
+
+
+CASES = [
+    # candidate, static checks, verdict, phrase in the feedback
+    ("forges_verdict_through_frames", True, Verdict.CRASH, "it claimed 'ok'"),
+    ("forges_infrastructure_error", True, Verdict.CRASH, "it claimed 'infrastructure_error'"),
+    ("forges_result_on_every_fd", True, Verdict.CRASH, "broke the sandbox protocol during trial 1: bad frame magic"),
+    ("poisons_next_job", False, Verdict.HACK_TAMPERING, "tritongym.evaluate.compare.compare_outputs"),
+    ("kills_own_group", False, Verdict.CRASH, "died during trial 1 (signal SIGKILL)"),
+    ("kills_its_judge", False, Verdict.CRASH, "during trial 1"),
+]
+
+
+@pytest.mark.parametrize(("candidate", "static", "verdict", "phrase"), CASES, ids=[c[0] for c in CASES])
+def test_exploit_gets_its_verdict(candidate, static, verdict, phrase):
+    result = evaluate(small_problem("vector_add"), source(candidate), config(static_checks=static))
+    assert result.verdict is verdict, result.feedback + result.detail
+    assert phrase in result.feedback
+    assert not result.correct
+
+
+def test_the_next_job_and_the_judges_secrets_cannot_be_read():
+    result = evaluate(small_problem("vector_add"), source("reads_next_job"), config(static_checks=False))
+    assert result.verdict is Verdict.OK, result.feedback + result.stderr
+    assert "STOLEN []" in result.stdout, result.stdout
+
+
+@pytest.mark.skipif(not ROOT, reason="runners get users of their own only under a root judge")
+def test_a_runner_can_signal_no_other_process():
+    result = evaluate(small_problem("vector_add"), source("signals_everyone"), config(static_checks=False))
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "SIGNALLABLE 0" in result.stdout, result.stdout
+
+
+def test_the_reference_is_not_in_the_runner_to_wrap():
+    result = evaluate(small_problem("vector_add"), source("wraps_reference_forward"), config(static_checks=False))
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "REFERENCE not found" in result.stdout, result.stdout
+
+
+def test_launch_accounting_in_the_runner_is_the_runners_word():
+    """The known limit (docs/environment.md, threat model): a candidate that edits the runner's
+    launch monitor and op recorder passes the no-Triton and PyTorch-compute checks. Its output is
+    still checked by the judge on fresh inputs: a wrong one fails whatever it claims."""
+    result = evaluate(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
+    assert result.verdict is Verdict.OK, result.feedback
+    wrong = source("edits_launch_counter").replace("out = a + b", "out = a - b")
+    assert evaluate(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
+
+
+DOUBLE = Problem(
+    name="double_ints",
+    source=(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n\n\n"
+        "def get_inputs():\n    return [torch.randint(-1000, 1000, (300,))]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    ),
+)
+
+
+def test_memoising_on_integer_inputs_fails_even_with_one_trial():
+    result = evaluate(DOUBLE, source("memoizes_integer_inputs"), config(trials=1))
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert result.trials == 2 and result.trials_passed == 1
+    assert "Trial 2 of 2" in result.feedback
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
+        yield env
+
+
+CORRECT = (CANDIDATES / "correct.py").read_text()
+WRONG = (CANDIDATES / "mismatch.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("attacker", "static"),
+    [("poisons_next_job", False), ("forges_result_on_every_fd", True), ("kills_own_group", False),
+     ("reads_next_job", False)],
+)  # fmt: skip
+def test_victims_after_an_attacker_get_their_solo_verdicts(pool, attacker, static):
+    problem = small_problem("vector_add")
+    pool.submit(problem, source(attacker), config(static_checks=static)).result()
+    honest = pool.submit(problem, CORRECT, config()).result()
+    wrong = pool.submit(problem, WRONG, config()).result()
+    assert honest.verdict is Verdict.OK, honest.feedback
+    assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
+    assert pool.sandbox_starts == [1]  # one warm judge throughout; every candidate had a runner of its own

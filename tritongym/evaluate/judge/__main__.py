@@ -1,0 +1,3 @@
+from tritongym.evaluate.judge.judge import main
+
+main()

@@ -1,0 +1,388 @@
+"""The judge: ``python -m tritongym.evaluate.judge``, the warm worker of one device.
+
+The first stdin line initialises it (device, the result channel's descriptor, its home); it sets
+its parent-death signal, makes itself non-dumpable, starts the zygote, imports what every job needs
+(and creates the CUDA context on a GPU), forks a spare runner and says ``ready``. Each further stdin
+line is one job (:class:`Job`). The judge never imports candidate code: static checks read its text,
+a fresh runner executes it, and the judge compares what comes back with its own references.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import platform
+import secrets
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tritongym.evaluate.compare import Tolerance
+from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.reference import Reference
+from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
+from tritongym.evaluate.judge.speed import gpu_lock
+from tritongym.evaluate.judge.tree import clone, tensor_leaves
+from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runner_uid, runners_unprivileged
+from tritongym.evaluate.result import Verdict
+
+MIN_TRIALS = 2
+"""Trials always run, whatever the configuration: with one, the first call is also the only one."""
+MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
+"""Largest answer of a runner other than a forward's output (whose bound follows the reference's)."""
+
+
+def answer_bound(trial) -> int:
+    """Most payload bytes a runner's answer to a trial may have: its inputs back and an output up to
+    four times the reference's (a wrong dtype or shape is reported, not refused)."""
+    size = sum(t.nbytes for t in tensor_leaves(trial.inputs)) + 4 * sum(t.nbytes for t in tensor_leaves(trial.expected))
+    return size + (1 << 20)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One evaluation, as the pool sends it (the judge draws its own secret seeds)."""
+
+    problem_source: str
+    entry_point: str
+    solution_class: str
+    candidate_path: str
+    workdir: str
+    trials: int
+    tolerance: str
+    error_factor: float
+    scale_floor: float
+    atol: float | None
+    rtol: float | None
+    memory_limit_mb: int
+    timeout_s: float
+    torch_compute: str
+    static_checks: bool
+    timing: bool
+    baseline: str
+    timing_target: float
+    timing_budget_s: float
+    profile: bool
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Job:
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+@dataclass
+class WorkerContext:
+    """What the judge keeps between jobs (instead of module globals)."""
+
+    device: torch.device
+    channel: Channel
+    supply: RunnerSupply
+    home: Path
+    copy_bandwidth: float = 0.0
+    """Device-to-device bytes/s, measured at start-up (the roofline check's bound); 0 on the CPU."""
+    gpu_lock: int = -1
+    """This GPU's lock file descriptor (speed.py); -1 on the CPU."""
+
+
+class Channel:
+    """JSON lines to the pool on an inherited pipe; each carries the current job's nonce."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+        self.nonce = ""
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message | {"nonce": self.nonce}) + "\n").encode()
+        while data:
+            data = data[os.write(self._fd, data) :]
+
+    def stage(self, name: str) -> None:
+        self.send({"stage": name})
+
+
+@dataclass
+class JobState:
+    """One job in flight: its deadline, stage timings and (once taken) its runner."""
+
+    job: Job
+    ctx: WorkerContext
+    deadline: float
+    stages: dict[str, float] = field(default_factory=dict)
+    stage: str = "start"
+    runner: RunnerHandle | None = None
+    trials: int = 0
+
+    def where(self) -> str:
+        """Where a failure the runner reports happened, as the judge knows it."""
+        if self.stage.startswith("trial "):
+            return f"in forward ({self.stage} of {self.trials})"
+        return f"in forward (during {self.stage})"
+
+    @contextlib.contextmanager
+    def timed(self, name: str):
+        self.enter(name)
+        start = time.perf_counter()
+        yield
+        self.stages[name] = round(time.perf_counter() - start, 4)
+
+    def enter(self, name: str) -> None:
+        self.stage = name
+        self.ctx.channel.stage(name)
+
+    def ask(self, message: p.Message, expect: tuple[type, ...], max_payload: int = MAX_OUTPUT_BYTES_PER_CALL):
+        """Send a message to the runner and return its answer; every way the runner can fail to
+        answer properly is the candidate's failure."""
+        runner = self.runner
+        expect = (*expect, p.Failed)
+        try:
+            runner.send(message)
+            answer = runner.receive(expect, self.deadline, max_payload)
+        except p.Deadline:
+            raise Failure(Verdict.TIMEOUT, f"Timed out after {self.job.timeout_s:g} s during {self.stage}.") from None
+        except OutOfMemory:
+            raise Failure(
+                Verdict.OUT_OF_MEMORY,
+                f"Used more than {self.job.memory_limit_mb} MiB of host memory during {self.stage}.",
+            ) from None
+        except p.ProtocolError as exc:
+            raise Failure(
+                Verdict.CRASH, f"The process broke the sandbox protocol during {self.stage}: {exc}."
+            ) from None
+        except (p.PeerGone, OSError):
+            how = runner.exit_description()
+            feedback = f"The process died during {self.stage} ({how})."
+            if "SIGXFSZ" in how:
+                feedback += " It wrote a file larger than the sandbox allows."
+            raise Failure(Verdict.CRASH, feedback) from None
+        if isinstance(answer, p.Failed):
+            raise runner_failure(answer, self.where())
+        return answer
+
+
+# --- the stages -----------------------------------------------------------------------------------
+
+
+def check_text(source: str, path: str, static_checks: bool) -> None:
+    """Syntax and static checks, on the text alone."""
+    try:
+        compile(source, path, "exec")
+    except SyntaxError as exc:
+        code = (exc.text or "").rstrip()
+        raise Failure(
+            Verdict.SYNTAX_ERROR, f"SyntaxError at line {exc.lineno}: {exc.msg}" + (f"\n    {code}" if code else "")
+        ) from None
+    except ValueError as exc:
+        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {exc}") from None
+    if static_checks:
+        from tritongym.evaluate.static_checks import forbidden_constructs
+
+        found = forbidden_constructs(source)
+        if found:
+            listing = "; ".join(f"line {line}: {message}" for line, message in found[:8])
+            raise Failure(
+                Verdict.HACK_FORBIDDEN_API,
+                f"The solution uses constructs a kernel has no use for ({listing}). Write the forward with "
+                "Triton kernels and plain tensor glue only.",
+            )
+
+
+def run_trials(state: JobState, trials: list, tolerance: Tolerance) -> TrialsOutcome:
+    total = len(trials)
+    compute: collections.Counter[str] = collections.Counter()
+    worst = None
+    for n, trial in enumerate(trials, start=1):
+        state.enter(f"trial {n}")
+        started = time.perf_counter()
+        call = p.Call(args=clone(trial.inputs), poison=state.ctx.device.type == "cuda")
+        with gpu_lock(state.ctx.gpu_lock, exclusive=False):
+            out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+        if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
+            state.stages["first_trial"] = round(time.perf_counter() - started, 4)
+        compute.update({str(k): int(v) for k, v in out.compute.items() if isinstance(v, int)})
+        try:
+            outcome = check_output(n, total, trial, out, state.runner.children(), tolerance)
+        except Failure:
+            raise
+        except Exception as exc:  # a well-formed answer that still cannot be judged: the runner's doing
+            raise Failure(Verdict.CRASH, f"Trial {n}: the answer to the judge could not be judged ({exc}).") from None
+        if outcome.verdict is not Verdict.OK:
+            return outcome
+        if outcome.errors and (worst is None or outcome.errors.max_abs_error > worst.max_abs_error):
+            worst = outcome.errors
+    return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute)
+
+
+def guard_findings(state: JobState, trial, compute: collections.Counter) -> list[dict]:
+    """Does forward route around failed Triton launches; how much PyTorch compute does it run."""
+    answer = state.ask(p.Fallback(args=clone(trial.inputs)), (p.FallbackResult,))
+    if answer.returned:
+        raise Failure(
+            Verdict.HACK_FALLBACK,
+            "forward still returned a result when every launch of the solution's Triton kernels failed: "
+            "it routes around Triton (try/except or a fallback path). Remove the fallback.",
+        )
+    if not compute or state.job.torch_compute == "allow":
+        return []
+    listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
+    message = f"PyTorch compute ran inside forward over the trials: {listing}"
+    if state.job.torch_compute == "forbid":
+        raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
+    return [{"check": "torch_compute", "message": message}]
+
+
+def evaluate(state: JobState) -> dict:
+    job, ctx = state.job, state.ctx
+    tolerance = Tolerance(job.tolerance, job.error_factor, job.scale_floor, job.atol, job.rtol)
+    result: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
+    count = state.trials = max(job.trials, MIN_TRIALS)
+    result["trials"] = count
+    private = Path(ctx.home) / "judge" / secrets.token_hex(8)
+    private.mkdir(parents=True, mode=0o700)
+    try:
+        with state.timed("reference"):
+            torch.manual_seed(secrets.randbits(63))
+            reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
+                                  float64=job.tolerance == "float64")  # fmt: skip
+            trials = [reference.trial(secrets.randbits(63)) for _ in range(count)]
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    if reference.float64_note:
+        trials = [t.__class__(t.inputs, t.expected, None, t.inputs_after, None, t.alias) for t in trials]
+        tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
+        result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
+    with state.timed("import"):
+        source = Path(job.candidate_path).read_text(encoding="utf-8")
+        check_text(source, job.candidate_path, job.static_checks)
+        try:
+            state.runner = ctx.supply.take(state.deadline)
+        except RunnerLost as exc:
+            raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
+        ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
+        if runners_unprivileged(ctx.device.type):  # the runner's own user works in the job's directory
+            os.chown(job.workdir, runner_uid(state.runner.pid), runner_uid(state.runner.pid))
+        state.runner.memory_limit = job.memory_limit_mb << 20
+        lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
+        load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
+        state.ask(load, (p.Loaded,))
+    with state.timed("build"):
+        state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
+        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(trials[0].inputs))
+        state.ask(build, (p.Loaded,))
+    with state.timed("correctness"):
+        outcome = run_trials(state, trials, tolerance)
+    result |= {"verdict": outcome.verdict, "feedback": outcome.feedback, "trials_passed": outcome.passed}
+    result["errors"] = outcome.errors
+    if outcome.verdict is not Verdict.OK:
+        return result
+    with state.timed("guards"):
+        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute)
+    if ctx.device.type == "cuda" and (job.timing or job.profile):
+        from tritongym.evaluate.judge.speed import speed_and_coverage
+
+        measured = speed_and_coverage(state, reference, trials)
+        result["findings"] += measured.pop("findings", [])
+        result |= measured
+        result["feedback"] += speed_feedback(result)
+    elif job.timing:
+        result["feedback"] += " Timing unavailable on the CPU (Triton interpreter): no speedup was measured."
+    return result
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.machine()}, Triton interpreter)"
+
+
+def versions() -> dict[str, str]:
+    import triton
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__}
+
+
+def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
+    """One evaluation, as the result message's payload (never raises)."""
+    state = JobState(job, ctx, time.monotonic() + job.timeout_s)
+    start = time.perf_counter()
+    try:
+        result = evaluate(state)
+    except Failure as failure:
+        result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
+    except Exception as exc:  # a bug of the judge's: never a bare traceback
+        failure = classify_failure(exc, "", f"in the judge during {state.stage}")
+        result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
+    if state.runner is not None:
+        state.runner.kill()
+        result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
+        result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+    errors = result.get("errors")
+    if errors is not None and not isinstance(errors, dict):
+        from dataclasses import asdict
+
+        result["errors"] = asdict(errors)
+    state.stages["total"] = round(time.perf_counter() - start, 4)
+    result["stage_seconds"] = state.stages
+    return result
+
+
+def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
+    """Import what every job needs; on a GPU create the CUDA context, measure the copy bandwidth
+    and open this GPU's timing lock."""
+    import tritongym.evaluate.compare
+    import tritongym.evaluate.static_checks  # noqa: F401
+
+    device = torch.device(device_name)
+    ctx = WorkerContext(device=device, **ctx_args)
+    if device.type == "cuda":
+        from tritongym.evaluate import timing
+
+        torch.cuda.set_device(device.index or 0)
+        ctx.copy_bandwidth = timing.copy_bandwidth(device)
+        uuid = str(torch.cuda.get_device_properties(device).uuid)
+        ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        torch.cuda.synchronize(device)
+    return ctx
+
+
+def main() -> None:
+    init = json.loads(sys.stdin.readline())
+    die_with_parent(init["parent_pid"])
+    prctl(PR_SET_DUMPABLE, 0)  # no unprivileged process (a runner) may read or trace the judge
+    channel = Channel(init["channel_fd"])
+    home = Path(init["home"])
+    import triton.language  # noqa: F401 - imported once here, shared by the zygote forked next
+
+    cache, scratch = home / "runner-triton", home / "runner-tmp"  # runners' own: the judge's are not theirs
+    for path in (cache, scratch):
+        path.mkdir()
+        if runners_unprivileged(init["device"]):  # every runner has a user of its own: shared, sticky
+            path.chmod(0o1777)
+    runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch)}
+    supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
+    supply.launch()
+    ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
+    supply.start()
+    ready: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
+    ready["runners_unprivileged"] = runners_unprivileged(init["device"])
+    if ctx.device.type == "cpu":
+        from tritongym.evaluate.selftest import interpreter_problem
+
+        ready["unusable"] = interpreter_problem()
+    channel.send({"ready": ready})
+    for line in sys.stdin:
+        message = json.loads(line)
+        channel.nonce = message.pop("nonce")
+        output_limit = message.pop("output_limit_bytes")
+        result = run_job(ctx, Job.from_dict(message), output_limit)
+        channel.send({"result": result})
+        supply.replenish()  # if this job took none (refused before running), the spare is still there
+    supply.close()
+    os._exit(0)

@@ -1,0 +1,397 @@
+"""The one channel between the judge and a runner: typed messages in length-prefixed frames.
+
+A frame is ``MAGIC``, the header's length (u32) and the payload's length (u64), a UTF-8 JSON
+header ``{"kind": ..., "fields": {...}}`` and the payload: the raw bytes of every tensor in the
+message, back to back. A tensor in the header is ``{"T": [blob, dtype, shape]}``; lists, tuples and
+dicts are ``{"L": [...]}``, ``{"U": [...]}`` and ``{"D": [[key, value], ...]}``; other leaves are JSON
+scalars. A value that is none of these (a tensor subclass, an arbitrary object) travels as
+``{"O": type name}`` and arrives as an :class:`Opaque`. Nothing is pickled.
+
+Reading is strict: a wrong magic, an oversized header or payload, a kind the reader does not expect,
+a missing or mistyped field, an unknown dtype, a blob whose size disagrees with its shape, or a
+payload with bytes left over raises :class:`ProtocolError`. For the judge that is the candidate's
+crash.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import torch
+
+MAGIC = b"TGJ1"
+_PREFIX = struct.Struct("<4sIQ")
+MAX_HEADER_BYTES = 16 << 20
+MAX_DEPTH = 32
+MAX_NODES = 1 << 16
+
+DTYPES = {
+    name: getattr(torch, name)
+    for name in (
+        "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+        "complex64", "complex128",
+    )
+}  # fmt: skip
+_DTYPE_NAMES = {dtype: name for name, dtype in DTYPES.items()}
+
+
+class ProtocolError(Exception):
+    """The other side sent something the protocol does not allow."""
+
+
+class PeerGone(Exception):
+    """The other side closed the channel (it exited or was killed)."""
+
+
+class Deadline(Exception):
+    """The deadline passed while waiting for the other side."""
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value the runner returned that the protocol does not carry (its type's name)."""
+
+    type_name: str
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+Tree = Any
+"""A nested value of tensors and scalars (see the module docstring)."""
+
+
+@dataclass
+class Message:
+    KIND: ClassVar[str] = ""
+
+
+@dataclass
+class Hello(Message):
+    """Runner -> judge: forked, hardened and warm; waiting for its candidate."""
+
+    KIND: ClassVar[str] = "hello"
+    pid: int = 0
+
+
+@dataclass
+class Load(Message):
+    """Judge -> runner: import this candidate (its file is in ``workdir``)."""
+
+    KIND: ClassVar[str] = "load"
+    candidate_path: str = ""
+    class_name: str = ""
+    workdir: str = ""
+    memory_limit_bytes: int = 0
+    lifetime_s: float = 0.0
+    """The runner's own watchdog ends it after this long, whatever the judge does."""
+
+
+@dataclass
+class Build(Message):
+    """Judge -> runner: construct the model and copy the reference's state into it."""
+
+    KIND: ClassVar[str] = "build"
+    init_args: Tree = None
+    init_kwargs: Tree = None
+    state: Tree = None
+    """The reference's parameters and buffers by name (copied where name and shape match)."""
+    arg_count: int = 0
+
+
+@dataclass
+class Loaded(Message):
+    KIND: ClassVar[str] = "loaded"
+
+
+@dataclass
+class Failed(Message):
+    """Runner -> judge: the candidate raised (importing, building or in forward)."""
+
+    KIND: ClassVar[str] = "failed"
+    verdict: str = ""
+    feedback: str = ""
+    detail: str = ""
+
+
+@dataclass
+class Call(Message):
+    """Judge -> runner: one watched forward on these inputs."""
+
+    KIND: ClassVar[str] = "call"
+    args: Tree = None
+    poison: bool = False
+    """Fill the free GPU memory with the poison byte first (unwritten-output check)."""
+
+
+@dataclass
+class Output(Message):
+    """Runner -> judge: forward's output, its inputs afterwards, and what the runner's guards saw.
+    The output and inputs are checked by the judge; the guard report is the runner's word."""
+
+    KIND: ClassVar[str] = "output"
+    value: Tree = None
+    inputs_after: Tree = None
+    launches: int = 0
+    off_stream: int = 0
+    off_stream_ops: list[str] = field(default_factory=list)
+    compute: dict[str, int] = field(default_factory=dict)
+    tampering: list[str] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)
+    alias: str = ""
+
+
+@dataclass
+class Fallback(Message):
+    """Judge -> runner: one forward with every launch of the candidate's kernels made to fail."""
+
+    KIND: ClassVar[str] = "fallback"
+    args: Tree = None
+
+
+@dataclass
+class FallbackResult(Message):
+    KIND: ClassVar[str] = "fallback_result"
+    returned: bool = False
+
+
+@dataclass
+class Profile(Message):
+    """Judge -> runner (GPU): profile one forward and attribute its GPU time (profiling.py)."""
+
+    KIND: ClassVar[str] = "profile"
+    args: Tree = None
+
+
+@dataclass
+class ProfileResult(Message):
+    KIND: ClassVar[str] = "profile_result"
+    coverage: float = -1.0
+    """-1: the forward ran nothing on the GPU."""
+    kernels: list = field(default_factory=list)
+    """Checked field by field by the judge (speed.py)."""
+    foreign_streams: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Attach(Message):
+    """Judge -> runner (GPU): open the judge's exported input and output slots (CUDA IPC handles)."""
+
+    KIND: ClassVar[str] = "attach"
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    layout: Tree = None
+    """The structure of one call's inputs, with slot numbers for tensors (speed.py)."""
+
+
+@dataclass
+class Batch(Message):
+    """Judge -> runner (GPU): run forward on input slots 0..count-1, copy each output into its slot,
+    synchronise, then answer BatchDone."""
+
+    KIND: ClassVar[str] = "batch"
+    count: int = 0
+
+
+@dataclass
+class BatchDone(Message):
+    KIND: ClassVar[str] = "batch_done"
+
+
+MESSAGES = {cls.KIND: cls for cls in (Hello, Load, Build, Loaded, Failed, Call, Output, Fallback, FallbackResult,
+                                      Profile, ProfileResult, Attach, Batch, BatchDone)}  # fmt: skip
+
+
+# --- values -------------------------------------------------------------------------------------
+
+
+def _tensor_bytes(t: torch.Tensor) -> memoryview:
+    flat = t.detach().to("cpu").contiguous().reshape(-1)
+    if flat.dtype.is_complex:
+        flat = torch.view_as_real(flat).reshape(-1)
+    return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
+
+
+def encode_tree(value: Any, blobs: list, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise ProtocolError("value nested too deeply")
+    if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
+        if value.dtype not in _DTYPE_NAMES:
+            return {"O": f"tensor of dtype {value.dtype}"}
+        blobs.append(_tensor_bytes(value))
+        return {"T": [len(blobs) - 1, _DTYPE_NAMES[value.dtype], list(value.shape)]}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return {"L" if type(value) is list else "U": [encode_tree(v, blobs, depth + 1) for v in value]}
+    if type(value) is dict:
+        return {"D": [[k, encode_tree(v, blobs, depth + 1)] for k, v in value.items() if type(k) in (str, int)]}
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return {"O": type(value).__name__[:100]}
+
+
+class _Decoder:
+    def __init__(self, payload: memoryview):
+        self.payload, self.offset, self.nodes, self.blob = payload, 0, 0, 0
+
+    def value(self, node: Any, depth: int = 0) -> Any:
+        self.nodes += 1
+        if depth > MAX_DEPTH or self.nodes > MAX_NODES:
+            raise ProtocolError("value nested too deeply or too large")
+        if node is None or type(node) in (bool, int, float, str):
+            return node
+        if type(node) is not dict or len(node) != 1:
+            raise ProtocolError("malformed value")
+        ((tag, body),) = node.items()
+        if tag in ("L", "U") and type(body) is list:
+            items = [self.value(v, depth + 1) for v in body]
+            return items if tag == "L" else tuple(items)
+        if tag == "D" and type(body) is list:
+            out = {}
+            for pair in body:
+                if type(pair) is not list or len(pair) != 2 or type(pair[0]) not in (str, int):
+                    raise ProtocolError("malformed dict entry")
+                out[pair[0]] = self.value(pair[1], depth + 1)
+            return out
+        if tag == "O" and type(body) is str:
+            return Opaque(body[:100])
+        if tag == "T" and type(body) is list and len(body) == 3:
+            return self.tensor(*body)
+        raise ProtocolError(f"unknown value tag {str(tag)[:20]!r}")
+
+    def tensor(self, index: Any, dtype_name: Any, shape: Any) -> torch.Tensor:
+        if index != self.blob or dtype_name not in DTYPES or type(shape) is not list:
+            raise ProtocolError("malformed tensor header")
+        if len(shape) > 16 or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape):
+            raise ProtocolError("malformed tensor shape")
+        self.blob += 1
+        dtype = DTYPES[dtype_name]
+        numel = 1
+        for s in shape:
+            numel *= s
+        size = numel * torch.empty((), dtype=dtype).element_size()
+        if self.offset + size > len(self.payload):
+            raise ProtocolError("tensor bytes exceed the payload")
+        raw = bytearray(self.payload[self.offset : self.offset + size])
+        self.offset += size
+        if not numel:
+            return torch.empty(shape, dtype=dtype)
+        return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+
+
+# --- frames -------------------------------------------------------------------------------------
+
+
+def encode(message: Message) -> list:
+    """The frame of a message, as a list of buffers to send in order."""
+    blobs: list = []
+    body = {}
+    for f in fields(message):
+        value = getattr(message, f.name)
+        body[f.name] = encode_tree(value, blobs) if f.type == "Tree" else value
+    header = json.dumps({"kind": message.KIND, "fields": body}).encode()
+    payload = sum(len(b) * b.itemsize for b in blobs)
+    return [_PREFIX.pack(MAGIC, len(header), payload), header, *blobs]
+
+
+def send(sock: socket.socket, message: Message) -> None:
+    for part in encode(message):
+        sock.sendall(part)
+
+
+_SCALARS = {"str": str, "int": int, "float": (int, float), "bool": bool, "list": list, "dict": dict}
+
+
+def _typed(value: Any, annotation: str) -> bool:
+    """Whether a header value has a field's declared type (``list[str]``, ``dict[str, int]``...)."""
+    base, _, inner = annotation.partition("[")
+    if not isinstance(value, _SCALARS[base]) or (base in ("int", "float") and type(value) is bool):
+        return False
+    if base == "list" and inner:
+        return all(_typed(v, inner.rstrip("]")) for v in value)
+    if base == "dict" and inner:
+        key, item = (part.strip() for part in inner.rstrip("]").split(","))
+        return all(_typed(k, key) and _typed(v, item) for k, v in value.items())
+    return True
+
+
+def _build(kind: Any, body: Any, payload: memoryview, expect: tuple[type, ...]) -> Message:
+    cls = MESSAGES.get(kind) if type(kind) is str else None
+    if cls is None or cls not in expect:
+        names = ", ".join(c.KIND for c in expect)
+        raise ProtocolError(f"expected a {names} message, got {str(kind)[:40]!r}")
+    if type(body) is not dict or set(body) != {f.name for f in fields(cls)}:
+        raise ProtocolError(f"malformed {cls.KIND} message")
+    decoder = _Decoder(payload)
+    values = {}
+    for f in fields(cls):
+        value = body[f.name]
+        if f.type == "Tree":
+            value = decoder.value(value)
+        elif not _typed(value, f.type):
+            raise ProtocolError(f"field {f.name} of {cls.KIND} has the wrong type")
+        values[f.name] = value
+    if decoder.offset != len(payload):
+        raise ProtocolError("payload bytes left over")
+    return cls(**values)
+
+
+def _read_exactly(sock: socket.socket, size: int, deadline: float, tick: Callable[[], None] | None) -> memoryview:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        now = time.monotonic()
+        if now >= deadline:
+            raise Deadline()
+        ready, _, _ = select.select([sock], [], [], min(0.1, deadline - now))
+        if tick is not None:
+            tick()
+        if not ready:
+            continue
+        try:
+            n = sock.recv_into(view[got:], size - got)
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            raise PeerGone() from exc
+        if n == 0:
+            raise PeerGone()
+        got += n
+    return view
+
+
+def receive(
+    sock: socket.socket,
+    expect: tuple[type, ...],
+    deadline: float,
+    max_payload: int,
+    tick: Callable[[], None] | None = None,
+) -> Message:
+    """The next message, which must be one of ``expect``. ``tick`` runs at least every 0.1 s while
+    waiting (the judge's memory watchdog); it may raise to stop waiting."""
+    magic, header_size, payload_size = _PREFIX.unpack(_read_exactly(sock, _PREFIX.size, deadline, tick))
+    if magic != MAGIC:
+        raise ProtocolError("bad frame magic")
+    if header_size > MAX_HEADER_BYTES or payload_size > max_payload:
+        raise ProtocolError(f"frame too large ({header_size} header + {payload_size} payload bytes)")
+    header = _read_exactly(sock, header_size, deadline, tick)
+    payload = _read_exactly(sock, payload_size, deadline, tick)
+    try:
+        parsed = json.loads(bytes(header))
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError("header is not JSON") from exc
+    if type(parsed) is not dict or set(parsed) != {"kind", "fields"}:
+        raise ProtocolError("malformed header")
+    try:
+        return _build(parsed["kind"], parsed["fields"], payload, expect)
+    except ProtocolError:
+        raise
+    except Exception as exc:  # anything the checks above missed is still the sender's fault
+        raise ProtocolError(f"malformed {str(parsed['kind'])[:40]} message ({type(exc).__name__})") from exc

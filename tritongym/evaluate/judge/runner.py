@@ -1,0 +1,270 @@
+"""The runner: the process that imports one candidate and executes it, nothing more.
+
+Forked from the zygote (zygote.py) and hardened there; it then warms up (the CUDA context on a GPU),
+says Hello and waits for its candidate. It answers the judge's messages (protocol.py) until it is
+killed; it never serves a second candidate. Everything here runs in the candidate's process, so
+everything here can be read and changed by the candidate: the judge treats the answers as claims to
+check, and the guard reports (launch counts, PyTorch ops, tampering, threads) as the runner's word
+(docs/environment.md, "Threat model").
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib.util
+import inspect
+import os
+import resource
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import torch
+
+from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing, poison_free_memory
+from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
+from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, prctl
+from tritongym.evaluate.result import Verdict
+
+MAX_INPUT_BYTES = 1 << 40
+"""The judge is trusted: what it sends is bounded by its own memory."""
+IN_FORWARD = "{where}"
+"""Placeholder in a failure's feedback that the judge replaces with the call it knows (trial n)."""
+
+
+def watchdog(parent: int, lifetime: list[float]) -> None:
+    """End the process when its parent (the zygote) is gone or its lifetime is over: the judge's
+    kill and the parent-death signal are the first lines, this is the last."""
+
+    def run() -> None:
+        while True:
+            time.sleep(0.25)
+            if os.getppid() != parent or time.monotonic() > lifetime[0]:
+                os._exit(70)
+
+    threading.Thread(target=run, name="tritongym-runner-watchdog", daemon=True).start()
+
+
+class Runner:
+    def __init__(self, sock: socket.socket, device: torch.device, lifetime: list[float]):
+        self.sock, self.device, self.lifetime = sock, device, lifetime
+        self.pid = os.getpid()
+        self.model = None
+        self.cls = None
+        self.path = ""
+        self.slots = None
+
+    def send(self, message: p.Message) -> None:
+        if os.getpid() != self.pid:  # a fork of the candidate's that came back this far: not the runner
+            os._exit(0)
+        p.send(self.sock, message)
+
+    def fail(self, failure: Failure) -> None:
+        self.send(p.Failed(str(failure.verdict), failure.feedback, failure.detail))
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load(self, job: p.Load) -> None:
+        self.lifetime[0] = time.monotonic() + job.lifetime_s
+        if self.device.type == "cpu" and job.memory_limit_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (job.memory_limit_bytes, resource.RLIM_INFINITY))
+        os.chdir(job.workdir)
+        os.environ["HOME"] = os.environ["TMPDIR"] = job.workdir
+        tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
+        self.path = job.candidate_path
+        from tritongym.evaluate.taint import ProcessState
+
+        self.baseline = ProcessState()
+        self.cls = self._import(job)
+        self.send(p.Loaded())
+
+    def _import(self, job: p.Load):
+        try:
+            spec = importlib.util.spec_from_file_location("candidate", job.candidate_path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["candidate"] = module
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
+            where = candidate_location(exc, job.candidate_path)
+            raise Failure(
+                Verdict.IMPORT_ERROR,
+                f"Importing the solution failed: {short(exc)}" + (f" ({where})" if where else ""),
+                detail(exc),
+            ) from None
+        cls = getattr(module, job.class_name, None)
+        if cls is None:
+            classes = [n for n, v in vars(module).items() if inspect.isclass(v) and v.__module__ == "candidate"]
+            found = f" (classes defined: {', '.join(classes)})" if classes else " (it defines no class)"
+            raise Failure(Verdict.INTERFACE_ERROR, f"The solution defines no class `{job.class_name}`{found}.")
+        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)):
+            raise Failure(Verdict.INTERFACE_ERROR, f"`{job.class_name}` must be a subclass of torch.nn.Module.")
+        return cls
+
+    def build(self, job: p.Build) -> None:
+        cls = self.cls
+        name = cls.__name__
+        args, kwargs = list(job.init_args), dict(job.init_kwargs)
+        error = _signature_error(cls.__init__, args, kwargs, f"{name}.__init__")
+        error = error or _signature_error(cls.forward, [None] * job.arg_count, {}, f"{name}.forward")
+        if error:
+            raise Failure(Verdict.INTERFACE_ERROR, error)
+        args, kwargs = self.to_device(args), self.to_device(kwargs)
+        try:
+            with torch.device(self.device):
+                model = cls(*args, **kwargs)
+            model = model.to(self.device).eval()
+        except BaseException as exc:
+            raise classify_failure(exc, self.path, f"while constructing {name}") from None
+        target = model.state_dict(keep_vars=True)
+        with torch.no_grad():
+            for key, value in job.state.items():
+                slot = target.get(key)
+                if isinstance(slot, torch.Tensor) and isinstance(value, torch.Tensor) and slot.shape == value.shape:
+                    slot.copy_(value.to(device=slot.device, dtype=slot.dtype))
+        self.model = model
+        self.send(p.Loaded())
+
+    def to_device(self, value):
+        return map_tensors(value, lambda t: t.to(self.device))
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def synchronize(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def call(self, message: p.Call) -> None:
+        given = self.to_device(message.args)
+        if message.poison and self.device.type == "cuda":
+            poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
+        recorder = OpRecorder()
+        try:
+            with LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
+                got = self.model(*given)
+                self.synchronize()
+        except BaseException as exc:
+            raise classify_failure(exc, self.path, IN_FORWARD) from None
+        threads = self.baseline.stray_threads()
+        stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
+        self.send(
+            p.Output(
+                value=got,
+                inputs_after=given,
+                launches=monitor.launches,
+                off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
+                off_stream_ops=sorted(recorder.off_stream),
+                compute=dict(collections.Counter(recorder.compute)),
+                tampering=self.baseline.tampering(),
+                threads=stray,
+                alias=aliasing(got, given, self.model) or "",
+            )
+        )
+
+    def fallback(self, message: p.Fallback) -> None:
+        given = self.to_device(message.args)
+        try:
+            with LaunchMonitor(self.path, block=True), torch.no_grad():
+                self.model(*given)
+            self.synchronize()
+        except BaseException:
+            self.send(p.FallbackResult(returned=False))
+        else:
+            self.send(p.FallbackResult(returned=True))
+
+    def profile(self, message: p.Profile) -> None:
+        from tritongym.evaluate.profiling import profile_forward
+
+        attribution = profile_forward(self.model, self.to_device(message.args), self.path, self.device)
+        coverage = -1.0 if attribution.coverage is None else attribution.coverage
+        self.send(p.ProfileResult(coverage, attribution.kernels, attribution.foreign_streams))
+
+    def attach(self, message: p.Attach) -> None:
+        from tritongym.evaluate.judge.speed import open_slots
+
+        self.slots = open_slots(message, self.device)
+        self.send(p.Loaded())
+
+    def batch(self, message: p.Batch) -> None:
+        from tritongym.evaluate.judge.speed import run_batch
+
+        try:
+            with torch.no_grad():
+                run_batch(self.model, self.slots, message.count)
+            self.synchronize()
+        except BaseException as exc:
+            raise classify_failure(exc, self.path, IN_FORWARD) from None
+        self.send(p.BatchDone())
+
+    def serve(self) -> None:
+        handlers = {p.Load: self.load, p.Build: self.build, p.Call: self.call, p.Fallback: self.fallback,
+                    p.Profile: self.profile, p.Attach: self.attach, p.Batch: self.batch}  # fmt: skip
+        while True:
+            message = p.receive(self.sock, tuple(handlers), float("inf"), MAX_INPUT_BYTES)
+            try:
+                handlers[type(message)](message)
+            except Failure as failure:
+                self.fail(failure)
+                return
+
+
+def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError as exc:
+        return (
+            f"{what}{signature} does not accept the problem's arguments ({len(args)} positional"
+            + (f", keywords {sorted(kwargs)}" if kwargs else "")
+            + f"): {exc}"
+        )
+    return None
+
+
+def exercise_guards() -> None:
+    """The guards' first use imports lazy modules that rebind torch attributes; the zygote does it
+    once (on the CPU: no CUDA), so that no runner pays for it."""
+    with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+        torch.ones(1).add(1)
+
+
+def warm_up(device: torch.device) -> None:
+    """What the first call would otherwise pay for on a GPU: the CUDA context and Triton's driver."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device.index or 0)
+        torch.ones(1, device=device).add_(1)
+        from triton.runtime import driver
+
+        driver.active.get_current_device()
+        with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+            torch.ones(1, device=device).add(1)
+        torch.cuda.synchronize(device)
+
+
+def serve(sock: socket.socket, zygote: int, device_name: str) -> None:
+    """The runner's life after the zygote forked and hardened it (never returns)."""
+    lifetime = [time.monotonic() + 600.0]  # until a job sets its own
+    watchdog(zygote, lifetime)
+    device = torch.device(device_name)
+    try:
+        warm_up(device)
+        prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
+        p.send(sock, p.Hello(pid=os.getpid()))
+        Runner(sock, device, lifetime).serve()
+    except (p.PeerGone, p.ProtocolError, p.Deadline):
+        pass
+    except BaseException:  # the runner's own failure (or the candidate's doing): say it where the judge reads
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # the candidate may have closed it
+                stream.flush()
+        os._exit(0)

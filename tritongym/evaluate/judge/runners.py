@@ -1,0 +1,344 @@
+"""The judge's side of its runners: the zygote process, spare runners forked ahead, and the handle
+through which the judge talks to, watches and kills the one running the current candidate."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.zygote import EVENT
+
+
+def _cuda_initialized() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
+
+
+START_TIMEOUT_S = 300.0
+"""Importing torch and Triton (zygote) or creating a CUDA context (runner): a stuck start, not longer."""
+KEEP_OUTPUT_BYTES = 1 << 20
+"""Output of a runner kept before the job's own limit applies."""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                found += [int(x) for x in (task / "children").read_text().split()]
+    return found
+
+
+def tree_rss_bytes(pid: int, limit: int = 4096) -> int:
+    """Resident memory of a process and its descendants (read from /proc: a few files, not a scan
+    of every process as for a process group)."""
+    page, total, todo, seen = os.sysconf("SC_PAGE_SIZE"), 0, [pid], set()
+    while todo and len(seen) < limit:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{current}/statm", "rb") as fh:
+            total += int(fh.read().split()[1]) * page
+        todo += _children(current)
+    return total
+
+
+class RunnerLost(Exception):
+    """A runner or the zygote failed before any candidate code ran in it: not the candidate's fault."""
+
+
+class _Drain(threading.Thread):
+    """Reads a runner's stdout or stderr to EOF, keeping the first bytes and counting the rest."""
+
+    def __init__(self, fd: int):
+        super().__init__(daemon=True)
+        self.fd, self.kept, self.dropped = fd, bytearray(), 0
+        self.start()
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.fd, 65536):
+                room = max(KEEP_OUTPUT_BYTES - len(self.kept), 0)
+                self.kept += chunk[:room]
+                self.dropped += max(len(chunk) - room, 0)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def text(self, limit: int, wait_s: float) -> str:
+        self.join(wait_s)  # a process the runner left behind may hold the pipe open: do not wait for it
+        kept = bytes(self.kept)
+        dropped = self.dropped + max(len(kept) - limit, 0)
+        text = kept[:limit].decode("utf-8", errors="replace")
+        return text + (f"\n[... {dropped} more bytes dropped]" if dropped else "")
+
+
+class _Forked:
+    """A child forked by the judge, with the part of Popen's interface the zygote handle uses."""
+
+    def __init__(self, pid: int):
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(ChildProcessError):
+                self.returncode = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+
+def _fork_zygote(theirs: socket.socket, device: str, env: dict[str, str]) -> _Forked:
+    """The zygote as a fork of this (CUDA-free, job-free) judge: it shares the judge's imports."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(theirs.fileno(), 3)
+            os.closerange(4, 1 << 16)
+            os.environ.clear()
+            os.environ.update(env)
+            from tritongym.evaluate.judge import zygote
+
+            zygote.serve(3, parent, device)
+        finally:
+            os._exit(72)
+    return _Forked(pid)
+
+
+class Zygote:
+    """The zygote process (zygote.py) and the events it reports."""
+
+    def __init__(self, device: str, env: dict[str, str], cwd: str):
+        self.device, self.env, self.cwd = device, env, cwd
+        self.proc: subprocess.Popen | _Forked | None = None
+        self.statuses: dict[int, int] = {}
+        self.starts = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        self.launch()
+        self.wait_started()
+
+    def launch(self) -> None:
+        """Start the process (it imports torch and Triton while the caller does other work)."""
+        self.close()
+        ours, theirs = socket.socketpair()
+        try:
+            if not _cuda_initialized():
+                self.proc = _fork_zygote(theirs, self.device, self.env)
+            else:
+                self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
+                 self.device],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    env=self.env,
+                    cwd=self.cwd,
+                )  # fmt: skip
+        finally:
+            theirs.close()
+        self.control = ours
+        self.starts += 1
+
+    def wait_started(self) -> None:
+        kind, _, _ = self._event(time.monotonic() + START_TIMEOUT_S)
+        if kind != b"R":
+            raise RunnerLost("the zygote did not start")
+
+    def _event(self, deadline: float) -> tuple[bytes, int, int]:
+        data = b""
+        while len(data) < EVENT.size:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([self.control], [], [], wait)[0]:
+                return b"", 0, 0
+            chunk = self.control.recv(EVENT.size - len(data))
+            if not chunk:
+                return b"", 0, 0
+            data += chunk
+        kind, pid, status = EVENT.unpack(data)
+        if kind == b"X":
+            self.statuses[pid] = status
+        return kind, pid, status
+
+    def fork(self, fds: list[int]) -> int:
+        """A new runner's pid (its descriptors are passed to the zygote, which forks it)."""
+        if not self.alive:
+            self.start()
+        try:
+            socket.send_fds(self.control, [b"f"], fds)
+        except OSError as exc:
+            raise RunnerLost(f"the zygote is gone ({exc})") from None
+        deadline = time.monotonic() + 30.0
+        while True:
+            kind, pid, _ = self._event(deadline)
+            if kind == b"F":
+                return pid
+            if kind == b"":
+                raise RunnerLost("the zygote did not fork a runner")
+
+    def exit_status(self, pid: int, wait_s: float) -> int | None:
+        """The runner's wait status as the zygote reaped it, waiting up to ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        while pid not in self.statuses:
+            if self._event(deadline)[0] == b"":
+                break
+        return self.statuses.pop(pid, None)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
+            self.control.close()
+            self.proc = None
+
+
+class RunnerHandle:
+    """One runner as the judge sees it."""
+
+    def __init__(self, zygote: Zygote):
+        self.zygote = zygote
+        self.sock, theirs = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.pid = zygote.fork([theirs.fileno(), out_w, err_w])
+        finally:
+            for fd in (theirs.detach(), out_w, err_w):
+                os.close(fd)
+        self.stdout, self.stderr = _Drain(out_r), _Drain(err_r)
+        self.ready = False
+        self.memory_limit = 1 << 62
+        self._next_memory_check = 0.0
+
+    def wait_ready(self, deadline: float) -> None:
+        try:
+            hello = p.receive(self.sock, (p.Hello,), deadline, 0)
+        except (p.PeerGone, p.Deadline, p.ProtocolError, OSError) as exc:
+            self.kill()
+            said = self.stderr.text(2000, 1.0).strip()
+            raise RunnerLost(f"a runner did not start ({type(exc).__name__})" + (f": {said}" if said else "")) from None
+        if hello.pid != self.pid:
+            raise RunnerLost("a runner announced the wrong pid")
+        self.ready = True
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_memory_check:
+            self._next_memory_check = now + 0.1
+            if tree_rss_bytes(self.pid) > self.memory_limit:
+                raise OutOfMemory()
+
+    def send(self, message: p.Message) -> None:
+        try:
+            p.send(self.sock, message)
+        except OSError as exc:
+            raise p.PeerGone() from exc
+
+    def receive(self, expect: tuple[type, ...], deadline: float, max_payload: int) -> p.Message:
+        return p.receive(self.sock, expect, deadline, max_payload, self._tick)
+
+    def children(self) -> list[int]:
+        """Processes the runner started that still exist (read from /proc: not the runner's word)."""
+        return _children(self.pid)
+
+    def exit_description(self) -> str:
+        """How the runner ended ('signal SIGSEGV', 'exit code 3'), after it closed its socket."""
+        status = self.zygote.exit_status(self.pid, 2.0)
+        if status is None:
+            return "it closed its channel"
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            try:
+                return f"signal {signal.Signals(sig).name}"
+            except ValueError:
+                return f"signal {sig}"
+        return f"exit code {os.WEXITSTATUS(status)}"
+
+    def kill(self) -> None:
+        for target in (-self.pid, self.pid):  # its session's group, then itself if it never got one
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(target, signal.SIGKILL)
+        self.sock.close()
+
+
+class OutOfMemory(Exception):
+    """The runner's processes use more memory than the job allows."""
+
+
+class RunnerSupply:
+    """Runners forked ahead, so that no job waits for one: the next job's runner is forked as soon
+    as this job's is taken, and warms up (its CUDA context) while this one runs. A spare holds
+    nothing of any job, is non-dumpable (another runner of the same user can neither trace nor read
+    it) and runs as the same unprivileged user as the candidate's runner."""
+
+    def __init__(self, device: str, env: dict[str, str], cwd: str):
+        self.zygote = Zygote(device, env, cwd)
+        self.spare: RunnerHandle | None = None
+        self.forks = 0
+
+    def launch(self) -> None:
+        self.zygote.launch()
+
+    def start(self) -> None:
+        """Wait for the zygote that ``launch`` started, and fork the first spare."""
+        self.zygote.wait_started()
+        self.replenish()
+
+    def replenish(self) -> None:
+        if self.spare is None:
+            with contextlib.suppress(RunnerLost):
+                self.spare = RunnerHandle(self.zygote)
+                self.forks += 1
+
+    def take(self, deadline: float, attempts: int = 3) -> RunnerHandle:
+        """A runner that said Hello. Raises RunnerLost after ``attempts`` failures."""
+        why = ""
+        for _ in range(attempts):
+            runner, self.spare = self.spare, None
+            try:
+                if runner is None:
+                    runner = RunnerHandle(self.zygote)
+                    self.forks += 1
+                runner.wait_ready(deadline)
+                return runner
+            except RunnerLost as exc:
+                why = str(exc)
+                if runner is not None:
+                    runner.kill()
+                if not self.zygote.alive:
+                    with contextlib.suppress(RunnerLost):
+                        self.zygote.start()
+        raise RunnerLost(why)
+
+    def close(self) -> None:
+        if self.spare is not None:
+            self.spare.kill()
+            self.spare = None
+        self.zygote.close()

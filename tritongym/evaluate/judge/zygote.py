@@ -1,0 +1,196 @@
+"""The zygote: a warm, pre-imported parent from which runners are forked.
+
+The judge forks it at start-up, before it has initialised CUDA or seen any job (so the zygote shares
+the judge's imports and holds nothing of any job); a zygote that dies later (a runner may kill it) is
+replaced by ``python -m tritongym.evaluate.judge.zygote FD PARENT DEVICE``, a fresh executable, since
+a judge with a CUDA context must not fork. It imports torch, Triton and the runner's modules, never
+initialises CUDA (a forked CUDA context is unusable), keeps one thread, and then serves requests on
+its control socket: each is the byte ``f`` with three file descriptors (the runner's socket and
+the write ends of its stdout and stderr pipes), answered with ``F`` and the new pid. Children it
+reaps are reported as ``X``, pid and wait status. It is the subreaper of everything its runners
+start, and kills any such orphan on sight.
+
+In the child, before any candidate code: a new session, an unprivileged user (when the judge is
+root: a user of its own), the parent-death signal (then a re-check that the zygote is still the parent), stdin from
+/dev/null, the pipes as stdout and stderr, every other descriptor closed, no core files, a
+file-size limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+
+RUNNER_UID_BASE = 200_000
+"""A runner of a root judge runs as user RUNNER_UID_BASE + its pid: a user of its own, which no other
+process has, so it can signal, trace or read no other runner, judge or pool on the machine."""
+
+
+def runner_uid(pid: int) -> int:
+    return RUNNER_UID_BASE + pid
+
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+EVENT = struct.Struct("<cii")
+
+FILE_SIZE_LIMIT = 256 << 20
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent dies; if it already has, go now (the signal was armed too late)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(70)
+
+
+def runners_unprivileged(device: str) -> bool:
+    """Whether runners run as users of their own (``runner_uid``): only when the judge is root, and
+    then by default on the CPU; ``TRITONGYM_RUNNER_USER=own`` or ``same`` decides for every device (on
+    a GPU the device files and CUDA IPC must then work for such a user, not verified yet)."""
+    if os.geteuid() != 0:
+        return False
+    choice = os.environ.get("TRITONGYM_RUNNER_USER", "")
+    return choice == "own" if choice in ("own", "same") else device == "cpu"
+
+
+def drop_privileges(device: str) -> None:
+    """A judge running as root hands each runner to an unprivileged user of its own: it cannot then
+    signal, trace or read the judge, the zygote, the pool (all root) or any other runner."""
+    if runners_unprivileged(device):
+        uid = runner_uid(os.getpid())
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+
+def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str) -> None:
+    os.setsid()
+    drop_privileges(device)
+    die_with_parent(zygote)  # after the change of user, which clears the parent-death signal
+    prctl(PR_SET_CHILD_SUBREAPER, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    keep = os.dup2(sock_fd, 3) if sock_fd != 3 else 3
+    os.closerange(4, 1 << 16)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    from tritongym.evaluate.judge import runner
+
+    runner.serve(socket.socket(fileno=keep), zygote, device)
+
+
+def _reap(control: socket.socket, runners: set[int]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if pid in runners:
+            runners.discard(pid)
+            control.sendall(EVENT.pack(b"X", pid, status))
+
+
+def _kill_orphans(runners: set[int]) -> None:
+    """Processes reparented to us (a runner's descendants whose runner died) have no business."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as fh:
+            children = fh.read().split()
+    except OSError:
+        return
+    for pid in map(int, children):
+        if pid not in runners:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def main() -> None:
+    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+
+
+def serve(control_fd: int, parent: int, device: str) -> None:
+    """The zygote's life (never returns)."""
+    die_with_parent(parent)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    prctl(PR_SET_DUMPABLE, 0)  # an unprivileged runner cannot ptrace or read the zygote's memory
+    import numpy  # noqa: F401
+    import torch
+    import triton
+    import triton.language
+
+    torch.set_num_threads(1)
+    import triton.compiler.compiler
+
+    with contextlib.suppress(ImportError):
+        import triton.backends.nvidia.compiler
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        import triton.runtime.interpreter
+    from tritongym.evaluate.judge import runner
+
+    runner.exercise_guards()
+    if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter's first launch sets up lazily
+        from tritongym.evaluate.selftest import interpreter_problem
+
+        interpreter_problem()
+    import tritongym.evaluate.profiling
+    import tritongym.evaluate.taint  # noqa: F401
+
+    assert not torch.cuda.is_initialized(), "the zygote must not initialise CUDA"
+    del triton
+    control = socket.socket(fileno=control_fd)
+    me = os.getpid()
+    runners: set[int] = set()
+    control.sendall(EVENT.pack(b"R", me, 0))
+    while True:
+        ready, _, _ = select.select([control], [], [], 0.2)
+        _reap(control, runners)
+        _kill_orphans(runners)
+        if not ready:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1, 3)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)  # the judge is gone
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            try:
+                control.close()
+                _become_runner(*fds, zygote=me, device=device)
+            finally:
+                os._exit(71)
+        for fd in fds:
+            os.close(fd)
+        runners.add(pid)
+        control.sendall(EVENT.pack(b"F", pid, 0))
+
+
+if __name__ == "__main__":
+    main()
