@@ -1,6 +1,8 @@
 """Coverage attribution over profiler records (pure): by launch identity, never by name."""
 
-from tritongym.evaluate.profiling import Record, attribute
+import pytest
+
+from tritongym.evaluate.profiling import Record, activity_kind, attribute
 
 OWN, MARKER = "tritongym.own.secret", "tritongym.marker.secret"
 THREAD, STREAM = 11, 7
@@ -171,3 +173,33 @@ def test_memcpy_and_memset_count_as_gpu_time():
 
 def test_a_forward_with_no_gpu_work_has_no_coverage():
     assert attribute(marker(), OWN, MARKER).coverage is None
+
+
+class _OldKinetoEvent:
+    """A profiler event as torch before 2.13 gives it: no ``activity_type``."""
+
+    def __init__(self, name: str, annotation: bool = False):
+        self._name, self._annotation = name, annotation
+
+    def name(self) -> str:
+        return self._name
+
+    def is_user_annotation(self) -> bool:
+        return self._annotation
+
+
+@pytest.mark.parametrize(
+    ("name", "annotation", "on_device", "kind"),
+    [
+        ("triton_softmax_kernel", False, True, "kernel"),
+        ("Memcpy DtoD (Device -> Device)", False, True, "gpu_memcpy"),
+        ("Memset (Device)", False, True, "gpu_memset"),
+        ("tag", True, True, "gpu_user_annotation"),
+        ("cuLaunchKernelEx", False, False, "cuda_driver"),
+        ("cudaLaunchKernel", False, False, "cuda_runtime"),
+        ("aten::mm", False, False, "cpu_op"),
+        ("cuLaunchKernel", True, False, "user_annotation"),
+    ],
+)
+def test_activity_kind_without_kinetos_activity_type(name, annotation, on_device, kind):
+    assert activity_kind(_OldKinetoEvent(name, annotation), on_device=on_device) == kind

@@ -30,8 +30,10 @@ the candidate and a library kernel of the same name stay two rows.
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,30 @@ class Record:
     linked: int = 0
     """For a launch call: the correlation id of the PyTorch op or annotation that was innermost when
     it was made (Kineto's external correlation); 0 where the profiler gave none."""
+
+
+def activity_kind(event: Any, on_device: bool) -> str:
+    """Kineto's activity type of a profiler event. torch before 2.13 has no ``activity_type`` on its
+    events; there it is derived from what they do have: CUPTI names its API records after the call
+    (``cuLaunchKernel``: driver, ``cudaLaunchKernel``: runtime) and its copies ``Memcpy``/``Memset``."""
+    if hasattr(event, "activity_type"):
+        return event.activity_type()
+    name = event.name()
+    annotation = bool(getattr(event, "is_user_annotation", lambda: False)())
+    if on_device:
+        if annotation:
+            return "gpu_user_annotation"
+        return "gpu_memcpy" if name.startswith("Memcpy") else "gpu_memset" if name.startswith("Memset") else "kernel"
+    if annotation:
+        return "user_annotation"
+    if re.match(r"cu[A-Z]", name):
+        return "cuda_driver"
+    return "cuda_runtime" if re.match(r"cuda[A-Z]", name) else "cpu_op"
+
+
+def _linked(event: Any) -> int:
+    linked = getattr(event, "linked_correlation_id", None)
+    return linked() if linked is not None else 0
 
 
 WORK_KINDS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -167,8 +193,8 @@ def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribu
             start_ns=event.start_ns(),
             end_ns=event.end_ns(),
             stream=event.device_resource_id(),
-            kind=event.activity_type(),
-            linked=event.linked_correlation_id() if event.device_type() != cuda else 0,
+            kind=activity_kind(event, on_device=event.device_type() == cuda),
+            linked=_linked(event) if event.device_type() != cuda else 0,
         )
         for event in profiler.profiler.kineto_results.events()
     ]

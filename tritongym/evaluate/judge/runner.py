@@ -240,6 +240,7 @@ def warm_up(device: torch.device) -> None:
     """What the first call would otherwise pay for on a GPU: the CUDA context and Triton's driver."""
     if device.type == "cuda":
         torch.cuda.set_device(device.index or 0)
+        torch.cuda.device_count()  # caches torch.cuda._cached_device_count before the tampering snapshot
         torch.ones(1, device=device).add_(1)
         from triton.runtime import driver
 
