@@ -172,16 +172,30 @@ class JobState:
 
 
 def check_text(source: str, path: str, static_checks: bool) -> None:
-    """Syntax and static checks, on the text alone."""
+    """Syntax and static checks, on the text alone. Whatever parsing or checking the candidate's
+    text raises is the candidate's verdict, never the judge's: a text nested so deeply that the
+    compiler or the checks run out of stack or memory is refused as invalid source."""
     try:
-        compile(source, path, "exec")
+        _check_text(source, path, static_checks)
+    except Failure:
+        raise
     except SyntaxError as exc:
         code = (exc.text or "").rstrip()
         raise Failure(
             Verdict.SYNTAX_ERROR, f"SyntaxError at line {exc.lineno}: {exc.msg}" + (f"\n    {code}" if code else "")
         ) from None
-    except ValueError as exc:
-        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise Failure(
+            Verdict.INVALID_SOURCE,
+            "The source is nested too deeply to be compiled (an expression or block "
+            "thousands of levels deep); write it flat.",
+        ) from None
+    except Exception as exc:
+        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {type(exc).__name__}: {exc}") from None
+
+
+def _check_text(source: str, path: str, static_checks: bool) -> None:
+    compile(source, path, "exec")
     if static_checks:
         from tritongym.evaluate.static_checks import forbidden_constructs
 

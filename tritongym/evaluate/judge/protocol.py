@@ -385,8 +385,8 @@ def receive(
     payload = _read_exactly(sock, payload_size, deadline, tick)
     try:
         parsed = json.loads(bytes(header))
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError("header is not JSON") from exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ProtocolError("header is not JSON or nested too deeply") from exc
     if type(parsed) is not dict or set(parsed) != {"kind", "fields"}:
         raise ProtocolError("malformed header")
     try:
