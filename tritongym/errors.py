@@ -19,3 +19,7 @@ class ConfigError(TritonGymError):
 
 class SandboxError(TritonGymError):
     """The sandbox process could not be started or spoke outside its protocol."""
+
+
+class ServiceError(TritonGymError):
+    """The evaluation service failed to answer for a task (a server error for that task alone)."""

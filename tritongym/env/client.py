@@ -12,6 +12,7 @@ from dataclasses import asdict
 import httpx
 
 from tritongym.env.base import Task, task_config
+from tritongym.errors import ServiceError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult
 from tritongym.problems import Problem
@@ -91,19 +92,39 @@ class HttpEnv:
                 continue
             try:
                 response = self._http.post("/v1/tasks/query", json={"ids": ids, "wait": self.poll_wait_s})
-                response.raise_for_status()
+                if response.status_code >= 500:
+                    tasks = self._one_by_one(ids)  # one task the server cannot answer must not hold up the rest
+                else:
+                    response.raise_for_status()
+                    tasks = response.json()["tasks"]
                 backoff = 0.1
             except httpx.HTTPError as exc:
                 log.warning("polling the service failed (%s); retrying", exc)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            for task in response.json()["tasks"]:
+            for task in tasks:
                 if task["state"] == "done":
-                    with self._lock:
-                        future = self._pending.pop(task["id"], None)
-                    if future is not None:
-                        future.set_result(EvalResult.from_dict(task["result"]))
+                    self._resolve(task["id"], lambda f, t=task: f.set_result(EvalResult.from_dict(t["result"])))
+
+    def _resolve(self, task_id: str, how) -> None:
+        with self._lock:
+            future = self._pending.pop(task_id, None)
+        if future is not None:
+            how(future)
+
+    def _one_by_one(self, ids: list[str]) -> list[dict]:
+        """Each id's state on its own; an id the server answers with an error (5xx) fails alone."""
+        found = []
+        for task_id in ids:
+            response = self._http.get(f"/v1/tasks/{task_id}")
+            if response.status_code >= 500:
+                error = ServiceError(f"the service failed to answer for task {task_id} ({response.status_code})")
+                self._resolve(task_id, lambda f, e=error: f.set_exception(e))
+                continue
+            response.raise_for_status()
+            found.append(response.json())
+        return found
 
     def close(self) -> None:
         self._closed.set()

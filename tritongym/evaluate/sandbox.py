@@ -30,8 +30,6 @@ from tritongym.errors import SandboxError
 
 MAX_CHANNEL_BYTES = 64 << 20
 """A judge never says more than this per job."""
-RUNNER_UID = 65534
-"""The user (nobody) that runners run as when the judge runs as root (zygote.py)."""
 JUDGE_MEMORY_FACTOR = 4
 """The judge's own process group (judge and zygote) may use this many times the job's memory limit."""
 BACKSTOP_S = 20.0
@@ -234,8 +232,6 @@ class Sandbox:
         self.start()
         outcome = SandboxOutcome(judge_exposed=not self.info.get("runners_unprivileged", False))
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
-        if self.info.get("runners_unprivileged"):  # the runner runs as nobody and works in this directory
-            os.chown(workdir, RUNNER_UID, RUNNER_UID)
         nonce = secrets.token_hex(16)
         job = job | {"workdir": str(workdir), "nonce": nonce, "candidate_path": str(workdir / "solution.py"),
                      "timeout_s": timeout_s, "output_limit_bytes": output_limit_bytes}  # fmt: skip

@@ -27,6 +27,7 @@ import torch
 from tritongym.evaluate.compare import Tolerance
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
@@ -34,7 +35,7 @@ from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
-from tritongym.evaluate.sandbox import RUNNER_UID
+from tritongym.evaluate.safe_json import json_safe
 
 MIN_TRIALS = 2
 """Trials always run, whatever the configuration: with one, the first call is also the only one."""
@@ -144,7 +145,7 @@ class JobState:
         runner = self.runner
         expect = (*expect, p.Failed)
         try:
-            runner.send(message)
+            runner.send(message, self.deadline)
             answer = runner.receive(expect, self.deadline, max_payload)
         except p.Deadline:
             raise Failure(Verdict.TIMEOUT, f"Timed out after {self.job.timeout_s:g} s during {self.stage}.") from None
@@ -281,6 +282,8 @@ def evaluate(state: JobState) -> dict:
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
+        if state.runner.uid:  # the job's directory is its runner's user's own
+            os.chown(job.workdir, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = job.memory_limit_mb << 20
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
         load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
@@ -343,7 +346,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result["errors"] = asdict(errors)
     state.stages["total"] = round(time.perf_counter() - start, 4)
     result["stage_seconds"] = state.stages
-    return result
+    return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
 
 
 def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
@@ -376,10 +379,14 @@ def main() -> None:
     cache, scratch = home / "runner-triton", home / "runner-tmp"  # runners' own: the judge's are not theirs
     for path in (cache, scratch):
         path.mkdir(mode=0o700)
-        if runners_unprivileged(init["device"]):
-            os.chown(path, RUNNER_UID, RUNNER_UID)
-    runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch)}
+    runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch),
+                  "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
+    for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
+        kill_user(uid)  # anything left by an earlier judge that had this pid
+        for path in (home / f"runner-{uid}", home / f"runner-{uid}" / "triton", home / f"runner-{uid}" / "tmp"):
+            path.mkdir(mode=0o700)
+            os.chown(path, uid, uid)
     supply.launch()
     ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
     supply.start()

@@ -84,6 +84,18 @@ class Hello(Message):
 
 
 @dataclass
+class Ping(Message):
+    """Judge -> runner: are you still there and answering (a spare, before it is given a job)."""
+
+    KIND: ClassVar[str] = "ping"
+
+
+@dataclass
+class Pong(Message):
+    KIND: ClassVar[str] = "pong"
+
+
+@dataclass
 class Load(Message):
     """Judge -> runner: import this candidate (its file is in ``workdir``)."""
 
@@ -207,8 +219,8 @@ class BatchDone(Message):
     KIND: ClassVar[str] = "batch_done"
 
 
-MESSAGES = {cls.KIND: cls for cls in (Hello, Load, Build, Loaded, Failed, Call, Output, Fallback, FallbackResult,
-                                      Profile, ProfileResult, Attach, Batch, BatchDone)}  # fmt: skip
+MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
+                                      FallbackResult, Profile, ProfileResult, Attach, Batch, BatchDone)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------
@@ -302,9 +314,31 @@ def encode(message: Message) -> list:
     return [_PREFIX.pack(MAGIC, len(header), payload), header, *blobs]
 
 
-def send(sock: socket.socket, message: Message) -> None:
+def send(
+    sock: socket.socket, message: Message, deadline: float = float("inf"), tick: Callable[[], None] | None = None
+) -> None:
+    """Write a message. With a deadline, never blocks past it (a peer that stops reading raises
+    :class:`Deadline`); ``tick`` runs at least every 0.1 s while waiting, as for :func:`receive`."""
     for part in encode(message):
-        sock.sendall(part)
+        if deadline == float("inf"):
+            sock.sendall(part)
+            continue
+        view = memoryview(part).cast("B")
+        while view:
+            now = time.monotonic()
+            if now >= deadline:
+                raise Deadline()
+            _, ready, _ = select.select([], [sock], [], min(0.1, deadline - now))
+            if tick is not None:
+                tick()
+            if not ready:
+                continue
+            try:
+                view = view[sock.send(view, socket.MSG_DONTWAIT) :]
+            except (BlockingIOError, InterruptedError):
+                continue
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise PeerGone() from exc
 
 
 _SCALARS = {"str": str, "int": int, "float": (int, float), "bool": bool, "list": list, "dict": dict}

@@ -68,6 +68,9 @@ class Runner:
     def fail(self, failure: Failure) -> None:
         self.send(p.Failed(str(failure.verdict), failure.feedback, failure.detail))
 
+    def ping(self, message: p.Ping) -> None:
+        self.send(p.Pong())
+
     # -- loading -------------------------------------------------------------------------------
 
     def load(self, job: p.Load) -> None:
@@ -202,8 +205,9 @@ class Runner:
         self.send(p.BatchDone())
 
     def serve(self) -> None:
-        handlers = {p.Load: self.load, p.Build: self.build, p.Call: self.call, p.Fallback: self.fallback,
-                    p.Profile: self.profile, p.Attach: self.attach, p.Batch: self.batch}  # fmt: skip
+        handlers = {p.Ping: self.ping, p.Load: self.load, p.Build: self.build, p.Call: self.call,
+                    p.Fallback: self.fallback, p.Profile: self.profile, p.Attach: self.attach,
+                    p.Batch: self.batch}  # fmt: skip
         while True:
             message = p.receive(self.sock, tuple(handlers), float("inf"), MAX_INPUT_BYTES)
             try:
