@@ -18,9 +18,10 @@ from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.env.client import HttpEnv
 from tritongym.env.service import SafeJSONResponse
-from tritongym.errors import ServiceError
+from tritongym.errors import SandboxError, ServiceError
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict, evaluate
 from tritongym.evaluate.judge.reaping import PID_RANGE, children, kill_trees, kill_user, runner_uids, user_processes
+from tritongym.evaluate.sandbox import private_lock_dir
 from tritongym.problems import find_problem
 
 REDTEAM = Path(__file__).parent / "redteam"
@@ -189,3 +190,23 @@ def test_a_task_the_service_cannot_answer_fails_alone():
         assert good.result(timeout=10).verdict is Verdict.OK
         with pytest.raises(ServiceError, match="task bad"):
             bad.result(timeout=10)
+
+
+@pytest.mark.parametrize("torch_compute", ["allow", "forbid"])
+def test_output_computed_outside_triton_is_no_triton(torch_compute):
+    result = evaluate(small_problem("softmax"), source("numpy_does_the_work"), config(torch_compute=torch_compute))
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback + result.detail
+    assert "even when none of the solution's Triton kernels ran" in result.feedback
+
+
+def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
+    path = private_lock_dir(tmp_path)
+    assert path == private_lock_dir(tmp_path) and (os.stat(path).st_mode & 0o777) == 0o700
+    path.chmod(0o1777)  # as a runner would have made it, had it come first
+    with pytest.raises(SandboxError, match="only this user may write"):
+        private_lock_dir(tmp_path)
+    if ROOT:
+        path.chmod(0o700)
+        os.chown(path, 12345, 12345)
+        with pytest.raises(SandboxError, match="only this user may write"):
+            private_lock_dir(tmp_path)

@@ -24,14 +24,14 @@ from typing import Any
 
 import torch
 
-from tritongym.evaluate.compare import Tolerance
+from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
-from tritongym.evaluate.judge.tree import clone, tensor_leaves
+from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -236,8 +236,9 @@ def run_trials(state: JobState, trials: list, tolerance: Tolerance) -> TrialsOut
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute)
 
 
-def guard_findings(state: JobState, trial, compute: collections.Counter) -> list[dict]:
-    """Does forward route around failed Triton launches; how much PyTorch compute does it run."""
+def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
+    """Does forward route around failed Triton launches; does its output depend on its Triton
+    kernels at all; how much PyTorch compute does it run."""
     answer = state.ask(p.Fallback(args=clone(trial.inputs)), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -245,13 +246,36 @@ def guard_findings(state: JobState, trial, compute: collections.Counter) -> list
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
+    hollow = state.ask(p.Hollow(args=clone(trial.inputs)), (p.HollowResult,), max_payload=answer_bound(trial))
+    without_triton = output_still_correct(hollow.value, trial, tolerance)
+    if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
+        raise Failure(
+            Verdict.HACK_NO_TRITON,
+            "forward returned the correct output even when none of the solution's Triton kernels ran (each launch "
+            "returned at once, the buffers it would write filled with NaN): the result is computed outside Triton "
+            "(NumPy, Python, host code) and the kernels are for show. Compute the output with Triton kernels.",
+        )
     if not compute or state.job.torch_compute == "allow":
         return []
     listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
     message = f"PyTorch compute ran inside forward over the trials: {listing}"
+    if without_triton:
+        message += " (the output is correct even when none of the solution's Triton kernels run)"
     if state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
     return [{"check": "torch_compute", "message": message}]
+
+
+def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
+    """Whether a runner's output (of a forward whose Triton launches did not run) matches the reference."""
+    if value is None:
+        return False
+    try:
+        device = trial.inputs[0].device if trial.inputs and isinstance(trial.inputs[0], torch.Tensor) else None
+        got = map_tensors(value, lambda t: t.to(device)) if device is not None else value
+        return compare_outputs(got, trial.expected, trial.expected64, tolerance).ok
+    except Exception:  # an answer that cannot even be compared is not a correct one
+        return False
 
 
 def evaluate(state: JobState) -> dict:
@@ -299,7 +323,7 @@ def evaluate(state: JobState) -> dict:
     if outcome.verdict is not Verdict.OK:
         return result
     with state.timed("guards"):
-        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute)
+        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute, tolerance)
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 

@@ -177,6 +177,23 @@ class FallbackResult(Message):
 
 
 @dataclass
+class Hollow(Message):
+    """Judge -> runner: one forward in which every launch of the candidate's kernels returns at once
+    without running, after filling the tensors passed to it that are not forward's inputs or the
+    model's state (the buffers it would write) with poison."""
+
+    KIND: ClassVar[str] = "hollow"
+    args: Tree = None
+
+
+@dataclass
+class HollowResult(Message):
+    KIND: ClassVar[str] = "hollow_result"
+    value: Tree = None
+    """forward's output, or None if it raised."""
+
+
+@dataclass
 class Profile(Message):
     """Judge -> runner (GPU): profile one forward and attribute its GPU time (profiling.py)."""
 
@@ -220,7 +237,8 @@ class BatchDone(Message):
 
 
 MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
-                                      FallbackResult, Profile, ProfileResult, Attach, Batch, BatchDone)}  # fmt: skip
+                                      FallbackResult, Hollow, HollowResult, Profile, ProfileResult, Attach, Batch,
+                                      BatchDone)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------
