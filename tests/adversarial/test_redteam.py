@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from tritongym.env.service import SafeJSONResponse
 from tritongym.errors import SandboxError, ServiceError
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict, evaluate
 from tritongym.evaluate.judge.reaping import PID_RANGE, children, kill_trees, kill_user, runner_uids, user_processes
+from tritongym.evaluate.judge.runners import RunnerSupply
 from tritongym.evaluate.sandbox import private_lock_dir
 from tritongym.problems import find_problem
 
@@ -75,6 +77,8 @@ def test_an_attacker_cannot_reach_the_next_jobs_runner(pool, attacker):
     problem = small_problem("vector_add")
     attack = pool.submit(problem, source(attacker), config(static_checks=False)).result()
     assert attack.verdict is Verdict.OK, attack.feedback + attack.stderr
+    if ROOT and attacker != "immortal_chain":  # the spare runs as another user: nothing to signal
+        assert ("KILLED []" if attacker == "kills_spare_runner" else "STOPPED []") in attack.stdout, attack.stdout
     left = runner_processes(pool)
     assert len(left) <= 1, f"processes of the attack remain: {left}"  # the spare for the next job, at most
     honest = pool.submit(problem, CORRECT, config()).result()
@@ -210,3 +214,22 @@ def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
         os.chown(path, 12345, 12345)
         with pytest.raises(SandboxError, match="only this user may write"):
             private_lock_dir(tmp_path)
+
+
+@pytest.mark.parametrize("settle_s", [0.0, 2.0], ids=["before-hello", "after-hello"])
+def test_a_stopped_spare_is_replaced_not_given_the_job(monkeypatch, tmp_path, settle_s):
+    monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")  # no users of their own: the ping must catch it
+    env = dict(os.environ) | {"TRITON_INTERPRET": "1", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    supply = RunnerSupply("cpu", env, str(tmp_path))
+    try:
+        supply.launch()
+        supply.start()
+        stopped = supply.spare
+        time.sleep(settle_s)
+        os.kill(stopped.pid, signal.SIGSTOP)
+        runner = supply.take(time.monotonic() + 60)
+        assert runner.pid != stopped.pid and supply.forks == 2
+        runner.ping(5.0)
+        runner.kill()
+    finally:
+        supply.close()

@@ -241,9 +241,16 @@ class RunnerHandle:
         self.memory_limit = 1 << 62
         self._next_memory_check = 0.0
 
+    def _not_stopped(self) -> None:
+        """Raises RunnerLost if the runner is stopped (a candidate of the same user may stop a spare
+        before it said Hello: waiting for it would cost the next job its whole timeout)."""
+        with contextlib.suppress(OSError, IndexError), open(f"/proc/{self.pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t"):
+                raise RunnerLost("a spare runner was stopped")
+
     def wait_ready(self, deadline: float) -> None:
         try:
-            hello = p.receive(self.sock, (p.Hello,), deadline, 0)
+            hello = p.receive(self.sock, (p.Hello,), deadline, 0, self._not_stopped)
         except (p.PeerGone, p.Deadline, p.ProtocolError, OSError) as exc:
             self.kill()
             said = self.stderr.text(2000, 1.0).strip()
