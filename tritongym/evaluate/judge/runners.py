@@ -156,7 +156,7 @@ class Zygote:
                 self.proc = _fork_zygote(theirs, self.device, self.env)
             else:
                 self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
+                [sys.executable, "-s", "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
                  self.device],
                     pass_fds=(theirs.fileno(),),
                     stdin=subprocess.DEVNULL,
