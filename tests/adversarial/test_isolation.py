@@ -69,10 +69,12 @@ def test_the_reference_is_not_in_the_runner_to_wrap():
 
 def test_launch_accounting_in_the_runner_is_the_runners_word():
     """The known limit (docs/environment.md, threat model): a candidate that edits the runner's
-    launch monitor and op recorder passes the no-Triton and PyTorch-compute checks. Its output is
-    still checked by the judge on fresh inputs: a wrong one fails whatever it claims."""
+    launch monitor and op recorder passes the launch count and PyTorch-compute checks; the forward
+    whose launches do not run (its output still correct) gives it away. Its output is checked by
+    the judge on fresh inputs: a wrong one fails whatever it claims."""
     result = evaluate(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
-    assert result.verdict is Verdict.OK, result.feedback
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "even when none of the solution's Triton kernels ran" in result.feedback
     wrong = source("edits_launch_counter").replace("out = a + b", "out = a - b")
     assert evaluate(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
 

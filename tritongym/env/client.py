@@ -49,14 +49,21 @@ class HttpEnv:
 
     def _post(self, path: str, body: dict) -> dict:
         """POST to the service; its refusals become the project's errors, each saying what to do."""
-        url = f"{self._http.base_url}{path}"
+        return self._checked(self._send(path, body))
+
+    def _send(self, path: str, body: dict | None = None) -> httpx.Response:
+        """POST ``body`` (GET without one); an unreachable service is a ServiceError saying what to do."""
         try:
-            response = self._http.post(path, json=body)
+            return self._http.post(path, json=body) if body is not None else self._http.get(path)
         except httpx.TransportError as exc:
             raise ServiceError(
                 f"cannot reach the tritongym service at {self._http.base_url} ({exc}): start it with "
                 "`tritongym serve`, or check the URL and port"
             ) from exc
+
+    def _checked(self, response: httpx.Response) -> dict:
+        """The answer's JSON, or the project's error for a refusal, saying what to do."""
+        url = str(response.request.url)
         if response.is_success:
             return response.json()
         try:
@@ -128,7 +135,9 @@ class HttpEnv:
                 self._submitted.clear()
                 continue
             try:
-                body = self._post("/v1/tasks/query", {"ids": ids, "wait": self.poll_wait_s})
+                response = self._send("/v1/tasks/query", {"ids": ids, "wait": self.poll_wait_s})
+                # one task the server cannot answer (5xx) must not hold up the rest
+                tasks = self._one_by_one(ids) if response.status_code >= 500 else self._checked(response)["tasks"]
                 backoff = 0.1
             except ServiceError as exc:
                 if not isinstance(exc.__cause__, httpx.TransportError):
@@ -138,12 +147,27 @@ class HttpEnv:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            for task in body["tasks"]:
+            for task in tasks:
                 if task["state"] == "done":
-                    with self._lock:
-                        future = self._pending.pop(task["id"], None)
-                    if future is not None:
-                        future.set_result(EvalResult.from_dict(task["result"]))
+                    self._resolve(task["id"], lambda f, t=task: f.set_result(EvalResult.from_dict(t["result"])))
+
+    def _resolve(self, task_id: str, how) -> None:
+        with self._lock:
+            future = self._pending.pop(task_id, None)
+        if future is not None:
+            how(future)
+
+    def _one_by_one(self, ids: list[str]) -> list[dict]:
+        """Each id's state on its own; an id the server answers with an error (5xx) fails alone."""
+        found = []
+        for task_id in ids:
+            response = self._send(f"/v1/tasks/{task_id}")
+            if response.status_code >= 500:
+                error = ServiceError(f"the service failed to answer for task {task_id} ({response.status_code})")
+                self._resolve(task_id, lambda f, e=error: f.set_exception(e))
+                continue
+            found.append(self._checked(response))
+        return found
 
     def _fail_pending(self, ids: list[str], exc: Exception) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from tritongym.env.store import StoredTask, TaskStore
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.evaluate.safe_json import json_safe
 from tritongym.problems import Problem
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,14 @@ class Dispatcher:
                     self._waiters.pop(task_id, None)
 
 
+class SafeJSONResponse(JSONResponse):
+    """JSON that always encodes: text a candidate controls may hold lone surrogates, and result
+    numbers may be NaN or infinite (sent as null), neither of which may cost a 500."""
+
+    def render(self, content) -> bytes:
+        return super().render(json_safe(content, finite=True))
+
+
 def create_app(env: WorkerPool, store: TaskStore, config: ServiceConfig | None = None) -> FastAPI:
     """The service around a pool and a store (both owned by the caller)."""
     config = config or ServiceConfig()
@@ -212,6 +221,7 @@ def create_app(env: WorkerPool, store: TaskStore, config: ServiceConfig | None =
     # The API pages (/docs, /redoc) load Swagger UI and ReDoc from files shipped in the fastapi-offline
     # package, not from a CDN, so they work on air-gapped clusters.
     app = FastAPIOffline(title="tritongym", version="1", lifespan=lifespan, static_url="/docs-assets",
+                         default_response_class=SafeJSONResponse,
                          description="Evaluate Triton candidates against PyTorch references.")  # fmt: skip
 
     def authorised(credentials: Credentials) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+from collections.abc import Callable
 
 import torch
 from torch.autograd.profiler import record_function
@@ -129,9 +130,16 @@ class LaunchMonitor:
     """Counts (and optionally blocks) launches of the candidate's own kernels while active."""
 
     def __init__(
-        self, candidate_path: str, recorder: OpRecorder | None = None, block: bool = False, annotate: str = ""
+        self,
+        candidate_path: str,
+        recorder: OpRecorder | None = None,
+        block: bool = False,
+        annotate: str = "",
+        skip: Callable[[tuple, dict], None] | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
+        self.skip = skip
+        """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
         self.off_stream = 0
         self.stream = current_stream_handle()
@@ -163,6 +171,9 @@ class LaunchMonitor:
                 monitor.launches += 1
                 if monitor.block:
                     raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
+                if monitor.skip is not None:
+                    monitor.skip(args, kwargs)
+                    return None
                 if monitor.stream is not None and current_stream_handle() != monitor.stream:
                     monitor.off_stream += 1
                 if monitor.annotate:

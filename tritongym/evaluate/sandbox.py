@@ -17,6 +17,7 @@ import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,18 @@ _PASSTHROUGH_ENV = (
     "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
     "TRITONGYM_RUNNER_USER",
 )  # fmt: skip
+
+
+def private_lock_dir(base: Path) -> Path:
+    """The directory of the GPU timing locks, shared by every sandbox of this user on the machine and
+    writable by nobody else (a runner that created the lock file first could hold the lock)."""
+    path = base / f"tritongym-locks-{os.geteuid()}"
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise SandboxError(f"{path} is not a directory that only this user may write; remove it")
+    return path
 
 
 class _Tail(threading.Thread):
@@ -192,7 +205,7 @@ class Sandbox:
             tail.start()
         self.starts += 1
         init = {"channel_fd": write_fd, "device": self.device, "home": str(self._home), "parent_pid": os.getpid()}
-        init["lock_dir"] = tempfile.gettempdir()  # the GPU timing lock, shared by every sandbox of this machine
+        init["lock_dir"] = str(private_lock_dir(Path(tempfile.gettempdir())))  # the GPU timing locks
         ready = SandboxOutcome()
         with contextlib.suppress(OSError):
             self._send(init)

@@ -24,16 +24,18 @@ from typing import Any
 
 import torch
 
-from tritongym.evaluate.compare import Tolerance
+from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
-from tritongym.evaluate.judge.tree import clone, tensor_leaves
+from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
-from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runner_uid, runners_unprivileged
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
+from tritongym.evaluate.safe_json import json_safe
 
 MIN_TRIALS = 2
 """Trials always run, whatever the configuration: with one, the first call is also the only one."""
@@ -143,7 +145,7 @@ class JobState:
         runner = self.runner
         expect = (*expect, p.Failed)
         try:
-            runner.send(message)
+            runner.send(message, self.deadline)
             answer = runner.receive(expect, self.deadline, max_payload)
         except p.Deadline:
             raise Failure(Verdict.TIMEOUT, f"Timed out after {self.job.timeout_s:g} s during {self.stage}.") from None
@@ -171,16 +173,30 @@ class JobState:
 
 
 def check_text(source: str, path: str, static_checks: bool) -> None:
-    """Syntax and static checks, on the text alone."""
+    """Syntax and static checks, on the text alone. Whatever parsing or checking the candidate's
+    text raises is the candidate's verdict, never the judge's: a text nested so deeply that the
+    compiler or the checks run out of stack or memory is refused as invalid source."""
     try:
-        compile(source, path, "exec")
+        _check_text(source, path, static_checks)
+    except Failure:
+        raise
     except SyntaxError as exc:
         code = (exc.text or "").rstrip()
         raise Failure(
             Verdict.SYNTAX_ERROR, f"SyntaxError at line {exc.lineno}: {exc.msg}" + (f"\n    {code}" if code else "")
         ) from None
-    except ValueError as exc:
-        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise Failure(
+            Verdict.INVALID_SOURCE,
+            "The source is nested too deeply to be compiled (an expression or block "
+            "thousands of levels deep); write it flat.",
+        ) from None
+    except Exception as exc:
+        raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {type(exc).__name__}: {exc}") from None
+
+
+def _check_text(source: str, path: str, static_checks: bool) -> None:
+    compile(source, path, "exec")
     if static_checks:
         from tritongym.evaluate.static_checks import forbidden_constructs
 
@@ -220,8 +236,9 @@ def run_trials(state: JobState, trials: list, tolerance: Tolerance) -> TrialsOut
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute)
 
 
-def guard_findings(state: JobState, trial, compute: collections.Counter) -> list[dict]:
-    """Does forward route around failed Triton launches; how much PyTorch compute does it run."""
+def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
+    """Does forward route around failed Triton launches; does its output depend on its Triton
+    kernels at all; how much PyTorch compute does it run."""
     answer = state.ask(p.Fallback(args=clone(trial.inputs)), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -229,13 +246,36 @@ def guard_findings(state: JobState, trial, compute: collections.Counter) -> list
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
+    hollow = state.ask(p.Hollow(args=clone(trial.inputs)), (p.HollowResult,), max_payload=answer_bound(trial))
+    without_triton = output_still_correct(hollow.value, trial, tolerance)
+    if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
+        raise Failure(
+            Verdict.HACK_NO_TRITON,
+            "forward returned the correct output even when none of the solution's Triton kernels ran (each launch "
+            "returned at once, the buffers it would write filled with NaN): the result is computed outside Triton "
+            "(NumPy, Python, host code) and the kernels are for show. Compute the output with Triton kernels.",
+        )
     if not compute or state.job.torch_compute == "allow":
         return []
     listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
     message = f"PyTorch compute ran inside forward over the trials: {listing}"
+    if without_triton:
+        message += " (the output is correct even when none of the solution's Triton kernels run)"
     if state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
     return [{"check": "torch_compute", "message": message}]
+
+
+def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
+    """Whether a runner's output (of a forward whose Triton launches did not run) matches the reference."""
+    if value is None:
+        return False
+    try:
+        device = trial.inputs[0].device if trial.inputs and isinstance(trial.inputs[0], torch.Tensor) else None
+        got = map_tensors(value, lambda t: t.to(device)) if device is not None else value
+        return compare_outputs(got, trial.expected, trial.expected64, tolerance).ok
+    except Exception:  # an answer that cannot even be compared is not a correct one
+        return False
 
 
 def evaluate(state: JobState) -> dict:
@@ -266,8 +306,8 @@ def evaluate(state: JobState) -> dict:
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
-        if runners_unprivileged(ctx.device.type):  # the runner's own user works in the job's directory
-            os.chown(job.workdir, runner_uid(state.runner.pid), runner_uid(state.runner.pid))
+        if state.runner.uid:  # the job's directory is its runner's user's own
+            os.chown(job.workdir, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = job.memory_limit_mb << 20
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
         load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
@@ -283,7 +323,7 @@ def evaluate(state: JobState) -> dict:
     if outcome.verdict is not Verdict.OK:
         return result
     with state.timed("guards"):
-        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute)
+        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute, tolerance)
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
@@ -330,7 +370,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result["errors"] = asdict(errors)
     state.stages["total"] = round(time.perf_counter() - start, 4)
     result["stage_seconds"] = state.stages
-    return result
+    return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
 
 
 def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
@@ -362,11 +402,15 @@ def main() -> None:
 
     cache, scratch = home / "runner-triton", home / "runner-tmp"  # runners' own: the judge's are not theirs
     for path in (cache, scratch):
-        path.mkdir()
-        if runners_unprivileged(init["device"]):  # every runner has a user of its own: shared, sticky
-            path.chmod(0o1777)
-    runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch)}
+        path.mkdir(mode=0o700)
+    runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch),
+                  "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
+    for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
+        kill_user(uid)  # anything left by an earlier judge that had this pid
+        for path in (home / f"runner-{uid}", home / f"runner-{uid}" / "triton", home / f"runner-{uid}" / "tmp"):
+            path.mkdir(mode=0o700)
+            os.chown(path, uid, uid)
     supply.launch()
     ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
     supply.start()

@@ -84,6 +84,18 @@ class Hello(Message):
 
 
 @dataclass
+class Ping(Message):
+    """Judge -> runner: are you still there and answering (a spare, before it is given a job)."""
+
+    KIND: ClassVar[str] = "ping"
+
+
+@dataclass
+class Pong(Message):
+    KIND: ClassVar[str] = "pong"
+
+
+@dataclass
 class Load(Message):
     """Judge -> runner: import this candidate (its file is in ``workdir``)."""
 
@@ -165,6 +177,23 @@ class FallbackResult(Message):
 
 
 @dataclass
+class Hollow(Message):
+    """Judge -> runner: one forward in which every launch of the candidate's kernels returns at once
+    without running, after filling the tensors passed to it that are not forward's inputs or the
+    model's state (the buffers it would write) with poison."""
+
+    KIND: ClassVar[str] = "hollow"
+    args: Tree = None
+
+
+@dataclass
+class HollowResult(Message):
+    KIND: ClassVar[str] = "hollow_result"
+    value: Tree = None
+    """forward's output, or None if it raised."""
+
+
+@dataclass
 class Profile(Message):
     """Judge -> runner (GPU): profile one forward and attribute its GPU time (profiling.py)."""
 
@@ -207,8 +236,9 @@ class BatchDone(Message):
     KIND: ClassVar[str] = "batch_done"
 
 
-MESSAGES = {cls.KIND: cls for cls in (Hello, Load, Build, Loaded, Failed, Call, Output, Fallback, FallbackResult,
-                                      Profile, ProfileResult, Attach, Batch, BatchDone)}  # fmt: skip
+MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
+                                      FallbackResult, Hollow, HollowResult, Profile, ProfileResult, Attach, Batch,
+                                      BatchDone)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------
@@ -302,9 +332,31 @@ def encode(message: Message) -> list:
     return [_PREFIX.pack(MAGIC, len(header), payload), header, *blobs]
 
 
-def send(sock: socket.socket, message: Message) -> None:
+def send(
+    sock: socket.socket, message: Message, deadline: float = float("inf"), tick: Callable[[], None] | None = None
+) -> None:
+    """Write a message. With a deadline, never blocks past it (a peer that stops reading raises
+    :class:`Deadline`); ``tick`` runs at least every 0.1 s while waiting, as for :func:`receive`."""
     for part in encode(message):
-        sock.sendall(part)
+        if deadline == float("inf"):
+            sock.sendall(part)
+            continue
+        view = memoryview(part).cast("B")
+        while view:
+            now = time.monotonic()
+            if now >= deadline:
+                raise Deadline()
+            _, ready, _ = select.select([], [sock], [], min(0.1, deadline - now))
+            if tick is not None:
+                tick()
+            if not ready:
+                continue
+            try:
+                view = view[sock.send(view, socket.MSG_DONTWAIT) :]
+            except (BlockingIOError, InterruptedError):
+                continue
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise PeerGone() from exc
 
 
 _SCALARS = {"str": str, "int": int, "float": (int, float), "bool": bool, "list": list, "dict": dict}
@@ -385,8 +437,8 @@ def receive(
     payload = _read_exactly(sock, payload_size, deadline, tick)
     try:
         parsed = json.loads(bytes(header))
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError("header is not JSON") from exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ProtocolError("header is not JSON or nested too deeply") from exc
     if type(parsed) is not dict or set(parsed) != {"kind", "fields"}:
         raise ProtocolError("malformed header")
     try:

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from tritongym.evaluate.judge import protocol as p
-from tritongym.evaluate.judge.zygote import EVENT
+from tritongym.evaluate.judge.reaping import kill_trees, kill_user, runner_uids
+from tritongym.evaluate.judge.zygote import EVENT, REQUEST, runners_unprivileged
 
 
 def _cuda_initialized() -> bool:
@@ -27,6 +28,8 @@ START_TIMEOUT_S = 300.0
 """Importing torch and Triton (zygote) or creating a CUDA context (runner): a stuck start, not longer."""
 KEEP_OUTPUT_BYTES = 1 << 20
 """Output of a runner kept before the job's own limit applies."""
+PING_TIMEOUT_S = 2.0
+"""A spare that does not answer a ping this fast is replaced (it may have been stopped)."""
 
 
 def _children(pid: int) -> list[int]:
@@ -153,7 +156,7 @@ class Zygote:
                 self.proc = _fork_zygote(theirs, self.device, self.env)
             else:
                 self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
+                [sys.executable, "-s", "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
                  self.device],
                     pass_fds=(theirs.fileno(),),
                     stdin=subprocess.DEVNULL,
@@ -186,12 +189,13 @@ class Zygote:
             self.statuses[pid] = status
         return kind, pid, status
 
-    def fork(self, fds: list[int]) -> int:
-        """A new runner's pid (its descriptors are passed to the zygote, which forks it)."""
+    def fork(self, fds: list[int], uid: int) -> int:
+        """A new runner's pid (its descriptors are passed to the zygote, which forks it to run as
+        ``uid``; 0: the zygote's own user)."""
         if not self.alive:
             self.start()
         try:
-            socket.send_fds(self.control, [b"f"], fds)
+            socket.send_fds(self.control, [REQUEST.pack(b"f", uid)], fds)
         except OSError as exc:
             raise RunnerLost(f"the zygote is gone ({exc})") from None
         deadline = time.monotonic() + 30.0
@@ -222,13 +226,13 @@ class Zygote:
 class RunnerHandle:
     """One runner as the judge sees it."""
 
-    def __init__(self, zygote: Zygote):
-        self.zygote = zygote
+    def __init__(self, zygote: Zygote, uid: int = 0):
+        self.zygote, self.uid = zygote, uid
         self.sock, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            self.pid = zygote.fork([theirs.fileno(), out_w, err_w])
+            self.pid = zygote.fork([theirs.fileno(), out_w, err_w], uid)
         finally:
             for fd in (theirs.detach(), out_w, err_w):
                 os.close(fd)
@@ -237,9 +241,16 @@ class RunnerHandle:
         self.memory_limit = 1 << 62
         self._next_memory_check = 0.0
 
+    def _not_stopped(self) -> None:
+        """Raises RunnerLost if the runner is stopped (a candidate of the same user may stop a spare
+        before it said Hello: waiting for it would cost the next job its whole timeout)."""
+        with contextlib.suppress(OSError, IndexError), open(f"/proc/{self.pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t"):
+                raise RunnerLost("a spare runner was stopped")
+
     def wait_ready(self, deadline: float) -> None:
         try:
-            hello = p.receive(self.sock, (p.Hello,), deadline, 0)
+            hello = p.receive(self.sock, (p.Hello,), deadline, 0, self._not_stopped)
         except (p.PeerGone, p.Deadline, p.ProtocolError, OSError) as exc:
             self.kill()
             said = self.stderr.text(2000, 1.0).strip()
@@ -255,9 +266,10 @@ class RunnerHandle:
             if tree_rss_bytes(self.pid) > self.memory_limit:
                 raise OutOfMemory()
 
-    def send(self, message: p.Message) -> None:
+    def send(self, message: p.Message, deadline: float = float("inf")) -> None:
+        """Write a message to the runner, waiting no longer than ``deadline`` for it to read."""
         try:
-            p.send(self.sock, message)
+            p.send(self.sock, message, deadline, self._tick)
         except OSError as exc:
             raise p.PeerGone() from exc
 
@@ -281,7 +293,21 @@ class RunnerHandle:
                 return f"signal {sig}"
         return f"exit code {os.WEXITSTATUS(status)}"
 
+    def ping(self, timeout_s: float) -> None:
+        """A round trip: raises RunnerLost if the runner does not answer in time."""
+        try:
+            self.send(p.Ping(), time.monotonic() + timeout_s)
+            self.receive((p.Pong,), time.monotonic() + timeout_s, 0)
+        except (p.PeerGone, p.Deadline, p.ProtocolError, OSError) as exc:
+            raise RunnerLost(f"a spare runner did not answer ({type(exc).__name__})") from None
+
     def kill(self) -> None:
+        """Kill the runner and everything it started: every process of its own user when it has one
+        (reaping.py), else its process tree and its session's group."""
+        if self.uid:
+            kill_user(self.uid)
+        else:
+            kill_trees([self.pid])
         for target in (-self.pid, self.pid):  # its session's group, then itself if it never got one
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(target, signal.SIGKILL)
@@ -295,13 +321,20 @@ class OutOfMemory(Exception):
 class RunnerSupply:
     """Runners forked ahead, so that no job waits for one: the next job's runner is forked as soon
     as this job's is taken, and warms up (its CUDA context) while this one runs. A spare holds
-    nothing of any job, is non-dumpable (another runner of the same user can neither trace nor read
-    it) and runs as the same unprivileged user as the candidate's runner."""
+    nothing of any job and is non-dumpable. Under a root judge the running runner and the spare run
+    as two different unprivileged users (reaping.py), so that no candidate can signal the next job's
+    runner; in any case a spare must answer a ping before it is given a job."""
 
     def __init__(self, device: str, env: dict[str, str], cwd: str):
         self.zygote = Zygote(device, env, cwd)
         self.spare: RunnerHandle | None = None
         self.forks = 0
+        self.uids = runner_uids(os.getpid()) if runners_unprivileged(device) else (0, 0)
+        self.taken_uid = self.uids[1]
+        """The user of the last runner taken; the spare gets the other one."""
+
+    def _other(self, uid: int) -> int:
+        return self.uids[0] if uid == self.uids[1] else self.uids[1]
 
     def launch(self) -> None:
         self.zygote.launch()
@@ -314,19 +347,25 @@ class RunnerSupply:
     def replenish(self) -> None:
         if self.spare is None:
             with contextlib.suppress(RunnerLost):
-                self.spare = RunnerHandle(self.zygote)
+                self.spare = RunnerHandle(self.zygote, self._other(self.taken_uid))
                 self.forks += 1
 
     def take(self, deadline: float, attempts: int = 3) -> RunnerHandle:
-        """A runner that said Hello. Raises RunnerLost after ``attempts`` failures."""
+        """A runner that said Hello and answers a ping. Raises RunnerLost after ``attempts``
+        failures (a spare that fails is replaced by a fresh runner of the same user, once every
+        process of that user is gone)."""
         why = ""
+        uid = self._other(self.taken_uid)
         for _ in range(attempts):
             runner, self.spare = self.spare, None
             try:
                 if runner is None:
-                    runner = RunnerHandle(self.zygote)
+                    runner = RunnerHandle(self.zygote, uid)
                     self.forks += 1
+                uid = runner.uid
                 runner.wait_ready(deadline)
+                runner.ping(min(PING_TIMEOUT_S, max(deadline - time.monotonic(), 0.0)))
+                self.taken_uid = runner.uid
                 return runner
             except RunnerLost as exc:
                 why = str(exc)

@@ -27,20 +27,16 @@ import signal
 import socket
 import struct
 import sys
+from pathlib import Path
 
-RUNNER_UID_BASE = 200_000
-"""A runner of a root judge runs as user RUNNER_UID_BASE + its pid: a user of its own, which no other
-process has, so it can signal, trace or read no other runner, judge or pool on the machine."""
-
-
-def runner_uid(pid: int) -> int:
-    return RUNNER_UID_BASE + pid
-
+from tritongym.evaluate.judge.reaping import kill_trees
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 EVENT = struct.Struct("<cii")
+REQUEST = struct.Struct("<cI")
+"""A fork request: ``f`` and the user id the runner runs as (0: the zygote's own)."""
 
 FILE_SIZE_LIMIT = 256 << 20
 
@@ -60,28 +56,32 @@ def die_with_parent(parent: int) -> None:
 
 
 def runners_unprivileged(device: str) -> bool:
-    """Whether runners run as users of their own (``runner_uid``): only when the judge is root, and
-    then by default on the CPU; ``TRITONGYM_RUNNER_USER=own`` or ``same`` decides for every device (on
-    a GPU the device files and CUDA IPC must then work for such a user, not verified yet)."""
+    """Whether runners run as unprivileged users of their own (reaping.py): only when the judge is
+    root, and then by default on the CPU; ``TRITONGYM_RUNNER_USER=own`` or ``same`` decides for
+    every device (on a GPU the device files and CUDA IPC must then work for such a user, which this
+    project has not verified yet)."""
     if os.geteuid() != 0:
         return False
     choice = os.environ.get("TRITONGYM_RUNNER_USER", "")
     return choice == "own" if choice in ("own", "same") else device == "cpu"
 
 
-def drop_privileges(device: str) -> None:
-    """A judge running as root hands each runner to an unprivileged user of its own: it cannot then
-    signal, trace or read the judge, the zygote, the pool (all root) or any other runner."""
-    if runners_unprivileged(device):
-        uid = runner_uid(os.getpid())
+def drop_privileges(uid: int) -> None:
+    """A judge running as root hands each runner to an unprivileged user: it cannot then signal,
+    trace or read the judge, the zygote, the pool (all root) or the spare (the other user), nor open
+    their /proc entries. Its Triton cache and scratch directory are its user's own."""
+    if uid:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+        home = Path(os.environ["TRITONGYM_RUNNERS_HOME"]) / f"runner-{uid}"
+        os.environ["TRITON_CACHE_DIR"] = str(home / "triton")
+        os.environ["TMPDIR"] = os.environ["HOME"] = str(home / "tmp")
 
 
-def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str) -> None:
+def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str, uid: int) -> None:
     os.setsid()
-    drop_privileges(device)
+    drop_privileges(uid)
     die_with_parent(zygote)  # after the change of user, which clears the parent-death signal
     prctl(PR_SET_CHILD_SUBREAPER, 0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -113,17 +113,17 @@ def _reap(control: socket.socket, runners: set[int]) -> None:
 
 
 def _kill_orphans(runners: set[int]) -> None:
-    """Processes reparented to us (a runner's descendants whose runner died) have no business."""
+    """Processes reparented to us (a runner's descendants whose runner or parent died) have no
+    business: each is killed with everything it started (stopped first, so that none forks on)."""
     me = os.getpid()
     try:
         with open(f"/proc/{me}/task/{me}/children") as fh:
             children = fh.read().split()
     except OSError:
         return
-    for pid in map(int, children):
-        if pid not in runners:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+    orphans = [pid for pid in map(int, children) if pid not in runners]
+    if orphans:
+        kill_trees(orphans)
 
 
 def main() -> None:
@@ -170,20 +170,21 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         if not ready:
             continue
         try:
-            message, fds, _, _ = socket.recv_fds(control, 1, 3)
+            message, fds, _, _ = socket.recv_fds(control, REQUEST.size, 3)
         except OSError:
             os._exit(0)
         if not message:
             os._exit(0)  # the judge is gone
-        if len(fds) != 3:
+        if len(fds) != 3 or len(message) != REQUEST.size:
             for fd in fds:
                 os.close(fd)
             continue
+        uid = REQUEST.unpack(message)[1]
         pid = os.fork()
         if pid == 0:
             try:
                 control.close()
-                _become_runner(*fds, zygote=me, device=device)
+                _become_runner(*fds, zygote=me, device=device, uid=uid)
             finally:
                 os._exit(71)
         for fd in fds:
