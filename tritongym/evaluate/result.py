@@ -147,7 +147,7 @@ class ErrorStats:
 
 @dataclass
 class TimingStats:
-    """Interleaved CUDA-event timing of the reference and the candidate (milliseconds)."""
+    """Interleaved timing of the reference and the candidate on the judge's GPU clock (milliseconds)."""
 
     baseline: str
     """What the candidate was timed against: ``eager`` PyTorch or ``compile`` (torch.compile)."""
@@ -162,13 +162,22 @@ class TimingStats:
     spread: float
     """Interquartile range of the candidate's times over their median."""
     reps: int
-    """Timed calls of each side."""
+    """Timed repetitions (each a batch of calls of each side on fresh inputs)."""
     stopped: str
     """Why timing stopped: ``target`` (confidence interval narrow enough), ``budget`` or ``max_reps``."""
     input_sets: int
-    """Trial input sets that every repetition's fresh inputs were mixed from."""
+    """Fresh input sets timed (each side ran forward once on each)."""
     flush_bytes: int
-    """Bytes written before every timed call to evict the L2 cache."""
+    """Bytes written after the inputs of every timed batch were copied in, to evict the L2 cache."""
+    hand_off_us: float = 0.0
+    """Median cost per batch of handing it to the runner's CUDA context and back, measured with the judge's
+    twin process in every repetition and subtracted from the candidate's time."""
+    clean_hand_off_us: float = 0.0
+    """The same cost measured when the judge started, before any candidate ran: a much larger
+    ``hand_off_us`` means something else shared the GPU while this candidate was timed."""
+    late_brackets: int = 0
+    """Timed batches whose calls the host could not queue ahead within the longest hold (their host time
+    counted: a host-bound forward)."""
 
 
 @dataclass

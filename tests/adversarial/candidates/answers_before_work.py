@@ -1,6 +1,7 @@
-"""Exploit (timing reachable, GPU): patch the runner's batch loop so that it answers the judge before
-the timed calls are done, then does the work, hoping the judge's clock stops early. The judge copies
-the output slots as soon as the answer comes: what is not written yet still holds the poison."""
+"""Exploit (timing reachable, GPU): patch the runner's batch loop so that the runner records ``done``
+and answers the judge before the timed calls ran, then does the work on another thread, hoping the
+judge's clock stops early. The judge copies the output slots as soon as ``done`` fires: what is not
+written yet still holds the poison."""
 
 import threading
 

@@ -92,6 +92,13 @@ class WorkerContext:
     """Device-to-device bytes/s, measured at start-up (the roofline check's bound); 0 on the CPU."""
     gpu_lock: int = -1
     """This GPU's lock file descriptor (speed.py); -1 on the CPU."""
+    twin: Any = None
+    """The judge's twin process (twin.py) on a GPU; None on the CPU."""
+    sleep_rate: float = 0.0
+    """Cycles per second of the hold kernel (speed.py), measured at start-up; 0 on the CPU."""
+    hand_off_s: float = 0.0
+    """The cost of handing a batch to another CUDA context and back, measured with the twin at
+    start-up, before any candidate ran; 0 on the CPU."""
 
 
 class Channel:
@@ -386,6 +393,11 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
 
         torch.cuda.set_device(device.index or 0)
         ctx.copy_bandwidth = timing.copy_bandwidth(device)
+        from tritongym.evaluate.judge import speed, twin
+
+        ctx.sleep_rate = speed.sleep_rate()
+        ctx.twin = twin.Twin(device)
+        ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         torch.cuda.synchronize(device)
@@ -429,4 +441,6 @@ def main() -> None:
         channel.send({"result": result})
         supply.replenish()  # if this job took none (refused before running), the spare is still there
     supply.close()
+    if ctx.twin is not None:
+        ctx.twin.close()
     os._exit(0)

@@ -220,25 +220,28 @@ class Attach(Message):
     outputs: list = field(default_factory=list)
     layout: Tree = None
     """The structure of one call's inputs, with slot numbers for tensors (speed.py)."""
+    events: list = field(default_factory=list)
+    """CUDA IPC handles (hex) of the judge's ``go`` and ``done`` events."""
 
 
 @dataclass
 class Batch(Message):
-    """Judge -> runner (GPU): run forward on input slots 0..count-1, copy each output into its slot,
-    synchronise, then answer BatchDone."""
+    """Judge -> runner (GPU): queue on the current stream a wait on ``go``, forward on input slots
+    0..count-1 with each output copied into its slot, and a record of ``done``; then answer
+    BatchQueued (at once: the judge polls ``done``)."""
 
     KIND: ClassVar[str] = "batch"
     count: int = 0
 
 
 @dataclass
-class BatchDone(Message):
-    KIND: ClassVar[str] = "batch_done"
+class BatchQueued(Message):
+    KIND: ClassVar[str] = "batch_queued"
 
 
 MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
                                       FallbackResult, Hollow, HollowResult, Profile, ProfileResult, Attach, Batch,
-                                      BatchDone)}  # fmt: skip
+                                      BatchQueued)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ class Runner:
         self.cls = None
         self.path = ""
         self.slots = None
+        self.go = self.done = None
 
     def send(self, message: p.Message) -> None:
         if os.getpid() != self.pid:  # a fork of the candidate's that came back this far: not the runner
@@ -209,18 +210,22 @@ class Runner:
         from tritongym.evaluate.judge.speed import open_slots
 
         self.slots = open_slots(message, self.device)
+        device = torch.cuda.current_device()  # an index: the event's device is -1 for a bare "cuda"
+        self.go, self.done = (torch.cuda.Event.from_ipc_handle(device, bytes.fromhex(h)) for h in message.events)
         self.send(p.Loaded())
 
     def batch(self, message: p.Batch) -> None:
         from tritongym.evaluate.judge.speed import run_batch
 
+        stream = torch.cuda.current_stream(self.device)
         try:
+            stream.wait_event(self.go)
             with torch.no_grad():
                 run_batch(self.model, self.slots, message.count)
-            self.synchronize()
+            self.done.record(stream)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        self.send(p.BatchDone())
+        self.send(p.BatchQueued())
 
     def serve(self) -> None:
         handlers = {p.Ping: self.ping, p.Load: self.load, p.Build: self.build, p.Call: self.call,

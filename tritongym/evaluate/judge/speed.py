@@ -1,27 +1,31 @@
 """Speed and coverage on a GPU, measured by the judge.
 
-Timing never trusts the runner's clock. Both sides are timed by the judge's own clock around a
-synchronised batch of ``N`` calls on ``N`` fresh input sets (new secret seeds every batch, integer
-inputs included), and the two kinds of batch alternate:
+Timing never trusts the runner's clock: every bracket is timed by two CUDA events of the judge's,
+on the judge's stream, around a batch of ``N`` calls on ``N`` fresh input sets (new secret seeds
+every batch, integer inputs included). A repetition holds four brackets (``Bench`` says how each is
+built): the reference's batch and the candidate's, in alternating order, then the two empty
+brackets (the same copies without forwards) that are subtracted from them.
 
-* reference batch (judge process): start the clock; copy the fresh inputs into private input
-  slots; run the reference on each and copy each output into its output slot; copy the output slots
-  to private memory; synchronise; stop the clock.
-* candidate batch: start the clock; copy the same fresh inputs into the input slots the runner
-  mapped (CUDA IPC, a memory pool of their own, so no other judge memory shares their segments);
-  synchronise; tell the runner ``Batch``; the runner runs forward on each set and copies each output
-  into its output slot (also mapped), synchronises and answers ``BatchDone``; copy the output slots
-  to private memory; synchronise; stop the clock.
+* The inputs are copied into the slots after ``start``: nothing can work on them ahead of the clock.
+  The candidate's slots are mapped by the runner (CUDA IPC, a memory pool of their own, so no other
+  judge memory shares their segments); its stream waits on the judge's ``go`` event before its
+  forwards run.
+* The outputs are copied out of the slots before ``end``; the slots hold the poison byte before
+  every batch, and every output of every batch is compared with the reference's on the same inputs
+  after the clock stopped: an answer that was not finished inside the bracket, was cached, or was
+  never computed shows up as poison or a wrong value.
+* Every bracket's work is queued while a hold (a sleep kernel) keeps the judge's stream waiting, so
+  a bracket measures GPU time for both sides alike: neither the host's launch overhead nor the
+  message round trip to the runner is in it. Work that waits for the GPU on the host (a
+  ``.item()``, a synchronisation) is in it: the inputs exist only after the hold.
+* After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
+  its inputs from memory.
 
-The runner sees each batch's inputs only after the clock started, so it cannot work ahead; the output
-slots are filled with the poison byte before every batch and every output of every batch is compared
-with the reference's on the same inputs after the clock stopped, so an answer sent before the work was
-done (or work skipped) shows up as poison or a wrong value. After the inputs are copied in, every
-bracket writes four times the L2's size, so every call reads its inputs from memory. A third, empty
-bracket per repetition (the same copies, no forward) is measured by the judge and subtracted from both
-sides, so the copies do not dilute the speedup; what remains of the candidate's bracket still holds all of its work. The
-candidate's bracket holds one message round trip more than the reference's (tens of microseconds),
-which ``N`` is chosen to amortise (``TARGET_BATCH_S``); the bias is against the candidate.
+The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
+and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
+(twin.py), which never runs candidate code, measures it in every repetition: its empty bracket is the
+one subtracted from the candidate's side. What the twin cannot see (the runner's context starting
+cold after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``).
 
 Coverage comes from one forward profiled in the runner (profiling.py): it is the runner's word.
 """
@@ -33,6 +37,7 @@ import fcntl
 import math
 import os
 import secrets
+import statistics
 import time
 from typing import Any
 
@@ -43,14 +48,23 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
+from tritongym.evaluate.judge.twin import wait_for
 from tritongym.evaluate.result import Verdict
 
-TARGET_BATCH_S = 0.002
-"""A batch lasts at least this long (the message round trip is amortised over it)."""
-MAX_BATCH = 64
+TARGET_BATCH_S = 0.01
+"""A batch lasts at least this long: the hand-off between the two CUDA contexts (about 0.3 ms on an
+H100, measured and subtracted, but with some jitter) is amortised over it."""
+MAX_BATCH = 512
 SLOT_BYTES = 2 << 30
 """Most GPU memory for one side's slots (inputs and outputs of a batch)."""
 POISON = 0xFF
+MIN_HOLD_S = 0.001
+"""The first hold before a bracket (it doubles while a side cannot queue its batch in time)."""
+MAX_HOLD_S = 0.1
+"""The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
+and its host time counts."""
+WARM_UP_REPS = 12
+"""Untimed repetitions at most before timing (until every bracket is queued in time)."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 
@@ -161,7 +175,26 @@ def run_batch(model, slots, count: int) -> None:
 
 
 class Bench:
-    """Both sides' slots and the batch procedures."""
+    """Both sides' slots and the four brackets of a repetition, each timed on the judge's stream.
+
+    A bracket opens with a hold (a sleep kernel on the judge's stream), then ``start``, the copy of
+    the fresh inputs and the L2 flush; it closes with the copy of the output slots and ``end``, both
+    events of the judge. Everything in between is queued on the host while the hold keeps the GPU
+    waiting, so the bracket measures GPU time, not the host's launch overhead or the message round
+    trip. A bracket is *queued in time* when the hold is still running once its last part is queued
+    (the judge checks ``start``); if not, the hold doubles and the repetition is repeated, up to
+    ``MAX_HOLD_S``, after which a late bracket counts as it is (its host time included).
+
+    * reference: the reference's forwards, queued by the judge.
+    * candidate: after the flush the judge records the shared ``go`` event and sends ``Batch``; the
+      runner's stream waits on ``go``, runs the forwards, copies each output into its slot, records
+      ``done`` and answers ``BatchQueued``. The judge polls ``done`` from the host (a runner whose
+      context dies never fires it: the job's deadline ends the wait; the judge's stream never waits on
+      an event of the runner's) and then queues the output copy and ``end``.
+    * two empty brackets, the same steps without forwards (a fixed output copied into each slot):
+      one queued like the reference's, one closed by a host poll like the candidate's. Each side's
+      empty bracket is subtracted from its bracket.
+    """
 
     def __init__(self, state, reference, sample_inputs: list, sample_output: Any, count: int):
         self.state, self.reference, self.count = state, reference, count
@@ -173,8 +206,16 @@ class Bench:
         self.pool = torch.cuda.MemPool()
         with torch.cuda.use_mem_pool(self.pool):  # exported segments hold the slots and nothing else
             self.shared_in, self.shared_out = allocate_slots(sample_inputs, sample_output, count, self.device)
-        state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape),
-                  (p.Loaded,))  # fmt: skip
+        self.go = torch.cuda.Event(interprocess=True)
+        self.done = torch.cuda.Event(interprocess=True)
+        self.twin = state.ctx.twin
+        self.sample = tensor_leaves(sample_output)
+        self.cycles_per_s = state.ctx.sleep_rate
+        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
+        self.late = 0
+        events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
+        state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
+                           events), (p.Loaded,))  # fmt: skip
 
     def fresh_inputs(self) -> list[list]:
         return [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
@@ -184,42 +225,91 @@ class Bench:
             for slot, leaf in zip(slots, tensor_leaves(inputs), strict=True):
                 slot[k].copy_(leaf)
 
-    def reference_batch(self, model, sets: list[list]) -> tuple[float, list]:
-        return self._judge_batch(sets, lambda args: tensor_leaves(model(*args)))
-
-    def empty_batch(self, sets: list[list], sample: list) -> float:
-        """The same bracket without the forward (inputs in, a fixed output into each slot, outputs
-        out): what both sides' brackets cost beyond their forwards, subtracted from both."""
-        return self._judge_batch(sets, lambda args: sample)[0]
-
-    def _judge_batch(self, sets: list[list], forward) -> tuple[float, list]:
-        for t in self.private_out:
+    def _open(self, kind: str, inputs: list, outputs: list, sets: list[list]):
+        for t in outputs:
             t.view(torch.uint8).fill_(POISON)
-        torch.cuda.synchronize(self.device)
-        start = time.perf_counter()
-        self._copy_in(self.private_in, sets)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(int(self.hold_s[kind] * self.cycles_per_s))
+        start.record()
+        self._copy_in(inputs, sets)
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
+        return start, end
+
+    def _close(self, outputs: list, start, end, in_time: bool) -> tuple[float | None, list]:
+        kept = [t.clone() for t in outputs]
+        end.record()
+        end.synchronize()
+        return (start.elapsed_time(end) / 1e3 if in_time else None), kept
+
+    def _queued(self, kind: str, start) -> bool:
+        """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
+        if not start.query():
+            return True
+        if self.hold_s[kind] >= MAX_HOLD_S:
+            self.late += 1
+            return True  # host-bound: its host time counts
+        self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
+        return False
+
+    def _local(self, sets: list[list], forward) -> tuple[float | None, list]:
+        start, end = self._open("local", self.private_in, self.private_out, sets)
         with torch.no_grad():
             for k in range(self.count):
                 got = forward(_fill(self.shape, [t[k] for t in self.private_in]))
                 for slot, value in zip(self.private_out, got, strict=True):
                     slot[k].copy_(value)
         kept = [t.clone() for t in self.private_out]
-        torch.cuda.synchronize(self.device)
-        return time.perf_counter() - start, kept
+        end.record()
+        in_time = self._queued("local", start)
+        end.synchronize()
+        return (start.elapsed_time(end) / 1e3 if in_time else None), kept
 
-    def candidate_batch(self, sets: list[list]) -> tuple[float, list]:
-        for t in self.shared_out:
-            t.view(torch.uint8).fill_(POISON)
-        torch.cuda.synchronize(self.device)
-        start = time.perf_counter()
-        self._copy_in(self.shared_in, sets)
-        self.scratch.zero_()
-        torch.cuda.synchronize(self.device)
-        self.state.ask(p.Batch(self.count), (p.BatchDone,))
-        kept = [t.clone() for t in self.shared_out]
-        torch.cuda.synchronize(self.device)
-        return time.perf_counter() - start, kept
+    def reference_batch(self, model, sets: list[list]) -> tuple[float | None, list]:
+        return self._local(sets, lambda args: tensor_leaves(model(*args)))
+
+    def empty_batch(self, sets: list[list]) -> float | None:
+        """The reference's bracket without its forwards (a fixed output into each slot)."""
+        return self._local(sets, lambda args: self.sample)[0]
+
+    def _poll(self, event) -> None:
+        try:
+            wait_for(event, self.state.deadline)
+        except TimeoutError:
+            raise Failure(Verdict.TIMEOUT, f"Timed out after {self.state.job.timeout_s:g} s during timing.") from None
+
+    def candidate_batch(self, sets: list[list]) -> tuple[float | None, list]:
+        start, end = self._open("remote", self.shared_in, self.shared_out, sets)
+        self.go.record()
+        self.state.ask(p.Batch(self.count), (p.BatchQueued,))
+        in_time = self._queued("remote", start)
+        self._poll(self.done)
+        return self._close(self.shared_out, start, end, in_time)
+
+    def remote_empty_batch(self, sets: list[list]) -> float | None:
+        """The candidate's bracket with the twin in the runner's place and no forwards: the judge
+        copies a fixed output into each slot, the twin waits on ``go`` and records ``done``."""
+        start, end = self._open("remote", self.shared_in, self.shared_out, sets)
+        for k in range(self.count):
+            for slot, value in zip(self.shared_out, self.sample, strict=True):
+                slot[k].copy_(value)
+        self.twin.go.record()
+        self.twin.hand_off()
+        in_time = self._queued("remote", start)
+        self._poll(self.twin.done)
+        return self._close(self.shared_out, start, end, in_time)[0]
+
+
+def sleep_rate() -> float:
+    """Cycles per second of ``torch.cuda._sleep`` on this GPU (measured, the clock varies)."""
+    rate = 0.0
+    for _ in range(2):  # the first one loads the kernel
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        end.synchronize()
+        rate = 1_000_000 / max(start.elapsed_time(end) / 1e3, 1e-6)
+    return rate
 
 
 def check_batch(expected: list, got: list, rep: int) -> None:
@@ -245,14 +335,17 @@ def check_batch(expected: list, got: list, rep: int) -> None:
 def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any) -> int:
     per_set = sum(t.nbytes for t in tensor_leaves(sample_inputs)) + sum(t.nbytes for t in tensor_leaves(sample_output))
     fit = max(1, SLOT_BYTES // max(per_set, 1))
+    args = clone(sample_inputs)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
-        model(*clone(sample_inputs))
-        torch.cuda.synchronize(state.ctx.device)
-        args = clone(sample_inputs)
-        start = time.perf_counter()
         model(*args)
         torch.cuda.synchronize(state.ctx.device)
-    one = max(time.perf_counter() - start, 1e-6)
+        start.record()
+        for _ in range(3):
+            model(*args)
+        end.record()
+        end.synchronize()
+    one = max(start.elapsed_time(end) / 3e3, 1e-7)
     return int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
 
 
@@ -269,33 +362,45 @@ def _baseline(reference, baseline: str, sample_inputs: list):
     return compiled
 
 
+def repetition(bench: Bench, model, rep: int) -> tuple[float, float, float] | None:
+    """One repetition on fresh inputs: reference and candidate (their order alternates) and the two
+    empty brackets. Each side's time less its empty bracket's, and the hand-off (the twin's empty
+    bracket less the judge's); None when a bracket was not queued in time (its hold is now longer; the
+    caller repeats). Every output is checked either way."""
+    sets = bench.fresh_inputs()
+    outputs: list = [None, None]
+    elapsed: list = [None, None]
+    for side in (0, 1) if rep % 2 == 0 else (1, 0):
+        elapsed[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
+    empty = (bench.empty_batch(sets), bench.remote_empty_batch(sets))
+    check_batch(outputs[0], outputs[1], rep)
+    if None in elapsed or None in empty:
+        return None
+    return max(elapsed[0] - empty[0], 1e-9), max(elapsed[1] - empty[1], 1e-9), empty[1] - empty[0]
+
+
 def time_candidate(state, reference, trials: list) -> dict:
     job = state.job
     sample_inputs, sample_output = trials[0].inputs, trials[0].expected
     model = _baseline(reference, job.baseline, sample_inputs)
     count = _batch_size(state, reference, model, sample_inputs, sample_output)
     bench = Bench(state, reference, sample_inputs, sample_output, count)
-    sets = bench.fresh_inputs()
-    bench.reference_batch(model, sets), bench.candidate_batch(sets)  # warm-up (autotuning, caches)
+    for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
+        if repetition(bench, model, 0) is not None:
+            break
     times: tuple[list[float], list[float]] = ([], [])
-    sample = tensor_leaves(sample_output)
+    hand_offs: list[float] = []
     began = time.perf_counter()
     rep = 0
     while True:
-        sets = bench.fresh_inputs()
-        outputs: list = [None, None]
-        elapsed = [0.0, 0.0]
-        for side in (0, 1) if rep % 2 == 0 else (1, 0):
-            elapsed[side], outputs[side] = (
-                bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
-            )
-        empty = bench.empty_batch(sets, sample)
-        for side in (0, 1):
-            times[side].append(max(elapsed[side] - empty, 1e-9) * 1e3 / count)
-        rep += 1
-        check_batch(outputs[0], outputs[1], rep)
+        measured = repetition(bench, model, rep + 1)
         spent = time.perf_counter() - began
-        if rep % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s:
+        if measured is not None:
+            for side in (0, 1):
+                times[side].append(measured[side] * 1e3 / count)
+            hand_offs.append(measured[2])
+            rep += 1
+        if times[0] and (rep % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
             summary = timing.summarise(*times)
             stopped = timing.stop_reason(summary, job.timing_target, spent, job.timing_budget_s)
             if stopped:
@@ -314,6 +419,9 @@ def time_candidate(state, reference, trials: list) -> dict:
             "stopped": stopped,
             "input_sets": summary.reps * count,
             "flush_bytes": bench.scratch.numel(),
+            "late_brackets": bench.late,
+            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2),
+            "clean_hand_off_us": round(state.ctx.hand_off_s * 1e6, 2),
         },
     }
     bytes_read = sum(t.nbytes for t in tensor_leaves(sample_inputs))
