@@ -80,6 +80,9 @@ class Runner:
             resource.setrlimit(resource.RLIMIT_AS, (job.memory_limit_bytes, resource.RLIM_INFINITY))
         os.chdir(job.workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = job.workdir
+        # Triton's compile cache is the job's own, removed with it: a compiled kernel planted by an
+        # earlier candidate under the key of a later one's kernel is never loaded
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(job.workdir, "triton-cache")
         tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
         self.path = job.candidate_path
         from tritongym.evaluate.taint import ProcessState
