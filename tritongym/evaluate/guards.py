@@ -217,17 +217,30 @@ def poison_free_memory(device: torch.device, sizes: list[int]) -> None:
     primed = [torch.empty(size, dtype=torch.uint8, device=device) for size in sizes for _ in range(2)]
     del primed
     index = device.index if device.index is not None else torch.cuda.current_device()
-    free = [
-        block["size"]
-        for segment in _memory_snapshot()
-        if segment["device"] == index
-        for block in segment["blocks"]
-        if block["state"] == "inactive"
-    ]
-    held = [torch.empty(size, dtype=torch.uint8, device=device) for size in free]
+    pieces = []
+    for segment in _memory_snapshot():
+        if segment["device"] != index:
+            continue
+        small = segment.get("segment_type") == "small"
+        for block in segment["blocks"]:
+            if block["state"] == "inactive":
+                pieces += _pieces(block["size"], small)
+    held = [torch.empty(size, dtype=torch.uint8, device=device) for size in pieces]
     for tensor in held:
         tensor.fill_(POISON_BYTE)
     del held
+
+
+SMALL_ALLOCATION = 1 << 20
+"""The caching allocator serves requests up to this size from its small pool (2 MiB segments) and
+larger ones from its large pool: a free block of the small pool is refilled only by small requests."""
+
+
+def _pieces(size: int, small: bool) -> list[int]:
+    """Request sizes that take a free block of ``size`` bytes back from the pool it belongs to."""
+    if not small:
+        return [size]
+    return [min(SMALL_ALLOCATION, size - start) for start in range(0, size, SMALL_ALLOCATION)]
 
 
 def unwritten_elements(got: torch.Tensor, expected: torch.Tensor) -> int:
