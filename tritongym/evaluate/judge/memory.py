@@ -1,0 +1,170 @@
+"""The judge's memory: what one job holds, how much is free, what to do when it does not fit.
+
+The judge's footprint is a small multiple of the problem's own size, ``S = I + O`` (the bytes of one
+input set and of the reference's output on it), plus the reference model's parameters ``P``:
+
+* correctness (one trial at a time): the trial's inputs ``I``, the reference's output ``O`` and its
+  float64 copy ``O64`` (twice ``O`` for float32; on the host when the device cannot hold it), the
+  inputs after the reference's forward only where it mutates them, the candidate's answer read back
+  (``O``, and its inputs ``I`` compared one tensor at a time), and the comparison's temporaries, which
+  are bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the output's size). With the
+  model and its float64 copy: ``P + P64 + 2 I + 2 O + O64`` at most (``JUDGE_FACTOR``).
+* timing: per call of a batch of ``N``, the judge's input and output slots, the runner's (mapped from
+  the judge), two generations of fresh inputs (the next batch's are drawn while the last one's are
+  still referenced) and the outputs kept for the check (both sides' and the empty bracket's):
+  ``4 I + 5 O`` per call, with ``N`` chosen so that these fit in ``TIMING_SHARE`` of the memory
+  available at that moment (``speed._batch_size``).
+
+Everything a job allocated is released when it ends (:func:`release`), so the next job, the next
+runner and the other judges on the same GPU find it free.
+
+An out-of-memory error raised in the judge's process is the judge's: the job ends as an
+``infrastructure_error`` saying how much the problem needed and how much was free (:func:`judge_failure`),
+never as the candidate's crash. One raised in the runner while it runs the candidate is the
+candidate's ``out_of_memory``.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tritongym.evaluate.judge.feedback import Failure, detail, short
+from tritongym.evaluate.judge.tree import tensor_leaves
+from tritongym.evaluate.result import Verdict
+
+GIB = float(1 << 30)
+HOST_FLOAT64_FACTOR = 4
+"""The float64 reference runs on the host (the device could not hold it) only where the host has
+this many times its inputs and output in float64 available (the forward's temporaries): the kernel's
+OOM killer, not an exception, is what a host that overcommits answers."""
+TIMING_SHARE = 0.5
+"""Share of the free GPU memory the timing batch's slots may take (the rest: the forwards' own
+temporaries, the runner's, the other judges')."""
+TIMING_BYTES_PER_CALL = (4, 5)
+"""(inputs, outputs) multiples one call of a timing batch holds: judge slot, runner slot, two
+generations of fresh sets; judge slot, runner slot, the outputs of both sides and of the empty
+bracket kept for the check."""
+_OOM_PHRASES = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception is an allocation failure: Python's MemoryError, torch's
+    OutOfMemoryError (CUDA), or the CPU allocator's RuntimeError."""
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and any(phrase in str(exc).lower() for phrase in _OOM_PHRASES)
+
+
+def nbytes(value: Any) -> int:
+    """Bytes of the tensors in a nested value."""
+    return sum(t.nbytes for t in tensor_leaves(value))
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The problem's own size, and what the judge holds for it."""
+
+    inputs: int
+    """Bytes of one input set."""
+    outputs: int
+    """Bytes of the reference's output on it."""
+    params: int
+    """Bytes of the reference model's parameters and buffers."""
+    float64: bool
+    """Whether a float64 copy of the model and of each output is held."""
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, inputs: Any, output: Any, float64: bool) -> Footprint:
+        params = sum(t.nbytes for t in model.state_dict().values() if isinstance(t, torch.Tensor))
+        return cls(nbytes(inputs), nbytes(output), params, float64)
+
+    def _wide(self, size: int) -> int:
+        return 2 * size if self.float64 else 0
+
+    @property
+    def correctness(self) -> int:
+        """Most bytes the judge holds while it checks one trial: ``P + P64 + 2 I + 2 O + O64``."""
+        return self.params + self._wide(self.params) + 2 * self.inputs + 2 * self.outputs + self._wide(self.outputs)
+
+    def timing(self, calls: int) -> int:
+        """Bytes of a timing batch of ``calls`` calls (both sides' slots, fresh inputs, kept outputs)."""
+        per_input, per_output = TIMING_BYTES_PER_CALL
+        return calls * (per_input * self.inputs + per_output * self.outputs)
+
+    def describe(self) -> str:
+        return (
+            f"one input set {self.inputs / GIB:.2f} GiB, its output {self.outputs / GIB:.2f} GiB, "
+            f"parameters {self.params / GIB:.2f} GiB; the judge holds up to {self.correctness / GIB:.2f} GiB "
+            f"while it checks a trial and {self.timing(1) / GIB:.2f} GiB per call of a timing batch"
+        )
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory this process could still allocate on a GPU: free on the device plus what its own
+    allocator holds unused. On the CPU: the host's available memory."""
+    if device.type != "cuda":
+        return host_available_bytes()
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def host_available_bytes() -> int:
+    """MemAvailable from /proc/meminfo (0 where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def timing_calls(footprint: Footprint, available: int, wanted: int) -> int:
+    """Calls per timing batch: ``wanted`` at most, as many as fit in ``TIMING_SHARE`` of
+    ``available``; 0 when not even one does."""
+    per_call = max(footprint.timing(1), 1)
+    return max(0, min(wanted, int(available * TIMING_SHARE) // per_call))
+
+
+def _memory_state(device: torch.device) -> str:
+    if device.type != "cuda":
+        return f"{host_available_bytes() / GIB:.1f} GiB of host memory available"
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+        mine = torch.cuda.memory_allocated(device)
+    except Exception:  # the context itself may be what failed
+        return "the device's memory could not be read"
+    return f"{free / GIB:.1f} GiB free of {total / GIB:.1f} GiB on the GPU, {mine / GIB:.1f} GiB held by the judge"
+
+
+def judge_failure(exc: BaseException, stage: str, device: torch.device, footprint: Footprint | None) -> Failure:
+    """The infrastructure failure of a job whose judge ran out of memory."""
+    where = "GPU" if isinstance(exc, torch.OutOfMemoryError) and device.type == "cuda" else "host"
+    sizes = f" ({footprint.describe()})" if footprint is not None else ""
+    return Failure(
+        Verdict.INFRASTRUCTURE_ERROR,
+        f"The judge ran out of {where} memory during {stage}: this problem does not fit on this device "
+        f"beside the candidate's process{sizes}; {_memory_state(device)}. This is not the solution's fault: "
+        f"{short(exc, 300)}",
+        detail(exc),
+    )
+
+
+def free_cached(device: torch.device) -> None:
+    """Collect cycles and give the allocator's cached GPU memory back to the device."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def release(device: torch.device) -> None:
+    """After a job: drop the job's reference module and free the cache, so that the next runner and
+    the other judges on the same GPU find the job's memory free."""
+    sys.modules.pop("reference", None)
+    free_cached(device)
