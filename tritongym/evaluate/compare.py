@@ -170,7 +170,7 @@ class _Errors:
             max_abs_error=max(self.max_abs, 0.0),
             max_rel_error=self.max_rel,
             allowed_abs_error=self.allowed,
-            worst_index=_index(self.index, shape),
+            worst_index=_index(self.index, shape) if numel else [],
             got=self.got,
             expected=self.expected,
             mismatched=self.mismatched,
