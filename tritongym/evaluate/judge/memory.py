@@ -13,7 +13,7 @@ input set and of the reference's output on it), plus the reference model's param
   the judge), two generations of fresh inputs (the next batch's are drawn while the last one's are
   still referenced) and the outputs kept for the check (both sides' and the empty bracket's):
   ``4 I + 5 O`` per call, with ``N`` chosen so that these fit in ``TIMING_SHARE`` of the memory
-  available at that moment (``speed._batch_size``).
+  available at that moment (:func:`timing_batch`, called by ``speed._batch_size``).
 
 Everything a job allocated is released when it ends (:func:`release`), so the next job, the next
 runner and the other judges on the same GPU find it free.
@@ -125,11 +125,23 @@ def host_available_bytes() -> int:
     return 0
 
 
-def timing_calls(footprint: Footprint, available: int, wanted: int) -> int:
+def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
     """Calls per timing batch: ``wanted`` at most, as many as fit in ``TIMING_SHARE`` of
-    ``available``; 0 when not even one does."""
+    ``available`` bytes, one if only one fits in all of it. Raises the judge's failure where not
+    even one call fits."""
     per_call = max(footprint.timing(1), 1)
-    return max(0, min(wanted, int(available * TIMING_SHARE) // per_call))
+    calls = min(wanted, int(available * TIMING_SHARE) // per_call)
+    if calls >= 1:
+        return calls
+    if per_call <= available:
+        return 1
+    raise Failure(
+        Verdict.INFRASTRUCTURE_ERROR,
+        f"The judge cannot time this problem on this device: one call of a timing batch needs "
+        f"{per_call / GIB:.2f} GiB of GPU memory and {available / GIB:.2f} GiB are available beside the "
+        f"candidate's process ({footprint.describe()}). This is not the solution's fault; evaluate it "
+        "without timing, or on a device with more memory.",
+    )
 
 
 def _memory_state(device: torch.device) -> str:
