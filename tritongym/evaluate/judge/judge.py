@@ -214,15 +214,16 @@ def _check_text(source: str, path: str, static_checks: bool) -> None:
 
 
 def run_trials(
-    state: JobState, reference: Reference, first: Trial, tolerance: Tolerance
+    state: JobState, reference: Reference, first: list[Trial], tolerance: Tolerance
 ) -> tuple[TrialsOutcome, Trial]:
     """Every trial in turn, each computed (secret seed, reference forward) only once the one before
-    it was judged and dropped: the judge holds one trial at a time. Returns the outcome and the last
-    trial judged (the guards, timing and profiling use it)."""
+    it was judged and dropped: the judge holds one trial at a time. ``first`` holds the first trial,
+    already computed (taken out of it, so that no caller's reference keeps it alive). Returns the
+    outcome and the last trial judged (the guards, timing and profiling use it)."""
     total = state.trials
     compute: collections.Counter[str] = collections.Counter()
     worst = None
-    trial = first
+    trial = first.pop()
     for n in range(1, total + 1):
         state.enter(f"trial {n}")
         started = time.perf_counter()
@@ -333,7 +334,8 @@ def evaluate(state: JobState) -> dict:
         build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(trial.inputs))
         state.ask(build, (p.Loaded,))
     with state.timed("correctness"):
-        outcome, trial = run_trials(state, reference, trial, tolerance)
+        first, trial = [trial], None
+        outcome, trial = run_trials(state, reference, first, tolerance)
     if reference.float64_note:  # a trial without a float64 output is compared with fixed tolerances
         result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
     result |= {"verdict": outcome.verdict, "feedback": outcome.feedback, "trials_passed": outcome.passed}

@@ -143,15 +143,6 @@ class Reference:
         bytes in float64 (at most)."""
         while self.model64 is not None:
             place = self.float64_device
-            if place.type == "cpu" and self.device.type == "cuda":
-                available = memory.host_available_bytes()
-                if available < memory.HOST_FLOAT64_FACTOR * size64:
-                    self.model64 = None
-                    self.float64_note = (
-                        f"float64 reference does not fit in memory (neither on the GPU nor in the host's "
-                        f"{available / 2**30:.1f} GiB available)"
-                    )
-                    break
             try:
                 with torch.no_grad():
                     self.model64.to(place)
@@ -162,13 +153,25 @@ class Reference:
                     return out64, (given64 if _versions(given64) != before else None)
             except Exception as exc:
                 given64 = out64 = None
-                if is_out_of_memory(exc) and place.type == "cuda":
+                if not is_out_of_memory(exc):  # some ops have no float64 kernel
+                    self._without_float64(f"float64 reference unavailable ({short(exc, 200)})")
+                elif place.type != "cpu":  # the device cannot hold it: the host may
                     free_cached(place)
-                    self.float64_device = torch.device("cpu")
-                    continue
-                self.model64 = None
-                if is_out_of_memory(exc):
-                    self.float64_note = f"float64 reference does not fit in memory ({short(exc, 200)})"
-                else:  # some ops have no float64 kernel
-                    self.float64_note = f"float64 reference unavailable ({short(exc, 200)})"
+                    self._to_host(size64)
+                else:
+                    self._without_float64(f"float64 reference does not fit in memory ({short(exc, 200)})")
         return None, None
+
+    def _to_host(self, size64: int) -> None:
+        available = memory.host_available_bytes()
+        if available < memory.HOST_FLOAT64_FACTOR * size64:
+            self._without_float64(
+                f"float64 reference does not fit in memory (neither on the GPU nor in the host's "
+                f"{available / 2**30:.1f} GiB available)"
+            )
+        else:
+            self.float64_device = torch.device("cpu")
+
+    def _without_float64(self, note: str) -> None:
+        self.model64 = None
+        self.float64_note = note
