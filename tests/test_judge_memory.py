@@ -256,3 +256,25 @@ def test_judge_failure_names_the_gpu_for_a_cuda_out_of_memory():
     failure = judge_failure(torch.OutOfMemoryError("CUDA oom"), "timing", torch.device("cuda"), None)
     assert "ran out of GPU memory during timing" in failure.feedback
     assert failure.verdict is Verdict.INFRASTRUCTURE_ERROR
+
+
+def test_the_judges_processes_exceeding_host_memory_is_infrastructure_not_the_candidates():
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+    from tritongym.evaluate.evaluator import outcome_result
+    from tritongym.evaluate.sandbox import SandboxOutcome
+
+    outcome = SandboxOutcome(out_of_memory=True, host_limit=40 << 30)
+    outcome.stage, outcome.stages_seen = "trial 1", ["reference", "import", "build", "trial 1"]
+    result = outcome_result(small_problem("vector_add"), outcome, EvalConfig())
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
+    assert "The judge used more than 40960 MiB of host memory during trial 1" in result.feedback
+
+
+def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
+    fp = Footprint(inputs=16 * GIB, outputs=16 * GIB, params=0, float64=True)
+    assert memory.runner_host_limit(8 * GIB, fp) == 8 * GIB + 64 * GIB
+    assert memory.judge_host_bytes(fp, torch.device("cuda"), float64_on_host=False) == 2 * memory.answer_bytes(fp)
+    on_host = memory.judge_host_bytes(fp, torch.device("cuda"), float64_on_host=True)
+    assert on_host == 2 * memory.answer_bytes(fp) + memory.HOST_FLOAT64_FACTOR * 64 * GIB
+    assert memory.judge_host_bytes(fp, CPU, float64_on_host=False) == 2 * memory.answer_bytes(fp) + fp.correctness

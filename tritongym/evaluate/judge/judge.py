@@ -27,12 +27,21 @@ import torch
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
-from tritongym.evaluate.judge.memory import Footprint, is_out_of_memory, judge_failure, release
+from tritongym.evaluate.judge.memory import (
+    Footprint,
+    answer_bytes,
+    is_out_of_memory,
+    judge_failure,
+    judge_host_bytes,
+    nbytes,
+    release,
+    runner_host_limit,
+)
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
-from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
+from tritongym.evaluate.judge.tree import map_tensors
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -45,10 +54,8 @@ MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
 
 
 def answer_bound(trial) -> int:
-    """Most payload bytes a runner's answer to a trial may have: its inputs back and an output up to
-    four times the reference's (a wrong dtype or shape is reported, not refused)."""
-    size = sum(t.nbytes for t in tensor_leaves(trial.inputs)) + 4 * sum(t.nbytes for t in tensor_leaves(trial.expected))
-    return size + (1 << 20)
+    """Most payload bytes a runner's answer to a trial may have (memory.answer_bytes)."""
+    return answer_bytes(Footprint(nbytes(trial.inputs), nbytes(trial.expected), 0, False))
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ class JobState:
         except OutOfMemory:
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
-                f"Used more than {self.job.memory_limit_mb} MiB of host memory during {self.stage}.",
+                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage}.",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(
@@ -313,6 +320,8 @@ def evaluate(state: JobState) -> dict:
     finally:
         shutil.rmtree(private, ignore_errors=True)
     state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None)
+    on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
+    ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:
         tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
     with state.timed("import"):
@@ -325,9 +334,9 @@ def evaluate(state: JobState) -> dict:
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
         if state.runner.uid:  # the job's directory is its runner's user's own
             os.chown(job.workdir, state.runner.uid, state.runner.uid)
-        state.runner.memory_limit = job.memory_limit_mb << 20
+        state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
+        load = p.Load(job.candidate_path, job.solution_class, job.workdir, state.runner.memory_limit, lifetime)
         state.ask(load, (p.Loaded,))
     with state.timed("build"):
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}

@@ -144,6 +144,31 @@ def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
     )
 
 
+def answer_bytes(footprint: Footprint) -> int:
+    """Most payload bytes of a runner's answer to a trial: its inputs back and an output up to four
+    times the reference's (a wrong dtype or shape is reported, not refused)."""
+    return footprint.inputs + 4 * footprint.outputs + (1 << 20)
+
+
+def runner_host_limit(limit: int, footprint: Footprint) -> int:
+    """The host memory a runner may use: the job's limit plus the tensors the protocol necessarily
+    holds in its memory (the inputs as received, the answer as sent: ``2 (I + O)``), so that a
+    problem larger than the limit is not the candidate's out_of_memory."""
+    return limit + 2 * (footprint.inputs + footprint.outputs)
+
+
+def judge_host_bytes(footprint: Footprint, device: torch.device, float64_on_host: bool) -> int:
+    """Host memory the judge may need for this problem beyond its own base: an answer in transit
+    (as received, then as tensors), and the trial itself where it lives on the host (the CPU, or a
+    float64 reference the GPU could not hold). The pool raises its watch on the judge by this much."""
+    extra = 2 * answer_bytes(footprint)
+    if device.type == "cpu":
+        extra += footprint.correctness
+    elif float64_on_host:
+        extra += HOST_FLOAT64_FACTOR * 2 * (footprint.inputs + footprint.outputs)
+    return extra
+
+
 def _memory_state(device: torch.device) -> str:
     if device.type != "cuda":
         return f"{host_available_bytes() / GIB:.1f} GiB of host memory available"
