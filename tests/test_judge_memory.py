@@ -278,3 +278,54 @@ def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
     on_host = memory.judge_host_bytes(fp, torch.device("cuda"), float64_on_host=True)
     assert on_host == 2 * memory.answer_bytes(fp) + memory.HOST_FLOAT64_FACTOR * 64 * GIB
     assert memory.judge_host_bytes(fp, CPU, float64_on_host=False) == 2 * memory.answer_bytes(fp) + fp.correctness
+
+
+def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
+    small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # 2 + 2 + 2 + timing 9: 15 GiB
+    assert memory.job_bytes(small) == 15 * GIB
+    assert not memory.needs_whole_gpu(small, 80 * GIB, judges=4)  # 20 GiB each
+    assert memory.needs_whole_gpu(small, 40 * GIB, judges=4)  # 10 GiB each
+    assert not memory.needs_whole_gpu(small, 10 * GIB, judges=1)  # alone on its GPU anyway
+
+
+def test_the_gpu_lock_held_exclusively_for_a_whole_job_makes_the_stages_locks_no_ops(tmp_path):
+    import fcntl
+    import os
+
+    from tritongym.evaluate.judge.speed import gpu_lock
+
+    path = tmp_path / "gpu.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    other = os.open(path, os.O_RDWR)  # another judge's descriptor of the same lock
+
+    def other_can_share() -> bool:
+        try:
+            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(other, fcntl.LOCK_UN)
+        return True
+
+    try:
+        with gpu_lock(fd, exclusive=True):
+            with gpu_lock(fd, exclusive=False):  # a trial's shared use inside the whole job's hold
+                assert not other_can_share()
+            assert not other_can_share()  # the nested use did not release the job's hold
+            with gpu_lock(fd, exclusive=True):  # timing inside it
+                pass
+            assert not other_can_share()
+        assert other_can_share()
+    finally:
+        os.close(fd)
+        os.close(other)
+
+
+def test_the_pool_tells_each_gpu_judge_how_many_judges_share_its_gpu(monkeypatch):
+    from tritongym.env import local
+
+    monkeypatch.setattr(local, "cuda_device_count", lambda: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    slots = local.device_slots(local.PoolConfig(devices="cuda", sandboxes_per_device=3))
+    assert len(slots) == 6
+    assert {env["TRITONGYM_JUDGES_PER_GPU"] for _, env in slots} == {"3"}
+    assert sorted(env["CUDA_VISIBLE_DEVICES"] for _, env in slots) == ["0", "0", "0", "1", "1", "1"]

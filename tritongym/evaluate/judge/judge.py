@@ -34,6 +34,7 @@ from tritongym.evaluate.judge.memory import (
     judge_failure,
     judge_host_bytes,
     nbytes,
+    needs_whole_gpu,
     release,
     runner_host_limit,
 )
@@ -100,6 +101,9 @@ class WorkerContext:
     """Device-to-device bytes/s, measured at start-up (the roofline check's bound); 0 on the CPU."""
     gpu_lock: int = -1
     """This GPU's lock file descriptor (speed.py); -1 on the CPU."""
+    judges_per_gpu: int = 1
+    """Judges the pool runs on this GPU (``TRITONGYM_JUDGES_PER_GPU``): each one's memory budget is
+    the GPU's memory divided by this (memory.needs_whole_gpu)."""
 
 
 class Channel:
@@ -324,6 +328,16 @@ def evaluate(state: JobState) -> dict:
     ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:
         tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
+    whole = ctx.device.type == "cuda" and needs_whole_gpu(
+        state.footprint, torch.cuda.get_device_properties(ctx.device).total_memory, ctx.judges_per_gpu
+    )
+    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():
+        return judge_candidate(state, reference, trial, tolerance, result)
+
+
+def judge_candidate(state: JobState, reference: Reference, trial: Trial, tolerance: Tolerance, result: dict) -> dict:
+    """The stages from import on: the candidate in its runner, against the first trial and the rest."""
+    job, ctx = state.job, state.ctx
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         check_text(source, job.candidate_path, job.static_checks)
@@ -420,6 +434,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
         ctx.copy_bandwidth = timing.copy_bandwidth(device)
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
         torch.cuda.synchronize(device)
     return ctx
 

@@ -125,6 +125,25 @@ def host_available_bytes() -> int:
     return 0
 
 
+RUNNER_FACTOR = 3
+"""The runner's share of a job, in multiples of the problem's size ``I + O``: its copy of the inputs,
+its output and as much again for the candidate's temporaries (an estimate: the candidate's own)."""
+
+
+def job_bytes(footprint: Footprint) -> int:
+    """GPU memory one job takes at its peak, judge and runner: ``correctness + 3 (I + O)``, or a
+    timing batch of one call and its forward beside the trial the judge still holds."""
+    runner = RUNNER_FACTOR * (footprint.inputs + footprint.outputs)
+    return footprint.correctness + max(runner, footprint.timing(1))
+
+
+def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:
+    """Whether a job is too large to share its GPU with the other judges on it: each judge's budget
+    is ``total / judges``; a larger job holds the GPU's lock exclusively for its whole length, so
+    the others wait instead of running out of memory beside it."""
+    return judges > 1 and job_bytes(footprint) > total // judges
+
+
 def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
     """Calls per timing batch: ``wanted`` at most, as many as fit in ``TIMING_SHARE`` of
     ``available`` bytes, one if only one fits in all of it. Raises the judge's failure where not

@@ -57,18 +57,26 @@ L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 
 
+_exclusive: set[int] = set()
+"""Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
+its whole length; the stages' own uses of the lock inside that are no-ops)."""
+
+
 @contextlib.contextmanager
 def gpu_lock(fd: int, exclusive: bool):
     """This GPU's lock, shared by every judge on the machine: trials hold it shared, timing and
     profiling exclusively, so nothing else of ours runs on the GPU while a candidate is timed.
-    A no-op on the CPU (fd < 0)."""
-    if fd < 0:
+    A no-op on the CPU (fd < 0) and inside an exclusive hold of the same lock."""
+    if fd < 0 or fd in _exclusive:
         yield
         return
     fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    if exclusive:
+        _exclusive.add(fd)
     try:
         yield
     finally:
+        _exclusive.discard(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
