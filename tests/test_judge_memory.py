@@ -46,11 +46,12 @@ def test_allocation_failures_are_told_apart_from_other_errors(exc, oom):
 
 
 def test_footprint_is_a_documented_multiple_of_the_problem():
-    fp = Footprint(inputs=3 * GIB, outputs=GIB, params=0, float64=True)
-    assert fp.correctness == 2 * 3 * GIB + 2 * GIB + 2 * GIB  # 2 I + 2 O + O64
-    assert Footprint(3 * GIB, GIB, 0, float64=False).correctness == 8 * GIB
+    fp = Footprint(inputs=3 * GIB, outputs=GIB, params=GIB, float64=True)
+    assert fp.correctness == GIB + 2 * GIB + 2 * 3 * GIB + GIB + 2 * GIB  # P + P64 + 2 I + O + O64
+    assert Footprint(3 * GIB, GIB, 0, float64=False).correctness == 7 * GIB
+    assert Footprint(3 * GIB, GIB, 0, float64=True, mutates=True).correctness == 9 * GIB + 3 * 3 * GIB  # + I + I64
     assert fp.timing(2) == 2 * (4 * 3 * GIB + 5 * GIB)
-    assert "3.00 GiB" in fp.describe() and "10.00 GiB while it checks a trial" in fp.describe()
+    assert "3.00 GiB" in fp.describe() and "12.00 GiB while it checks a trial" in fp.describe()
 
 
 @pytest.mark.parametrize(
@@ -281,8 +282,8 @@ def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
 
 
 def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
-    small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # 2 + 2 + 2 + timing 9: 15 GiB
-    assert memory.job_bytes(small) == 15 * GIB
+    small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # 2 + 1 + 2 + timing 9: 14 GiB
+    assert memory.job_bytes(small) == 14 * GIB
     assert not memory.needs_whole_gpu(small, 80 * GIB, judges=4)  # 20 GiB each
     assert memory.needs_whole_gpu(small, 40 * GIB, judges=4)  # 10 GiB each
     assert not memory.needs_whole_gpu(small, 10 * GIB, judges=1)  # alone on its GPU anyway

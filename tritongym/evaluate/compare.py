@@ -97,8 +97,6 @@ def _structure_error(got: Any, expected: Any, path: str) -> str | None:
             return f"{path}: expected a torch.Tensor, got {_describe(got)}"
         if got.shape != expected.shape:
             return f"{path}: shape {tuple(got.shape)} differs from the expected {tuple(expected.shape)}"
-        if got.device != expected.device:
-            return f"{path}: on device {got.device}, expected {expected.device}"
         return None
     if isinstance(got, torch.Tensor) or not isinstance(got, type(expected)):
         return f"{path}: expected a {type(expected).__name__}, got {_describe(got)}"
@@ -251,11 +249,11 @@ def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expecte
     if tol.policy == "fixed" or expected64 is None:
         return _compare_fixed(path, got, expected, tol)
     g, e, e64 = _flat(got), _flat(expected), _flat(expected64)
-    numel, shape, device = g.numel(), got.shape, got.device
+    numel, shape, device = g.numel(), got.shape, expected.device
     nonfinite, overflow_bad = _FirstBad(), _FirstBad()
     overflowed, scale, squares, reference_error = 0, 0.0, 0.0, 0.0
     for a, b in _spans(numel):
-        gc, ec, e64c = g[a:b], e[a:b], e64[a:b].to(device)
+        gc, ec, e64c = g[a:b].to(device), e[a:b], e64[a:b].to(device)
         finite = torch.isfinite(e64c)
         # PyTorch at the problem's dtype is non-finite where float64 is not (fp16 sums of squares past
         # 65504): no candidate could match both, so either is accepted there, and PyTorch's error is
@@ -280,7 +278,7 @@ def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expecte
     allowed = allowed_error(scale, rms, reference_error, got.dtype, tol)
     errors, loose = _Errors(), True
     for a, b in _spans(numel):
-        gc, e64c = g[a:b], e64[a:b].to(device)
+        gc, e64c = g[a:b].to(device), e64[a:b].to(device)
         finite = torch.isfinite(e64c)
         ref64 = torch.where(finite, e64c, 0.0)
         judged = finite & torch.isfinite(gc)  # an accepted inf/NaN at an overflowed element counts as exact
@@ -301,7 +299,8 @@ def _compare_fixed(path: str, got: torch.Tensor, expected: torch.Tensor, tol: To
     numel, shape = g.numel(), got.shape
     nonfinite = _FirstBad()
     for a, b in _spans(numel):
-        nonfinite.update(a, _nonfinite(g[a:b], e[a:b]), g[a:b], e[a:b])
+        gc = g[a:b].to(e.device)
+        nonfinite.update(a, _nonfinite(gc, e[a:b]), gc, e[a:b])
     if nonfinite.count:
         return Comparison(Verdict.MISMATCH, _nonfinite_message(path, shape, nonfinite))
     atol, rtol = fixed_tolerances(got.dtype)
@@ -311,7 +310,7 @@ def _compare_fixed(path: str, got: torch.Tensor, expected: torch.Tensor, tol: To
     for a, b in _spans(numel):
         finite = torch.isfinite(e[a:b])
         ref = torch.where(finite, e[a:b].double(), 0.0)
-        errors.update(a, torch.where(finite, g[a:b].double(), 0.0), ref, atol + rtol * ref.abs())
+        errors.update(a, torch.where(finite, g[a:b].to(e.device).double(), 0.0), ref, atol + rtol * ref.abs())
     stats = errors.stats(path, shape, numel)
     if stats.mismatched:
         return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
@@ -322,7 +321,8 @@ def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comp
     g, e = _flat(got), _flat(expected)
     first = _FirstBad()
     for a, b in _spans(g.numel()):
-        first.update(a, g[a:b] != e[a:b], g[a:b], e[a:b])
+        gc = g[a:b].to(e.device)
+        first.update(a, gc != e[a:b], gc, e[a:b])
     if not first.count:
         return Comparison(Verdict.OK)
     return Comparison(
@@ -335,6 +335,9 @@ def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comp
 
 def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) -> Comparison:
     """Compare a candidate's output with the reference's (``expected64``: float64 run, or None).
+    The comparison runs on ``expected``'s device, a chunk at a time: ``got`` and ``expected64`` may
+    live elsewhere (the host: the answer as read from the runner, a float64 reference the GPU could
+    not hold) and are moved a chunk at a time.
 
     Returns the first failing leaf's verdict, else ``ok`` with the stats of the worst leaf and, as
     its message, notes on elements judged specially (where PyTorch overflowed), if any.

@@ -42,7 +42,6 @@ from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
-from tritongym.evaluate.judge.tree import map_tensors
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -298,9 +297,7 @@ def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
     if value is None:
         return False
     try:
-        device = trial.inputs[0].device if trial.inputs and isinstance(trial.inputs[0], torch.Tensor) else None
-        got = map_tensors(value, lambda t: t.to(device)) if device is not None else value
-        return compare_outputs(got, trial.expected, trial.expected64, tolerance).ok
+        return compare_outputs(value, trial.expected, trial.expected64, tolerance).ok
     except Exception as exc:  # an answer that cannot even be compared is not a correct one
         if is_out_of_memory(exc):  # but the judge's own memory running out is the judge's failure
             raise
@@ -323,7 +320,8 @@ def evaluate(state: JobState) -> dict:
             trial = reference.trial(secrets.randbits(63))
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None)
+    state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None,
+                                   mutates=trial.inputs_after is not trial.inputs)  # fmt: skip
     on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
     ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:

@@ -5,10 +5,12 @@ input set and of the reference's output on it), plus the reference model's param
 
 * correctness (one trial at a time): the trial's inputs ``I``, the reference's output ``O`` and its
   float64 copy ``O64`` (twice ``O`` for float32; on the host when the device cannot hold it), the
-  inputs after the reference's forward only where it mutates them, the candidate's answer read back
-  (``O``, and its inputs ``I`` compared one tensor at a time), and the comparison's temporaries, which
-  are bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the output's size). With the
-  model and its float64 copy: ``P + P64 + 2 I + 2 O + O64`` at most (``JUDGE_FACTOR``).
+  candidate's inputs after forward moved to the device one tensor at a time (``I`` at most), and the
+  comparison's temporaries, bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the
+  output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
+  Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
+  With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
+  (:attr:`Footprint.correctness`).
 * timing: per call of a batch of ``N``, the judge's input and output slots, the runner's (mapped from
   the judge), two generations of fresh inputs (the next batch's are drawn while the last one's are
   still referenced) and the outputs kept for the check (both sides' and the empty bracket's):
@@ -77,19 +79,23 @@ class Footprint:
     """Bytes of the reference model's parameters and buffers."""
     float64: bool
     """Whether a float64 copy of the model and of each output is held."""
+    mutates: bool = False
+    """Whether the reference changes its inputs in place (their changed copies are held too)."""
 
     @classmethod
-    def of(cls, model: torch.nn.Module, inputs: Any, output: Any, float64: bool) -> Footprint:
+    def of(cls, model: torch.nn.Module, inputs: Any, output: Any, float64: bool, mutates: bool = False) -> Footprint:
         params = sum(t.nbytes for t in model.state_dict().values() if isinstance(t, torch.Tensor))
-        return cls(nbytes(inputs), nbytes(output), params, float64)
+        return cls(nbytes(inputs), nbytes(output), params, float64, mutates)
 
     def _wide(self, size: int) -> int:
         return 2 * size if self.float64 else 0
 
     @property
     def correctness(self) -> int:
-        """Most bytes the judge holds while it checks one trial: ``P + P64 + 2 I + 2 O + O64``."""
-        return self.params + self._wide(self.params) + 2 * self.inputs + 2 * self.outputs + self._wide(self.outputs)
+        """Most bytes the judge holds while it checks one trial: ``P + P64 + 2 I + O + O64``, and
+        ``I + I64`` more where the reference mutates its inputs."""
+        held = self.params + self._wide(self.params) + 2 * self.inputs + self.outputs + self._wide(self.outputs)
+        return held + (self.inputs + self._wide(self.inputs) if self.mutates else 0)
 
     def timing(self, calls: int) -> int:
         """Bytes of a timing batch of ``calls`` calls (both sides' slots, fresh inputs, kept outputs)."""
