@@ -26,7 +26,9 @@ class PoolConfig:
         default="auto",
     )
     sandboxes_per_device: int | None = documented(
-        "Warm sandboxes per GPU (default 1); on the CPU, the number of sandboxes (default: the core count).",
+        "Warm sandboxes per GPU (default 1; each GPU judge's memory budget is the GPU's memory divided by "
+        "this, and a job larger than that runs alone on its GPU); on the CPU, the number of sandboxes "
+        "(default: the core count).",
         default=None,
     )
     max_attempts: int = documented(

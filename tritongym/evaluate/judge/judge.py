@@ -329,12 +329,16 @@ def evaluate(state: JobState) -> dict:
     whole = ctx.device.type == "cuda" and needs_whole_gpu(
         state.footprint, torch.cuda.get_device_properties(ctx.device).total_memory, ctx.judges_per_gpu
     )
+    first, trial = [trial], None  # held by the list alone: run_trials drops it once judged
     with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():
-        return judge_candidate(state, reference, trial, tolerance, result)
+        return judge_candidate(state, reference, first, tolerance, result)
 
 
-def judge_candidate(state: JobState, reference: Reference, trial: Trial, tolerance: Tolerance, result: dict) -> dict:
-    """The stages from import on: the candidate in its runner, against the first trial and the rest."""
+def judge_candidate(
+    state: JobState, reference: Reference, first: list[Trial], tolerance: Tolerance, result: dict
+) -> dict:
+    """The stages from import on: the candidate in its runner, against the first trial (``first``)
+    and the rest."""
     job, ctx = state.job, state.ctx
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
@@ -352,10 +356,9 @@ def judge_candidate(state: JobState, reference: Reference, trial: Trial, toleran
         state.ask(load, (p.Loaded,))
     with state.timed("build"):
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
-        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(trial.inputs))
+        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(first[0].inputs))
         state.ask(build, (p.Loaded,))
     with state.timed("correctness"):
-        first, trial = [trial], None
         outcome, trial = run_trials(state, reference, first, tolerance)
     if reference.float64_note:  # a trial without a float64 output is compared with fixed tolerances
         result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
