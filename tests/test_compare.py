@@ -225,3 +225,68 @@ def test_overflowed_elements_do_not_loosen_the_tolerance_of_the_others():
     result = compare_outputs(got, expected, expected64, F64)
     assert result.verdict is Verdict.MISMATCH and result.stats.worst_index == [0]
     assert result.stats.reference_error == 0.0 and result.stats.allowed_abs_error < 5
+
+
+def _chunked_cases():
+    torch.manual_seed(0)
+    x = torch.randn(6, 35)
+    expected, expected64 = _reference(torch.tanh, x)
+    wrong = expected.clone()
+    wrong[4, 30] += 3.0
+    wrong[1, 2] += 1.0
+    nan = expected.clone()
+    nan[5, 1] = nan[5, 20] = float("nan")
+    h = torch.full((70,), 300.0, dtype=torch.float16)
+    h_expected, h_expected64 = _reference(lambda t: t * t, h)  # overflows in fp16, finite in float64
+    h_bad = h_expected.clone()
+    h_bad[33] = float("-inf")
+    ints = torch.arange(50)
+    ints_bad = ints.clone()
+    ints_bad[[17, 40]] = 0
+    return {
+        "ok": (expected + 1e-9, expected, expected64, F64),
+        "precision": ((x.bfloat16().tanh()).float(), expected, expected64, F64),
+        "mismatch": (wrong, expected, expected64, F64),
+        "nan": (nan, expected, expected64, F64),
+        "fixed-mismatch": (wrong, expected, expected64, FIXED),
+        "fp16-overflow-ok": (h_expected.clone(), h_expected, h_expected64, F64),
+        "fp16-overflow-wrong-inf": (h_bad, h_expected, h_expected64, F64),
+        "integers": (ints_bad, ints, None, F64),
+        "empty": (torch.empty(0, 3), torch.empty(0, 3), torch.empty(0, 3, dtype=torch.float64), F64),
+    }
+
+
+@pytest.mark.parametrize("case", list(_chunked_cases()))
+def test_comparing_in_chunks_gives_the_whole_tensor_verdict_message_and_stats(case, monkeypatch):
+    import tritongym.evaluate.compare as compare
+
+    got, expected, expected64, tol = _chunked_cases()[case]
+    whole = compare_outputs(got, expected, expected64, tol)
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 8)  # 210 elements: 27 chunks, the worst in a late one
+    chunked = compare_outputs(got, expected, expected64, tol)
+    assert (chunked.verdict, chunked.message) == (whole.verdict, whole.message)
+    if whole.stats is not None:
+        for name in ("max_abs_error", "max_rel_error", "allowed_abs_error", "got", "expected", "reference_error"):
+            value = getattr(whole.stats, name)
+            assert getattr(chunked.stats, name) == (value if value is None else pytest.approx(value, rel=1e-9)), name
+        for name in ("worst_index", "mismatched", "numel", "overflowed"):
+            assert getattr(chunked.stats, name) == getattr(whole.stats, name), name
+
+
+def test_a_float64_reference_on_another_device_is_moved_a_chunk_at_a_time(monkeypatch):
+    import tritongym.evaluate.compare as compare
+
+    moved = []
+    real_to = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        if self.dtype is torch.float64 and args and args[0] == torch.device("cpu"):
+            moved.append(self.numel())
+        return real_to(self, *args, **kwargs)
+
+    x = torch.randn(100)
+    expected, expected64 = _reference(torch.sin, x)
+    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", 16)
+    monkeypatch.setattr(torch.Tensor, "to", spy)
+    assert compare_outputs(expected.clone(), expected, expected64, F64).ok
+    assert moved and max(moved) <= 16  # never the whole float64 output at once

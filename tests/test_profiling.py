@@ -2,7 +2,7 @@
 
 import pytest
 
-from tritongym.evaluate.profiling import Record, activity_kind, attribute
+from tritongym.evaluate.profiling import Record, activity_kind, attribute, side_stream_work
 
 OWN, MARKER = "tritongym.own.secret", "tritongym.marker.secret"
 THREAD, STREAM = 11, 7
@@ -161,9 +161,91 @@ def test_launches_on_another_thread_or_outside_the_span_are_not_the_candidates()
     assert attribute(records, OWN, MARKER).coverage == 0.0
 
 
-def test_work_on_another_stream_is_reported():
-    records = marker() + own_launch(10, 11, 100, "add_kernel", 100) + torch_op(20, 21, 300, "copy", 50, stream=9)
-    assert attribute(records, OWN, MARKER).foreign_streams == ["copy"]
+LIBRARY_STREAM = 9
+
+
+def library_op(corr_op, corr_call, start, kernel_name, linked=True, op="aten::cudnn_convolution_transpose"):
+    """A PyTorch op whose library (cuDNN, cuBLAS, the RNN kernels) runs a kernel on a stream of its own."""
+    return [
+        host(op, corr_op, start, start + 10),
+        host("cudaLaunchKernel", corr_call, start + 2, start + 8, linked=corr_op if linked else 0),
+        gpu(kernel_name, corr_call, start + 100, start + 150, LIBRARY_STREAM),
+    ]
+
+
+@pytest.mark.parametrize("linked", [True, False], ids=["linked-to-the-op", "within-the-ops-span"])
+def test_a_library_kernel_on_its_own_stream_inside_a_torch_op_is_not_side_stream_work(linked):
+    records = (
+        marker()
+        + own_launch(10, 11, 100, "add_kernel", 100)
+        + library_op(20, 21, 300, "xmma_dgrad_cudnn", linked)
+        + library_op(30, 31, 500, "RNN_blockPersist_fp_LSTM", linked, op="aten::_cudnn_rnn")
+    )
+    result = attribute(records, OWN, MARKER)
+    assert result.foreign_streams == []
+    assert {k["name"] for k in result.kernels if not k["own"]} == {"xmma_dgrad_cudnn", "RNN_blockPersist_fp_LSTM"}
+
+
+def test_the_candidates_own_triton_kernel_on_another_stream_is_side_stream_work():
+    records = [
+        *marker(),
+        host(OWN, 10, 100, 110),
+        host("cuLaunchKernelEx", 11, 102, 108),
+        gpu("add_kernel", 11, 200, 300, 9),
+    ]
+    assert attribute(records, OWN, MARKER).foreign_streams == ["add_kernel"]
+
+
+def test_own_launch_inside_a_torch_op_on_another_stream_is_still_the_candidates():
+    # A tensor subclass's __torch_dispatch__ launching the candidate's kernel inside aten::add.
+    records = [
+        *marker(),
+        host("aten::add", 20, 100, 300),
+        host(OWN, 21, 120, 200),
+        host("cuLaunchKernelEx", 22, 130, 140, linked=20),
+        gpu("add_kernel", 22, 400, 500, stream=9),
+    ]
+    assert attribute(records, OWN, MARKER).foreign_streams == ["add_kernel"]
+
+
+def test_a_launch_outside_any_torch_op_on_another_stream_is_side_stream_work():
+    # A kernel started through a lower-level launcher than Triton's run: no annotation, no op.
+    records = (
+        marker()
+        + own_launch(10, 11, 100, "add_kernel", 100)
+        + [
+            host("cuLaunchKernelEx", 40, 300, 310),
+            gpu("hidden_kernel", 40, 400, 500, stream=9),
+        ]
+    )
+    assert attribute(records, OWN, MARKER).foreign_streams == ["hidden_kernel"]
+
+
+def test_a_launch_linked_to_an_annotation_is_not_the_librarys_even_within_an_ops_span():
+    # Kineto linked the call to a user annotation (not an aten op): identity wins over timestamps.
+    records = [
+        *marker(),
+        host("aten::mm", 20, 100, 300),
+        host("my_range", 21, 110, 290),
+        host("cuLaunchKernelEx", 22, 130, 140, linked=21),
+        gpu("hidden_kernel", 22, 400, 500, stream=9),
+    ]
+    assert attribute(records, OWN, MARKER).foreign_streams == ["hidden_kernel"]
+
+
+def test_device_work_with_no_launch_call_on_another_stream_is_side_stream_work():
+    records = marker() + own_launch(10, 11, 100, "add_kernel", 100) + [gpu("orphan", 77, 400, 500, stream=9)]
+    assert attribute(records, OWN, MARKER).foreign_streams == ["orphan"]
+
+
+def test_side_stream_work_adds_what_the_guards_saw_run_while_another_stream_was_current():
+    records = marker() + own_launch(10, 11, 100, "add_kernel", 100) + library_op(20, 21, 300, "relu_kernel")
+    result = attribute(records, OWN, MARKER)
+    assert side_stream_work(result, [], 0) == []
+    assert side_stream_work(result, {"relu": 1}, 2) == [
+        "aten::relu called on another stream",
+        "2 launch(es) of the solution's Triton kernels on another stream",
+    ]
 
 
 def test_memcpy_and_memset_count_as_gpu_time():

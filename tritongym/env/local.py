@@ -26,7 +26,9 @@ class PoolConfig:
         default="auto",
     )
     sandboxes_per_device: int | None = documented(
-        "Warm sandboxes per GPU (default 1); on the CPU, the number of sandboxes (default: the core count).",
+        "Warm sandboxes per GPU (default 1; each GPU judge's memory budget is the GPU's memory divided by "
+        "this, and a job larger than that runs alone on its GPU); on the CPU, the number of sandboxes "
+        "(default: the core count).",
         default=None,
     )
     max_attempts: int = documented(
@@ -63,7 +65,8 @@ def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",") if visible else [str(i) for i in range(gpus)]
     per = config.sandboxes_per_device or 1
-    return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]}) for i in indices for _ in range(per)]
+    env = {"TRITONGYM_JUDGES_PER_GPU": str(per)}  # each judge's memory budget is its GPU's / per
+    return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]} | env) for i in indices for _ in range(per)]
 
 
 class LocalEnv(QueuedEnv):

@@ -23,6 +23,9 @@ import torch
 from tritongym.evaluate.judge.tree import leaves
 from tritongym.evaluate.result import ErrorStats, Verdict
 
+CHUNK_ELEMENTS = 1 << 24
+"""Elements compared at a time: the comparison's float64 temporaries take a few hundred MiB at most,
+whatever the output's size, and the float64 reference may live on the host (moved a chunk at a time)."""
 LOOSE_TOLERANCE = 1e-2
 """Relative bound of the loose check that separates ``precision`` from ``mismatch`` (float64 policy:
 relative to the element plus the output's RMS), and its atol = rtol as a fixed tolerance."""
@@ -94,8 +97,6 @@ def _structure_error(got: Any, expected: Any, path: str) -> str | None:
             return f"{path}: expected a torch.Tensor, got {_describe(got)}"
         if got.shape != expected.shape:
             return f"{path}: shape {tuple(got.shape)} differs from the expected {tuple(expected.shape)}"
-        if got.device != expected.device:
-            return f"{path}: on device {got.device}, expected {expected.device}"
         return None
     if isinstance(got, torch.Tensor) or not isinstance(got, type(expected)):
         return f"{path}: expected a {type(expected).__name__}, got {_describe(got)}"
@@ -114,37 +115,91 @@ def _fmt_index(index: list[int]) -> str:
     return "(" + ", ".join(map(str, index)) + ")" if index else "()"
 
 
-def _nonfinite_error(got: torch.Tensor, expected: torch.Tensor, path: str, skip=None) -> str | None:
-    """Require NaN where the reference has NaN, and the same infinities; finite elsewhere (except
-    where ``skip`` is set)."""
-    g_nan, e_nan = torch.isnan(got), torch.isnan(expected)
-    g_inf, e_inf = torch.isinf(got), torch.isinf(expected)
-    bad = (g_nan != e_nan) | (g_inf != e_inf) | (e_inf & (got != expected))
-    if skip is not None:
-        bad &= ~skip
-    if not bool(bad.any()):
-        return None
-    i = int(bad.flatten().nonzero()[0])
-    index = _fmt_index(_index(i, got.shape))
-    count = int(bad.sum())
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    return t.reshape(-1)
+
+
+def _spans(numel: int):
+    """(start, end) of each chunk of a flattened output."""
+    for start in range(0, numel, CHUNK_ELEMENTS):
+        yield start, min(start + CHUNK_ELEMENTS, numel)
+
+
+class _FirstBad:
+    """The first element over the chunks where a check fails, and how many fail."""
+
+    def __init__(self) -> None:
+        self.index, self.count, self.got, self.expected, self.native = -1, 0, 0.0, 0.0, 0.0
+
+    def update(self, offset: int, bad: torch.Tensor, got, expected, native=None) -> None:
+        count = int(bad.sum())
+        if count and self.index < 0:
+            i = int(bad.nonzero()[0])
+            self.index = offset + i
+            self.got, self.expected = got[i].item(), expected[i].item()
+            self.native = native[i].item() if native is not None else 0.0
+        self.count += count
+
+
+class _Errors:
+    """The error statistics of a comparison, accumulated chunk by chunk (what ``ErrorStats`` holds)."""
+
+    def __init__(self) -> None:
+        self.max_abs, self.max_rel, self.index, self.got, self.expected, self.allowed = -1.0, 0.0, 0, 0.0, 0.0, 0.0
+        self.mismatched = 0
+
+    def update(self, offset: int, got64: torch.Tensor, ref64: torch.Tensor, allowed) -> torch.Tensor:
+        err = (got64 - ref64).abs()
+        if not err.numel():
+            return err
+        i = int(err.argmax())
+        worst = float(err[i])
+        if worst > self.max_abs:
+            self.max_abs, self.index = worst, offset + i
+            self.got, self.expected = float(got64[i]), float(ref64[i])
+            self.allowed = float(allowed[i]) if isinstance(allowed, torch.Tensor) else float(allowed)
+        self.max_rel = max(self.max_rel, float((err / ref64.abs().clamp_min(1e-12)).max()))
+        self.mismatched += int((err > allowed).sum())
+        return err
+
+    def stats(self, path: str, shape: torch.Size, numel: int, reference_error=None, overflowed: int = 0) -> ErrorStats:
+        return ErrorStats(
+            output=path,
+            max_abs_error=max(self.max_abs, 0.0),
+            max_rel_error=self.max_rel,
+            allowed_abs_error=self.allowed,
+            worst_index=_index(self.index, shape) if numel else [],
+            got=self.got,
+            expected=self.expected,
+            mismatched=self.mismatched,
+            numel=numel,
+            reference_error=reference_error,
+            overflowed=overflowed,
+        )
+
+
+def _nonfinite_message(path: str, shape: torch.Size, first: _FirstBad) -> str:
+    """Require NaN where the reference has NaN, and the same infinities; finite elsewhere."""
+    index = _fmt_index(_index(first.index, shape))
     return (
-        f"{path}: got {got.flatten()[i].item()} at index {index}, expected {expected.flatten()[i].item()} "
-        f"({count} element{'s' if count > 1 else ''} with NaN/Inf where the reference differs)"
+        f"{path}: got {first.got} at index {index}, expected {first.expected} "
+        f"({first.count} element{'s' if first.count > 1 else ''} with NaN/Inf where the reference differs)"
     )
 
 
-def _overflow_error(got: torch.Tensor, native: torch.Tensor, ref64, overflow, path: str) -> str | None:
+def _nonfinite(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    g_nan, e_nan = torch.isnan(got), torch.isnan(expected)
+    g_inf, e_inf = torch.isinf(got), torch.isinf(expected)
+    return (g_nan != e_nan) | (g_inf != e_inf) | (e_inf & (got != expected))
+
+
+def _overflow_message(path: str, shape: torch.Size, dtype: torch.dtype, first: _FirstBad) -> str:
     """Where PyTorch overflowed at the problem's dtype but float64 did not, a non-finite result must
     be PyTorch's own (the same infinity, or NaN where it has NaN); a finite one is judged numerically."""
-    same = (torch.isnan(got) & torch.isnan(native)) | (torch.isinf(got) & (got == native))
-    bad = overflow & ~torch.isfinite(got) & ~same
-    if not bool(bad.any()):
-        return None
-    i = int(bad.flatten().nonzero()[0])
     return (
-        f"{path}: got {got.flatten()[i].item()} at index {_fmt_index(_index(i, got.shape))}, where the "
-        f"float64 result is {ref64.flatten()[i].item():.6g} and PyTorch at {str(got.dtype).removeprefix('torch.')} "
-        f"overflows to {native.flatten()[i].item()}; either of those is accepted there, nothing else"
+        f"{path}: got {first.got} at index {_fmt_index(_index(first.index, shape))}, where the "
+        f"float64 result is {first.expected:.6g} and PyTorch at {str(dtype).removeprefix('torch.')} "
+        f"overflows to {first.native}; either of those is accepted there, nothing else"
     )
 
 
@@ -153,25 +208,6 @@ def _overflow_note(count: int, dtype: torch.dtype) -> str:
     return (
         f"{count} element{'s' if count > 1 else ''} overflowed in PyTorch at {name} (inf/NaN) where float64 is "
         f"finite; there PyTorch's inf/NaN or the float64 value within tolerance is accepted"
-    )
-
-
-def _stats(path: str, got64, expected64, allowed, reference_error=None, overflowed: int = 0) -> ErrorStats:
-    err = (got64 - expected64).abs()
-    i = int(err.flatten().argmax()) if err.numel() else 0
-    rel = err / expected64.abs().clamp_min(1e-12)
-    return ErrorStats(
-        output=path,
-        max_abs_error=float(err.max()) if err.numel() else 0.0,
-        max_rel_error=float(rel.max()) if rel.numel() else 0.0,
-        allowed_abs_error=float(allowed) if not isinstance(allowed, torch.Tensor) else float(allowed.flatten()[i]),
-        worst_index=_index(i, got64.shape),
-        got=float(got64.flatten()[i]) if err.numel() else 0.0,
-        expected=float(expected64.flatten()[i]) if err.numel() else 0.0,
-        mismatched=int((err > allowed).sum()),
-        numel=err.numel(),
-        reference_error=reference_error,
-        overflowed=overflowed,
     )
 
 
@@ -191,10 +227,11 @@ def _mismatch_message(stats: ErrorStats, verdict: Verdict, dtype: torch.dtype | 
     return text + (f" ({_overflow_note(stats.overflowed, dtype)})" if stats.overflowed and dtype else "")
 
 
-def allowed_error(ref64: torch.Tensor, reference_error: float, dtype: torch.dtype, tol: Tolerance):
-    """(allowed absolute error, RMS of the reference) under the float64 policy:
+def allowed_error(scale: float, rms: float, reference_error: float, dtype: torch.dtype, tol: Tolerance) -> float:
+    """The allowed absolute error under the float64 policy, from the float64 reference's largest
+    magnitude ``scale`` and its RMS:
 
-    ``factor * max(reference_error, eps(dtype) * max|ref64|) + max(scale_floor * rms(ref64), tiny(dtype))``.
+    ``factor * max(reference_error, eps(dtype) * scale) + max(scale_floor * rms, tiny(dtype))``.
 
     ``reference_error`` is PyTorch's own max error at the problem's dtype. The ``eps`` term is one
     rounding unit where PyTorch happens to be exact; the floor, a fraction of the output's RMS, covers
@@ -202,76 +239,105 @@ def allowed_error(ref64: torch.Tensor, reference_error: float, dtype: torch.dtyp
     all-zero output tolerate flushed denormals and nothing more.
     """
     finfo = torch.finfo(dtype)
-    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
-    rms = float(ref64.square().mean().sqrt()) if ref64.numel() else 0.0
     floor = max(tol.scale_floor * rms, finfo.tiny)
-    return tol.factor * max(reference_error, finfo.eps * scale) + floor, rms
+    return tol.factor * max(reference_error, finfo.eps * scale) + floor
 
 
 def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expected64, tol: Tolerance):
+    """Chunk by chunk: a first pass checks non-finite elements and measures the float64 reference
+    (largest magnitude, RMS, PyTorch's own error), a second measures the candidate's error."""
     if tol.policy == "fixed" or expected64 is None:
         return _compare_fixed(path, got, expected, tol)
-    finite = torch.isfinite(expected64)
-    # PyTorch at the problem's dtype is non-finite where float64 is not (fp16 sums of squares past
-    # 65504): no candidate could match both, so either is accepted there, and PyTorch's error is
-    # measured on the other elements only.
-    overflow = finite & ~torch.isfinite(expected)
-    nonfinite = _nonfinite_error(got, expected64, path, skip=overflow)
-    if nonfinite:
-        return Comparison(Verdict.MISMATCH, nonfinite)
-    overflowed = int(overflow.sum())
-    if overflowed:
-        error = _overflow_error(got, expected, expected64, overflow, path)
-        if error:
-            return Comparison(Verdict.MISMATCH, error)
-    ref64 = torch.where(finite, expected64, 0.0)
-    judged = finite & torch.isfinite(got)  # an accepted inf/NaN at an overflowed element counts as exact
-    got64 = torch.where(judged, got.double(), ref64)
-    native64 = torch.where(finite & ~overflow, expected.double(), ref64)
-    reference_error = float((native64 - ref64).abs().max()) if ref64.numel() else 0.0
-    allowed, rms = allowed_error(ref64, reference_error, got.dtype, tol)
-    stats = _stats(path, got64, ref64, allowed, reference_error, overflowed)
+    g, e, e64 = _flat(got), _flat(expected), _flat(expected64)
+    numel, shape, device = g.numel(), got.shape, expected.device
+    nonfinite, overflow_bad = _FirstBad(), _FirstBad()
+    overflowed, scale, squares, reference_error = 0, 0.0, 0.0, 0.0
+    for a, b in _spans(numel):
+        gc, ec, e64c = g[a:b].to(device), e[a:b], e64[a:b].to(device)
+        finite = torch.isfinite(e64c)
+        # PyTorch at the problem's dtype is non-finite where float64 is not (fp16 sums of squares past
+        # 65504): no candidate could match both, so either is accepted there, and PyTorch's error is
+        # measured on the other elements only.
+        overflow = finite & ~torch.isfinite(ec)
+        nonfinite.update(a, _nonfinite(gc, e64c) & ~overflow, gc, e64c)
+        count = int(overflow.sum())
+        if count:
+            overflowed += count
+            same = (torch.isnan(gc) & torch.isnan(ec)) | (torch.isinf(gc) & (gc == ec))
+            overflow_bad.update(a, overflow & ~torch.isfinite(gc) & ~same, gc, e64c, ec)
+        ref64 = torch.where(finite, e64c, 0.0)
+        native64 = torch.where(finite & ~overflow, ec.double(), ref64)
+        scale = max(scale, float(ref64.abs().max()))
+        squares += float(ref64.square().sum())
+        reference_error = max(reference_error, float((native64 - ref64).abs().max()))
+    if nonfinite.count:
+        return Comparison(Verdict.MISMATCH, _nonfinite_message(path, shape, nonfinite))
+    if overflow_bad.count:
+        return Comparison(Verdict.MISMATCH, _overflow_message(path, shape, got.dtype, overflow_bad))
+    rms = (squares / numel) ** 0.5 if numel else 0.0
+    allowed = allowed_error(scale, rms, reference_error, got.dtype, tol)
+    errors, loose = _Errors(), True
+    for a, b in _spans(numel):
+        gc, e64c = g[a:b].to(device), e64[a:b].to(device)
+        finite = torch.isfinite(e64c)
+        ref64 = torch.where(finite, e64c, 0.0)
+        judged = finite & torch.isfinite(gc)  # an accepted inf/NaN at an overflowed element counts as exact
+        err = errors.update(a, torch.where(judged, gc.double(), ref64), ref64, allowed)
+        loose = loose and bool((err <= LOOSE_TOLERANCE * (ref64.abs() + rms)).all())
+    if not numel:
+        errors.allowed = allowed
+    stats = errors.stats(path, shape, numel, reference_error, overflowed)
     note = _overflow_note(overflowed, got.dtype) if overflowed else ""
     if not stats.mismatched:
         return Comparison(Verdict.OK, note, stats)
-    loose = (got64 - ref64).abs() <= LOOSE_TOLERANCE * (ref64.abs() + rms)
-    verdict = Verdict.PRECISION if bool(loose.all()) else Verdict.MISMATCH
+    verdict = Verdict.PRECISION if loose else Verdict.MISMATCH
     return Comparison(verdict, _mismatch_message(stats, verdict, got.dtype), stats)
 
 
 def _compare_fixed(path: str, got: torch.Tensor, expected: torch.Tensor, tol: Tolerance) -> Comparison:
-    nonfinite = _nonfinite_error(got, expected, path)
-    if nonfinite:
-        return Comparison(Verdict.MISMATCH, nonfinite)
-    finite = torch.isfinite(expected)
-    got64 = torch.where(finite, got.double(), 0.0)
+    g, e = _flat(got), _flat(expected)
+    numel, shape = g.numel(), got.shape
+    nonfinite = _FirstBad()
+    for a, b in _spans(numel):
+        gc = g[a:b].to(e.device)
+        nonfinite.update(a, _nonfinite(gc, e[a:b]), gc, e[a:b])
+    if nonfinite.count:
+        return Comparison(Verdict.MISMATCH, _nonfinite_message(path, shape, nonfinite))
     atol, rtol = fixed_tolerances(got.dtype)
     atol = tol.atol if tol.atol is not None else atol
     rtol = tol.rtol if tol.rtol is not None else rtol
-    ref = torch.where(finite, expected.double(), 0.0)
-    allowed = atol + rtol * ref.abs()
-    stats = _stats(path, got64, ref, allowed)
+    errors = _Errors()
+    for a, b in _spans(numel):
+        finite = torch.isfinite(e[a:b])
+        ref = torch.where(finite, e[a:b].double(), 0.0)
+        errors.update(a, torch.where(finite, g[a:b].to(e.device).double(), 0.0), ref, atol + rtol * ref.abs())
+    stats = errors.stats(path, shape, numel)
     if stats.mismatched:
         return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
     return Comparison(Verdict.OK, stats=stats)
 
 
 def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comparison:
-    bad = got != expected
-    if not bool(bad.any()):
+    g, e = _flat(got), _flat(expected)
+    first = _FirstBad()
+    for a, b in _spans(g.numel()):
+        gc = g[a:b].to(e.device)
+        first.update(a, gc != e[a:b], gc, e[a:b])
+    if not first.count:
         return Comparison(Verdict.OK)
-    i = int(bad.flatten().nonzero()[0])
-    count = int(bad.sum())
     return Comparison(
         Verdict.MISMATCH,
-        f"{path}: got {got.flatten()[i].item()} at index {_fmt_index(_index(i, got.shape))}, "
-        f"expected {expected.flatten()[i].item()} ({count} of {got.numel()} elements differ; "
+        f"{path}: got {first.got} at index {_fmt_index(_index(first.index, got.shape))}, "
+        f"expected {first.expected} ({first.count} of {got.numel()} elements differ; "
         f"{got.dtype} outputs must match exactly)",
     )
 
 
 def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) -> Comparison:
     """Compare a candidate's output with the reference's (``expected64``: float64 run, or None).
+    The comparison runs on ``expected``'s device, a chunk at a time: ``got`` and ``expected64`` may
+    live elsewhere (the host: the answer as read from the runner, a float64 reference the GPU could
+    not hold) and are moved a chunk at a time.
 
     Returns the first failing leaf's verdict, else ``ok`` with the stats of the worst leaf and, as
     its message, notes on elements judged specially (where PyTorch overflowed), if any.

@@ -80,9 +80,12 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
             feedback += f" The reference did not finish within {config.timeout_s:g} s."
     elif outcome.timed_out:
         verdict, feedback = Verdict.TIMEOUT, f"Timed out after {config.timeout_s:g} s {where}."
-    elif outcome.out_of_memory:
-        verdict = Verdict.OUT_OF_MEMORY
-        feedback = f"Used more than {config.memory_limit_mb} MiB of host memory {where}."
+    elif outcome.out_of_memory:  # the judge's processes (runners are the judge's to watch): not the candidate's
+        verdict = Verdict.INFRASTRUCTURE_ERROR
+        feedback = (
+            f"The judge used more than {outcome.host_limit >> 20} MiB of host memory {where}: the problem does not "
+            "fit in the host memory the sandbox allows (raise memory_limit_mb); not the solution's fault."
+        )
     elif outcome.protocol_error:
         verdict, feedback = Verdict.CRASH, f"The process broke the sandbox protocol {where}: {outcome.protocol_error}."
     else:

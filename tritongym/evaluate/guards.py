@@ -208,13 +208,24 @@ POISON_BYTE = 0xFF
 """Free GPU memory is filled with this byte before each forward: NaN in every float format, -1 in
 integers. An output element still holding it was never written."""
 _memory_snapshot = torch.cuda.memory_snapshot
+_mem_get_info = torch.cuda.mem_get_info
 
 
 def poison_free_memory(device: torch.device, sizes: list[int]) -> None:
     """Fill the CUDA caching allocator's free blocks with POISON_BYTE, after making sure blocks of
     ``sizes`` bytes (the outputs' and inputs') are among them, so that an ``empty`` the candidate
-    leaves partly unwritten shows the poison instead of stale data (a freed reference result, say)."""
-    primed = [torch.empty(size, dtype=torch.uint8, device=device) for size in sizes for _ in range(2)]
+    leaves partly unwritten shows the poison instead of stale data (a freed reference result, say).
+    A block is primed only where the GPU keeps as much again free: on a GPU that a large problem
+    fills, priming must not be what runs it out of memory (an output's block then comes unpoisoned
+    from the driver: an element left unwritten there is still compared with the reference, and is
+    reported as a mismatch rather than as uninitialized)."""
+    primed = []
+    for size in sizes:
+        for _ in range(2):
+            free, _ = _mem_get_info(device)
+            if free < 2 * size:
+                break
+            primed.append(torch.empty(size, dtype=torch.uint8, device=device))
     del primed
     index = device.index if device.index is not None else torch.cuda.current_device()
     pieces = []

@@ -19,8 +19,20 @@ the candidate had named after cuBLAS's) whose PyTorch id happened to equal that 
 remove the library kernel from the forward's time, inflating coverage.
 
 Before the forward a one-element fill runs on the current stream inside a marker annotation; its
-record names the stream the forward was called on. Any GPU record of the forward on another stream
-is work outside the timed window.
+record names the stream the forward was called on. A GPU record of the forward on another stream is
+work outside the timed window, unless a PyTorch op launched it: cuDNN, cuBLAS/CUTLASS and the RNN
+kernels run parts of an op on streams of their own and join them back into the op's stream before
+it returns, so a forward that leaves such an op to PyTorch is honest. The record is then the
+library's when its launch call was made inside an ``aten::`` op (linked to it by Kineto's external
+correlation, or, where the profiler linked nothing, within its span on its thread) and neither is
+one of the candidate's own launches nor lies within one of their annotations. Whether the op itself
+was called on the forward's stream is not in the profile: the OpRecorder that runs with the
+profiler (guards.py) says which ops were called while another stream was current, and the
+LaunchMonitor which of the candidate's launches were; either is side-stream work
+(``side_stream_work``). So a candidate's Triton kernel on another stream, its own torch op under
+``torch.cuda.stream(s)``, and a launch made outside any PyTorch op (a kernel started through a
+lower-level launcher than Triton's ``run``) on another stream are all side-stream work;
+a library's internal stream inside an op called on the current stream is not.
 
 ``attribute`` is a pure function over plain records (tested on the CPU); ``profile_forward``
 collects them from torch's Kineto results. Per-kernel rows are keyed by (name, own), so a kernel of
@@ -92,7 +104,8 @@ class Attribution:
     coverage: float | None
     """Own GPU time / all GPU time of the forward; None if the forward ran nothing on the GPU."""
     foreign_streams: list[str]
-    """Records of the forward that ran on another stream than the marker's."""
+    """Records of the forward that ran on another stream than the marker's and that no PyTorch op
+    launched (or that are the candidate's own launches)."""
 
 
 def _inside(inner: Record, outer: Record) -> bool:
@@ -129,6 +142,20 @@ def _launches_in(
     return found
 
 
+def _library_launches(host: list[Record], ops: list[Record]) -> set[int]:
+    """Correlation ids of launch calls made inside an ``aten::`` op: linked to one (Kineto's external
+    correlation), or, where the profiler linked the call to nothing, within an op's span on its thread."""
+    op_ids = {op.correlation for op in ops}
+    found = set()
+    for call in host:
+        if call.kind not in LAUNCH_KINDS:
+            continue
+        inside = call.linked in op_ids if call.linked else any(_inside(call, op) for op in ops)
+        if inside:
+            found.add(call.correlation)
+    return found
+
+
 def attribute(records: Iterable[Record], own_tag: str, marker_tag: str) -> Attribution:
     """Split the profiled forward's GPU records into the candidate's own and everything else."""
     records = list(records)
@@ -142,7 +169,13 @@ def attribute(records: Iterable[Record], own_tag: str, marker_tag: str) -> Attri
     marker_records = [r for r in device if r.correlation in marker]
     work = [r for r in device if r.correlation not in marker]
     stream = marker_records[0].stream if marker_records else None
-    foreign = sorted({r.name for r in work if stream is not None and r.stream != stream})
+    # A launch within one of the candidate's own launch annotations (which wrap Triton's run and no
+    # PyTorch op) is never the library's, whatever op encloses the annotation.
+    in_own = {c.correlation for c in host if c.kind in LAUNCH_KINDS and any(_inside(c, s) for s in own_spans)}
+    library = _library_launches(host, ops) - own - in_own
+    foreign = sorted(
+        {r.name for r in work if stream is not None and r.stream != stream and r.correlation not in library}
+    )
 
     total_ns = sum(r.end_ns - r.start_ns for r in work)
     groups: dict[tuple[str, bool], list[int]] = collections.defaultdict(list)
@@ -164,14 +197,26 @@ def attribute(records: Iterable[Record], own_tag: str, marker_tag: str) -> Attri
     return Attribution(kernels, coverage, foreign)
 
 
+def side_stream_work(attribution: Attribution, off_stream_ops: Iterable[str], off_stream_launches: int) -> list[str]:
+    """Everything the profiled forward ran outside its stream: the attributed records on another
+    stream, the PyTorch ops called while another stream was current and the candidate's own launches
+    made then."""
+    found = list(attribution.foreign_streams)
+    found += [f"aten::{name} called on another stream" for name in sorted(off_stream_ops)]
+    if off_stream_launches:
+        found.append(f"{off_stream_launches} launch(es) of the solution's Triton kernels on another stream")
+    return found
+
+
 def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribution:
-    """Profile one forward of ``model`` on ``inputs`` (CUDA only) and attribute its GPU time."""
+    """Profile one forward of ``model`` on ``inputs`` (CUDA only) and attribute its GPU time; its
+    ``foreign_streams`` include what the guards saw run off the forward's stream."""
     import secrets
 
     import torch
     from torch.autograd.profiler import record_function
 
-    from tritongym.evaluate.guards import LaunchMonitor
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder
 
     own_tag = f"tritongym.own.{secrets.token_hex(8)}"
     marker_tag = f"tritongym.marker.{secrets.token_hex(8)}"
@@ -180,7 +225,8 @@ def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribu
         with record_function(marker_tag):
             torch.ones(1, device=device)
         torch.cuda.synchronize(device)
-        with LaunchMonitor(candidate_path, annotate=own_tag):
+        recorder = OpRecorder()
+        with LaunchMonitor(candidate_path, annotate=own_tag) as monitor, recorder:
             model(*inputs)
         torch.cuda.synchronize(device)
     cuda = torch.autograd.DeviceType.CUDA
@@ -198,4 +244,6 @@ def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribu
         )
         for event in profiler.profiler.kineto_results.events()
     ]
-    return attribute(records, own_tag, marker_tag)
+    attribution = attribute(records, own_tag, marker_tag)
+    foreign = side_stream_work(attribution, recorder.off_stream, monitor.off_stream)
+    return Attribution(attribution.kernels, attribution.coverage, foreign)

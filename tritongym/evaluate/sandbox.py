@@ -93,6 +93,11 @@ class SandboxOutcome:
     """Exit status if the process ended during the job (negative: the signal)."""
     timed_out: bool = False
     out_of_memory: bool = False
+    """The judge's own processes (judge and zygote; runners are watched by the judge) used more host
+    memory than ``host_limit``: the judge's failure, never the candidate's."""
+    host_limit: int = 0
+    """What the judge's processes were allowed: the job's share, raised by the problem's own size
+    once the judge has said it (``host_bytes``, memory.judge_host_bytes)."""
     protocol_error: str = ""
     judge_exposed: bool = True
     """Whether the candidate's runner could have killed the judge (same user): then a judge that
@@ -281,6 +286,7 @@ class Sandbox:
         buffer = b""
         received = 0
         next_memory_check = 0.0
+        watched = outcome.host_limit = memory_limit
         while True:
             now = time.monotonic()
             if now >= deadline:
@@ -288,7 +294,7 @@ class Sandbox:
                 return
             if now >= next_memory_check:
                 next_memory_check = now + 0.1
-                if group_rss_bytes(self._proc.pid) > memory_limit:
+                if group_rss_bytes(self._proc.pid) > watched:
                     outcome.out_of_memory = True
                     return
             ready, _, _ = select.select([self._channel], [], [], min(0.1, deadline - now))
@@ -316,6 +322,9 @@ class Sandbox:
                 if "stage" in message:
                     outcome.stage = str(message["stage"])[:100]
                     outcome.stages_seen.append(outcome.stage)
+                elif type(message.get("host_bytes")) is int and until == "result":
+                    watched = memory_limit + max(message["host_bytes"], 0)  # the problem's own size
+                    outcome.host_limit = watched
                 elif until == "ready" and isinstance(message.get("ready"), dict):
                     self.info = message["ready"]
                     return

@@ -27,11 +27,21 @@ import torch
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.memory import (
+    Footprint,
+    answer_bytes,
+    is_out_of_memory,
+    judge_failure,
+    judge_host_bytes,
+    nbytes,
+    needs_whole_gpu,
+    release,
+    runner_host_limit,
+)
 from tritongym.evaluate.judge.reaping import kill_user
-from tritongym.evaluate.judge.reference import Reference
+from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.speed import gpu_lock
-from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -44,10 +54,8 @@ MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
 
 
 def answer_bound(trial) -> int:
-    """Most payload bytes a runner's answer to a trial may have: its inputs back and an output up to
-    four times the reference's (a wrong dtype or shape is reported, not refused)."""
-    size = sum(t.nbytes for t in tensor_leaves(trial.inputs)) + 4 * sum(t.nbytes for t in tensor_leaves(trial.expected))
-    return size + (1 << 20)
+    """Most payload bytes a runner's answer to a trial may have (memory.answer_bytes)."""
+    return answer_bytes(Footprint(nbytes(trial.inputs), nbytes(trial.expected), 0, False))
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,9 @@ class WorkerContext:
     hand_off_s: float = 0.0
     """The cost of handing a batch to another CUDA context and back, measured with the twin at
     start-up, before any candidate ran; 0 on the CPU."""
+    judges_per_gpu: int = 1
+    """Judges the pool runs on this GPU (``TRITONGYM_JUDGES_PER_GPU``): each one's memory budget is
+    the GPU's memory divided by this (memory.needs_whole_gpu)."""
 
 
 class Channel:
@@ -128,6 +139,8 @@ class JobState:
     stage: str = "start"
     runner: RunnerHandle | None = None
     trials: int = 0
+    footprint: Footprint | None = None
+    """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -159,7 +172,7 @@ class JobState:
         except OutOfMemory:
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
-                f"Used more than {self.job.memory_limit_mb} MiB of host memory during {self.stage}.",
+                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage}.",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(
@@ -217,16 +230,26 @@ def _check_text(source: str, path: str, static_checks: bool) -> None:
             )
 
 
-def run_trials(state: JobState, trials: list, tolerance: Tolerance) -> TrialsOutcome:
-    total = len(trials)
+def run_trials(
+    state: JobState, reference: Reference, first: list[Trial], tolerance: Tolerance
+) -> tuple[TrialsOutcome, Trial]:
+    """Every trial in turn, each computed (secret seed, reference forward) only once the one before
+    it was judged and dropped: the judge holds one trial at a time. ``first`` holds the first trial,
+    already computed (taken out of it, so that no caller's reference keeps it alive). Returns the
+    outcome and the last trial judged (the guards, timing and profiling use it)."""
+    total = state.trials
     compute: collections.Counter[str] = collections.Counter()
     worst = None
-    for n, trial in enumerate(trials, start=1):
+    trial = first.pop()
+    for n in range(1, total + 1):
         state.enter(f"trial {n}")
         started = time.perf_counter()
-        call = p.Call(args=clone(trial.inputs), poison=state.ctx.device.type == "cuda")
         with gpu_lock(state.ctx.gpu_lock, exclusive=False):
-            out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+            if n > 1:
+                trial = None  # the last trial's tensors are free before the next one's are made
+                trial = reference.trial(secrets.randbits(63))
+            out = state.ask(p.Call(args=trial.inputs, poison=state.ctx.device.type == "cuda"), (p.Output,),
+                            max_payload=answer_bound(trial))  # fmt: skip
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             state.stages["first_trial"] = round(time.perf_counter() - started, 4)
         compute.update({str(k): int(v) for k, v in out.compute.items() if isinstance(v, int)})
@@ -235,25 +258,28 @@ def run_trials(state: JobState, trials: list, tolerance: Tolerance) -> TrialsOut
         except Failure:
             raise
         except Exception as exc:  # a well-formed answer that still cannot be judged: the runner's doing
+            if is_out_of_memory(exc):  # the judge's own memory ran out while it read the answer
+                raise
             raise Failure(Verdict.CRASH, f"Trial {n}: the answer to the judge could not be judged ({exc}).") from None
+        del out
         if outcome.verdict is not Verdict.OK:
-            return outcome
+            return outcome, trial
         if outcome.errors and (worst is None or outcome.errors.max_abs_error > worst.max_abs_error):
             worst = outcome.errors
-    return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute)
+    return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
 
 
 def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
     """Does forward route around failed Triton launches; does its output depend on its Triton
     kernels at all; how much PyTorch compute does it run."""
-    answer = state.ask(p.Fallback(args=clone(trial.inputs)), (p.FallbackResult,))
+    answer = state.ask(p.Fallback(args=trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
             Verdict.HACK_FALLBACK,
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    hollow = state.ask(p.Hollow(args=clone(trial.inputs)), (p.HollowResult,), max_payload=answer_bound(trial))
+    hollow = state.ask(p.Hollow(args=trial.inputs), (p.HollowResult,), max_payload=answer_bound(trial))
     without_triton = output_still_correct(hollow.value, trial, tolerance)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
@@ -278,10 +304,10 @@ def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
     if value is None:
         return False
     try:
-        device = trial.inputs[0].device if trial.inputs and isinstance(trial.inputs[0], torch.Tensor) else None
-        got = map_tensors(value, lambda t: t.to(device)) if device is not None else value
-        return compare_outputs(got, trial.expected, trial.expected64, tolerance).ok
-    except Exception:  # an answer that cannot even be compared is not a correct one
+        return compare_outputs(value, trial.expected, trial.expected64, tolerance).ok
+    except Exception as exc:  # an answer that cannot even be compared is not a correct one
+        if is_out_of_memory(exc):  # but the judge's own memory running out is the judge's failure
+            raise
         return False
 
 
@@ -294,17 +320,33 @@ def evaluate(state: JobState) -> dict:
     private = Path(ctx.home) / "judge" / secrets.token_hex(8)
     private.mkdir(parents=True, mode=0o700)
     try:
-        with state.timed("reference"):
+        with state.timed("reference"), gpu_lock(ctx.gpu_lock, exclusive=False):
             torch.manual_seed(secrets.randbits(63))
             reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
                                   float64=job.tolerance == "float64")  # fmt: skip
-            trials = [reference.trial(secrets.randbits(63)) for _ in range(count)]
+            trial = reference.trial(secrets.randbits(63))
     finally:
         shutil.rmtree(private, ignore_errors=True)
+    state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None,
+                                   mutates=trial.inputs_after is not trial.inputs)  # fmt: skip
+    on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
+    ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:
-        trials = [t.__class__(t.inputs, t.expected, None, t.inputs_after, None, t.alias) for t in trials]
         tolerance = Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
-        result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
+    whole = ctx.device.type == "cuda" and needs_whole_gpu(
+        state.footprint, torch.cuda.get_device_properties(ctx.device).total_memory, ctx.judges_per_gpu
+    )
+    first, trial = [trial], None  # held by the list alone: run_trials drops it once judged
+    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():
+        return judge_candidate(state, reference, first, tolerance, result)
+
+
+def judge_candidate(
+    state: JobState, reference: Reference, first: list[Trial], tolerance: Tolerance, result: dict
+) -> dict:
+    """The stages from import on: the candidate in its runner, against the first trial (``first``)
+    and the rest."""
+    job, ctx = state.job, state.ctx
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         check_text(source, job.candidate_path, job.static_checks)
@@ -315,26 +357,28 @@ def evaluate(state: JobState) -> dict:
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
         if state.runner.uid:  # the job's directory is its runner's user's own
             os.chown(job.workdir, state.runner.uid, state.runner.uid)
-        state.runner.memory_limit = job.memory_limit_mb << 20
+        state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        load = p.Load(job.candidate_path, job.solution_class, job.workdir, job.memory_limit_mb << 20, lifetime)
+        load = p.Load(job.candidate_path, job.solution_class, job.workdir, state.runner.memory_limit, lifetime)
         state.ask(load, (p.Loaded,))
     with state.timed("build"):
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
-        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(trials[0].inputs))
+        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(first[0].inputs))
         state.ask(build, (p.Loaded,))
     with state.timed("correctness"):
-        outcome = run_trials(state, trials, tolerance)
+        outcome, trial = run_trials(state, reference, first, tolerance)
+    if reference.float64_note:  # a trial without a float64 output is compared with fixed tolerances
+        result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
     result |= {"verdict": outcome.verdict, "feedback": outcome.feedback, "trials_passed": outcome.passed}
     result["errors"] = outcome.errors
     if outcome.verdict is not Verdict.OK:
         return result
     with state.timed("guards"):
-        result["findings"] = result.get("findings", []) + guard_findings(state, trials[0], outcome.compute, tolerance)
+        result["findings"] = result.get("findings", []) + guard_findings(state, trial, outcome.compute, tolerance)
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
-        measured = speed_and_coverage(state, reference, trials)
+        measured = speed_and_coverage(state, reference, [trial])
         result["findings"] += measured.pop("findings", [])
         result |= measured
         result["feedback"] += speed_feedback(result)
@@ -363,8 +407,11 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result = evaluate(state)
     except Failure as failure:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
-    except Exception as exc:  # a bug of the judge's: never a bare traceback
-        failure = classify_failure(exc, "", f"in the judge during {state.stage}")
+    except Exception as exc:  # the judge's own failure (a bug, or its memory ran out): never a bare traceback
+        if is_out_of_memory(exc):
+            failure = judge_failure(exc, state.stage, ctx.device, state.footprint)
+        else:
+            failure = classify_failure(exc, "", f"in the judge during {state.stage}")
         result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
         state.runner.kill()
@@ -400,6 +447,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
         ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
         torch.cuda.synchronize(device)
     return ctx
 
@@ -438,6 +486,7 @@ def main() -> None:
         channel.nonce = message.pop("nonce")
         output_limit = message.pop("output_limit_bytes")
         result = run_job(ctx, Job.from_dict(message), output_limit)
+        release(ctx.device)  # the job's memory goes back to the device before the next job
         channel.send({"result": result})
         supply.replenish()  # if this job took none (refused before running), the spare is still there
     supply.close()

@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from tritongym.evaluate.judge.memory import is_out_of_memory
+
 MAGIC = b"TGJ1"
 _PREFIX = struct.Struct("<4sIQ")
 MAX_HEADER_BYTES = 16 << 20
@@ -449,4 +451,6 @@ def receive(
     except ProtocolError:
         raise
     except Exception as exc:  # anything the checks above missed is still the sender's fault
+        if is_out_of_memory(exc):  # except the reader's own memory running out: the sender kept to its bound
+            raise
         raise ProtocolError(f"malformed {str(parsed['kind'])[:40]} message ({type(exc).__name__})") from exc

@@ -34,6 +34,8 @@ from tritongym.evaluate.result import Verdict
 
 MAX_INPUT_BYTES = 1 << 40
 """The judge is trusted: what it sends is bounded by its own memory."""
+RELEASE_BYTES = 1 << 30
+"""After a call whose inputs are at least this large, the runner's cached GPU memory is given back."""
 IN_FORWARD = "{where}"
 """Placeholder in a failure's feedback that the judge replaces with the call it knows (trial n)."""
 
@@ -147,9 +149,12 @@ class Runner:
             torch.cuda.synchronize(self.device)
 
     def call(self, message: p.Call) -> None:
-        given = self.to_device(message.args)
-        if message.poison and self.device.type == "cuda":
-            poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
+        try:
+            given = self.to_device(message.args)
+            if message.poison and self.device.type == "cuda":
+                poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
+        except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
+            raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         recorder = OpRecorder()
         try:
             with LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
@@ -172,11 +177,17 @@ class Runner:
                 alias=aliasing(got, given, self.model) or "",
             )
         )
+        size = sum(t.nbytes for t in tensor_leaves(given))
+        del given, got
+        self.release(size)
+
+    def release(self, size: int) -> None:
+        """Give a large call's cached GPU memory back, so that the judge can make the next trial."""
+        if self.device.type == "cuda" and size >= RELEASE_BYTES:
+            torch.cuda.empty_cache()
 
     def hollow(self, message: p.Hollow) -> None:
-        given = self.to_device(message.args)
-        keep = {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
-        keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
+        keep: set[int] = set()
 
         def skip(args: tuple, kwargs: dict) -> None:
             for value in (*args, *kwargs.values()):
@@ -184,6 +195,9 @@ class Runner:
                     poison(value)
 
         try:
+            given = self.to_device(message.args)
+            keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
+            keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
             with LaunchMonitor(self.path, skip=skip), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
@@ -192,8 +206,8 @@ class Runner:
         self.send(p.HollowResult(value=got))
 
     def fallback(self, message: p.Fallback) -> None:
-        given = self.to_device(message.args)
         try:
+            given = self.to_device(message.args)
             with LaunchMonitor(self.path, block=True), torch.no_grad():
                 self.model(*given)
             self.synchronize()
@@ -205,7 +219,10 @@ class Runner:
     def profile(self, message: p.Profile) -> None:
         from tritongym.evaluate.profiling import profile_forward
 
-        attribution = profile_forward(self.model, self.to_device(message.args), self.path, self.device)
+        try:
+            attribution = profile_forward(self.model, self.to_device(message.args), self.path, self.device)
+        except BaseException as exc:
+            raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage
         self.send(p.ProfileResult(coverage, attribution.kernels, attribution.foreign_streams))
 

@@ -43,10 +43,11 @@ from typing import Any
 
 import torch
 
-from tritongym.evaluate import timing
+from tritongym.evaluate import compare, timing
 from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.memory import Footprint, available_bytes, timing_batch
 from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
 from tritongym.evaluate.judge.twin import wait_for
 from tritongym.evaluate.result import Verdict
@@ -56,7 +57,8 @@ TARGET_BATCH_S = 0.01
 H100, measured and subtracted, but with some jitter) is amortised over it."""
 MAX_BATCH = 512
 SLOT_BYTES = 2 << 30
-"""Most GPU memory for one side's slots (inputs and outputs of a batch)."""
+"""Most GPU memory for one side's slots (inputs and outputs of a batch); fewer calls where the GPU's
+free memory cannot hold the batch (memory.timing_batch)."""
 POISON = 0xFF
 MIN_HOLD_S = 0.001
 """The first hold before a bracket (it doubles while a side cannot queue its batch in time)."""
@@ -69,18 +71,26 @@ L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 
 
+_exclusive: set[int] = set()
+"""Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
+its whole length; the stages' own uses of the lock inside that are no-ops)."""
+
+
 @contextlib.contextmanager
 def gpu_lock(fd: int, exclusive: bool):
     """This GPU's lock, shared by every judge on the machine: trials hold it shared, timing and
     profiling exclusively, so nothing else of ours runs on the GPU while a candidate is timed.
-    A no-op on the CPU (fd < 0)."""
-    if fd < 0:
+    A no-op on the CPU (fd < 0) and inside an exclusive hold of the same lock."""
+    if fd < 0 or fd in _exclusive:
         yield
         return
     fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    if exclusive:
+        _exclusive.add(fd)
     try:
         yield
     finally:
+        _exclusive.discard(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
@@ -313,19 +323,24 @@ def sleep_rate() -> float:
 
 
 def check_batch(expected: list, got: list, rep: int) -> None:
-    """Every output of a timed batch against the reference's on the same inputs (loose tolerance)."""
+    """Every output of a timed batch against the reference's on the same inputs (loose tolerance),
+    a chunk at a time (compare.CHUNK_ELEMENTS), so that no float64 copy of a whole batch is made."""
     for m, (e, g) in enumerate(zip(expected, got, strict=True)):
-        if e.is_floating_point() or e.is_complex():
-            e64, g64 = e.double(), g.double()
-            both_nan = torch.isnan(e64) & torch.isnan(g64)
-            good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
-        else:
-            good = e == g
-        if not bool(good.all()):
-            bad = int((~good).sum())
+        e_flat, g_flat = e.reshape(-1), g.reshape(-1)
+        bad = 0
+        for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
+            ec, gc = e_flat[start : start + compare.CHUNK_ELEMENTS], g_flat[start : start + compare.CHUNK_ELEMENTS]
+            if ec.is_floating_point() or ec.is_complex():
+                e64, g64 = ec.double(), gc.double()
+                both_nan = torch.isnan(e64) & torch.isnan(g64)
+                good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
+            else:
+                good = ec == gc
+            bad += int((~good).sum())
+        if bad:
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {bad} of {good.numel()} elements of output {m} over "
+                f"During timing (batch {rep}, fresh inputs): {bad} of {e.numel()} elements of output {m} over "
                 f"{e.shape[0]} calls differ from the reference's. The solution was correct on the trials but not "
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
@@ -346,7 +361,9 @@ def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any
         end.record()
         end.synchronize()
     one = max(start.elapsed_time(end) / 3e3, 1e-7)
-    return int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
+    wanted = int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
+    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False)
+    return timing_batch(footprint, available_bytes(state.ctx.device), wanted)
 
 
 def _baseline(reference, baseline: str, sample_inputs: list):

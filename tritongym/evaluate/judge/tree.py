@@ -42,7 +42,3 @@ def clone(value: Any) -> Any:
 
 def detach(value: Any) -> Any:
     return map_tensors(value, lambda t: t.detach())
-
-
-def to_double(value: Any) -> Any:
-    return map_tensors(value, lambda t: t.double() if t.is_floating_point() else t)

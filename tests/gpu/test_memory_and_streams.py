@@ -1,0 +1,182 @@
+"""GPU-only: library ops on their own streams are not side-stream hacks, a candidate's own work off
+the stream still is, and a problem whose tensors fill a large share of the GPU is judged with the
+judge's memory bounded (docs/environment.md, "The judge's memory").
+
+Run through the device tool: ``pytest -m gpu tests/gpu/test_memory_and_streams.py``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.problems import Problem
+
+pytestmark = pytest.mark.gpu
+CUDA = dict(device="cuda", trials=3, timing_budget_s=2.0)
+
+TRIVIAL_KERNEL = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def triton_copy(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+"""
+
+CONV_LSTM = Problem(
+    name="conv_transpose_lstm",
+    source="""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.deconv = nn.ConvTranspose2d(32, 16, kernel_size=3, stride=2, padding=1, output_padding=1)
+        self.lstm = nn.LSTM(input_size=64, hidden_size=128, num_layers=2, batch_first=True)
+
+    def forward(self, image, sequence):
+        out, _ = self.lstm(sequence)
+        return self.deconv(image), out
+
+
+def get_inputs():
+    return [torch.randn(8, 32, 64, 64), torch.randn(16, 100, 64)]
+
+
+def get_init_inputs():
+    return []
+""",
+)
+
+LAZY_FORWARD = """
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.deconv = nn.ConvTranspose2d(32, 16, kernel_size=3, stride=2, padding=1, output_padding=1)
+        self.lstm = nn.LSTM(input_size=64, hidden_size=128, num_layers=2, batch_first=True)
+
+    def forward(self, image, sequence):
+        out, _ = self.lstm(sequence)
+        deconv = F.conv_transpose2d(image, self.deconv.weight, self.deconv.bias, stride=2, padding=1,
+                                    output_padding=1)
+        return triton_copy(deconv), out
+"""
+
+SIDE_STREAM_FORWARD = """
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.deconv = nn.ConvTranspose2d(32, 16, kernel_size=3, stride=2, padding=1, output_padding=1)
+        self.lstm = nn.LSTM(input_size=64, hidden_size=128, num_layers=2, batch_first=True)
+
+    def forward(self, image, sequence):
+        out, _ = self.lstm(sequence)
+        deconv = self.deconv(image)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            copied = triton_copy(deconv)
+        torch.cuda.current_stream().wait_stream(side)
+        return copied, out
+"""
+
+
+def test_a_lazy_candidate_leaving_cudnn_conv_transpose_and_lstm_to_pytorch_is_not_a_side_stream_hack():
+    result = evaluate(CONV_LSTM, TRIVIAL_KERNEL + LAZY_FORWARD, EvalConfig(**CUDA))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert result.coverage is not None and result.coverage < 0.5, result.kernels  # the library's time is not its
+    assert result.speedup is not None
+
+
+def test_a_candidate_launching_its_triton_kernel_on_a_side_stream_is_still_a_hack():
+    result = evaluate(CONV_LSTM, TRIVIAL_KERNEL + SIDE_STREAM_FORWARD, EvalConfig(static_checks=False, **CUDA))
+    assert result.verdict is Verdict.HACK_SIDE_STREAM, result.feedback + result.detail
+    assert "another CUDA stream" in result.feedback
+
+
+def _elementwise_problem(numel: int) -> Problem:
+    return Problem(
+        name="large_tanh",
+        source=f"""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x)
+
+
+def get_inputs():
+    return [torch.randn({numel})]
+
+
+def get_init_inputs():
+    return []
+""",
+    )
+
+
+LARGE_CANDIDATE = (
+    TRIVIAL_KERNEL
+    + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return triton_copy(torch.tanh(x))
+"""
+)
+UNTIMED = dict(device="cuda", trials=2, timing=False, profile=False, timeout_s=600)
+
+
+def _numel(share: float) -> int:
+    """float32 elements of an input whose input set (input + output) takes ``share`` of the GPU."""
+    return int(share * torch.cuda.get_device_properties(0).total_memory) // 8
+
+
+def test_a_problem_of_a_tenth_of_the_gpu_is_judged_correct_with_a_float64_reference_on_the_gpu():
+    # S = I + O = 1/10 of the GPU: the judge holds about 2.5 S with its float64 output, the runner
+    # about 3 S: both fit beside each other, and the float64 reference stays on the GPU.
+    result = evaluate(_elementwise_problem(_numel(1 / 10)), LARGE_CANDIDATE, EvalConfig(**UNTIMED))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert not any(f["check"] == "tolerance" for f in result.findings), result.findings
+
+
+def test_a_problem_of_a_fortieth_of_the_gpu_is_timed_with_a_batch_that_fits():
+    result = evaluate(_elementwise_problem(_numel(1 / 40)), LARGE_CANDIDATE, EvalConfig(**(CUDA | {"timeout_s": 600})))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert result.speedup is not None and result.timing.input_sets >= 1
+
+
+def test_a_warm_judge_gives_a_large_jobs_gpu_memory_back_when_the_job_ends():
+    from tritongym.env import LocalEnv, PoolConfig
+
+    total = torch.cuda.get_device_properties(0).total_memory
+    with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1)) as env:
+        result = env.submit(_elementwise_problem(_numel(1 / 10)), LARGE_CANDIDATE, EvalConfig(**UNTIMED)).result()
+        assert result.verdict is Verdict.OK, result.feedback + result.detail
+        deadline = time.monotonic() + 10.0  # the job's runner was killed: the driver frees its memory soon
+        while (free := torch.cuda.mem_get_info(0)[0]) <= 0.85 * total and time.monotonic() < deadline:
+            time.sleep(0.2)
+    # The judge is still up, idle, with its spare runner: without the release its cache alone would
+    # keep about 2.5 S, a quarter of the GPU.
+    assert free > 0.85 * total, f"{free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB after the job"

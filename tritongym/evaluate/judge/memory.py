@@ -1,0 +1,232 @@
+"""The judge's memory: what one job holds, how much is free, what to do when it does not fit.
+
+The judge's footprint is a small multiple of the problem's own size, ``S = I + O`` (the bytes of one
+input set and of the reference's output on it), plus the reference model's parameters ``P``:
+
+* correctness (one trial at a time): the trial's inputs ``I``, the reference's output ``O`` and its
+  float64 copy ``O64`` (twice ``O`` for float32; on the host when the device cannot hold it), the
+  candidate's inputs after forward moved to the device one tensor at a time (``I`` at most), and the
+  comparison's temporaries, bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the
+  output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
+  Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
+  With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
+  (:attr:`Footprint.correctness`).
+* timing: per call of a batch of ``N``, the judge's input and output slots, the runner's (mapped from
+  the judge), two generations of fresh inputs (the next batch's are drawn while the last one's are
+  still referenced) and the outputs kept for the check (both sides' and the empty bracket's):
+  ``4 I + 5 O`` per call, with ``N`` chosen so that these fit in ``TIMING_SHARE`` of the memory
+  available at that moment (:func:`timing_batch`, called by ``speed._batch_size``).
+
+Everything a job allocated is released when it ends (:func:`release`), so the next job, the next
+runner and the other judges on the same GPU find it free.
+
+An out-of-memory error raised in the judge's process is the judge's: the job ends as an
+``infrastructure_error`` saying how much the problem needed and how much was free (:func:`judge_failure`),
+never as the candidate's crash. One raised in the runner while it runs the candidate is the
+candidate's ``out_of_memory``.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tritongym.evaluate.judge.feedback import Failure, detail, short
+from tritongym.evaluate.judge.tree import tensor_leaves
+from tritongym.evaluate.result import Verdict
+
+GIB = float(1 << 30)
+HOST_FLOAT64_FACTOR = 4
+"""The float64 reference runs on the host (the device could not hold it) only where the host has
+this many times its inputs and output in float64 available (the forward's temporaries): the kernel's
+OOM killer, not an exception, is what a host that overcommits answers."""
+TIMING_SHARE = 0.5
+"""Share of the free GPU memory the timing batch's slots may take (the rest: the forwards' own
+temporaries, the runner's, the other judges')."""
+TIMING_BYTES_PER_CALL = (4, 5)
+"""(inputs, outputs) multiples one call of a timing batch holds: judge slot, runner slot, two
+generations of fresh sets; judge slot, runner slot, the outputs of both sides and of the empty
+bracket kept for the check."""
+_OOM_PHRASES = ("out of memory", "can't allocate memory", "cannot allocate memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether an exception is an allocation failure: Python's MemoryError, torch's
+    OutOfMemoryError (CUDA), or the CPU allocator's RuntimeError."""
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and any(phrase in str(exc).lower() for phrase in _OOM_PHRASES)
+
+
+def nbytes(value: Any) -> int:
+    """Bytes of the tensors in a nested value."""
+    return sum(t.nbytes for t in tensor_leaves(value))
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The problem's own size, and what the judge holds for it."""
+
+    inputs: int
+    """Bytes of one input set."""
+    outputs: int
+    """Bytes of the reference's output on it."""
+    params: int
+    """Bytes of the reference model's parameters and buffers."""
+    float64: bool
+    """Whether a float64 copy of the model and of each output is held."""
+    mutates: bool = False
+    """Whether the reference changes its inputs in place (their changed copies are held too)."""
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, inputs: Any, output: Any, float64: bool, mutates: bool = False) -> Footprint:
+        params = sum(t.nbytes for t in model.state_dict().values() if isinstance(t, torch.Tensor))
+        return cls(nbytes(inputs), nbytes(output), params, float64, mutates)
+
+    def _wide(self, size: int) -> int:
+        return 2 * size if self.float64 else 0
+
+    @property
+    def correctness(self) -> int:
+        """Most bytes the judge holds while it checks one trial: ``P + P64 + 2 I + O + O64``, and
+        ``I + I64`` more where the reference mutates its inputs."""
+        held = self.params + self._wide(self.params) + 2 * self.inputs + self.outputs + self._wide(self.outputs)
+        return held + (self.inputs + self._wide(self.inputs) if self.mutates else 0)
+
+    def timing(self, calls: int) -> int:
+        """Bytes of a timing batch of ``calls`` calls (both sides' slots, fresh inputs, kept outputs)."""
+        per_input, per_output = TIMING_BYTES_PER_CALL
+        return calls * (per_input * self.inputs + per_output * self.outputs)
+
+    def describe(self) -> str:
+        return (
+            f"one input set {self.inputs / GIB:.2f} GiB, its output {self.outputs / GIB:.2f} GiB, "
+            f"parameters {self.params / GIB:.2f} GiB; the judge holds up to {self.correctness / GIB:.2f} GiB "
+            f"while it checks a trial and {self.timing(1) / GIB:.2f} GiB per call of a timing batch"
+        )
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory this process could still allocate on a GPU: free on the device plus what its own
+    allocator holds unused. On the CPU: the host's available memory."""
+    if device.type != "cuda":
+        return host_available_bytes()
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def host_available_bytes() -> int:
+    """MemAvailable from /proc/meminfo (0 where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+RUNNER_FACTOR = 3
+"""The runner's share of a job, in multiples of the problem's size ``I + O``: its copy of the inputs,
+its output and as much again for the candidate's temporaries (an estimate: the candidate's own)."""
+
+
+def job_bytes(footprint: Footprint) -> int:
+    """GPU memory one job takes at its peak, judge and runner: ``correctness + 3 (I + O)``, or a
+    timing batch of one call and its forward beside the trial the judge still holds."""
+    runner = RUNNER_FACTOR * (footprint.inputs + footprint.outputs)
+    return footprint.correctness + max(runner, footprint.timing(1))
+
+
+def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:
+    """Whether a job is too large to share its GPU with the other judges on it: each judge's budget
+    is ``total / judges``; a larger job holds the GPU's lock exclusively for its whole length, so
+    the others wait instead of running out of memory beside it."""
+    return judges > 1 and job_bytes(footprint) > total // judges
+
+
+def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
+    """Calls per timing batch: ``wanted`` at most, as many as fit in ``TIMING_SHARE`` of
+    ``available`` bytes, one if only one fits in all of it. Raises the judge's failure where not
+    even one call fits."""
+    per_call = max(footprint.timing(1), 1)
+    calls = min(wanted, int(available * TIMING_SHARE) // per_call)
+    if calls >= 1:
+        return calls
+    if per_call <= available:
+        return 1
+    raise Failure(
+        Verdict.INFRASTRUCTURE_ERROR,
+        f"The judge cannot time this problem on this device: one call of a timing batch needs "
+        f"{per_call / GIB:.2f} GiB of GPU memory and {available / GIB:.2f} GiB are available beside the "
+        f"candidate's process ({footprint.describe()}). This is not the solution's fault; evaluate it "
+        "without timing, or on a device with more memory.",
+    )
+
+
+def answer_bytes(footprint: Footprint) -> int:
+    """Most payload bytes of a runner's answer to a trial: its inputs back and an output up to four
+    times the reference's (a wrong dtype or shape is reported, not refused)."""
+    return footprint.inputs + 4 * footprint.outputs + (1 << 20)
+
+
+def runner_host_limit(limit: int, footprint: Footprint) -> int:
+    """The host memory a runner may use: the job's limit plus the tensors the protocol necessarily
+    holds in its memory (the inputs as received, the answer as sent: ``2 (I + O)``), so that a
+    problem larger than the limit is not the candidate's out_of_memory."""
+    return limit + 2 * (footprint.inputs + footprint.outputs)
+
+
+def judge_host_bytes(footprint: Footprint, device: torch.device, float64_on_host: bool) -> int:
+    """Host memory the judge may need for this problem beyond its own base: an answer in transit
+    (as received, then as tensors), and the trial itself where it lives on the host (the CPU, or a
+    float64 reference the GPU could not hold). The pool raises its watch on the judge by this much."""
+    extra = 2 * answer_bytes(footprint)
+    if device.type == "cpu":
+        extra += footprint.correctness
+    elif float64_on_host:
+        extra += HOST_FLOAT64_FACTOR * 2 * (footprint.inputs + footprint.outputs)
+    return extra
+
+
+def _memory_state(device: torch.device) -> str:
+    if device.type != "cuda":
+        return f"{host_available_bytes() / GIB:.1f} GiB of host memory available"
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+        mine = torch.cuda.memory_allocated(device)
+    except Exception:  # the context itself may be what failed
+        return "the device's memory could not be read"
+    return f"{free / GIB:.1f} GiB free of {total / GIB:.1f} GiB on the GPU, {mine / GIB:.1f} GiB held by the judge"
+
+
+def judge_failure(exc: BaseException, stage: str, device: torch.device, footprint: Footprint | None) -> Failure:
+    """The infrastructure failure of a job whose judge ran out of memory."""
+    where = "GPU" if isinstance(exc, torch.OutOfMemoryError) and device.type == "cuda" else "host"
+    sizes = f" ({footprint.describe()})" if footprint is not None else ""
+    return Failure(
+        Verdict.INFRASTRUCTURE_ERROR,
+        f"The judge ran out of {where} memory during {stage}: this problem does not fit on this device "
+        f"beside the candidate's process{sizes}; {_memory_state(device)}. This is not the solution's fault: "
+        f"{short(exc, 300)}",
+        detail(exc),
+    )
+
+
+def free_cached(device: torch.device) -> None:
+    """Collect cycles and give the allocator's cached GPU memory back to the device."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def release(device: torch.device) -> None:
+    """After a job: drop the job's reference module and free the cache, so that the next runner and
+    the other judges on the same GPU find the job's memory free."""
+    sys.modules.pop("reference", None)
+    free_cached(device)
