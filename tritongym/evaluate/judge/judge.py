@@ -102,6 +102,8 @@ class WorkerContext:
     """This GPU's lock file descriptor (speed.py); -1 on the CPU."""
     twin: Any = None
     """The judge's twin process (twin.py) on a GPU; None on the CPU."""
+    arena: Any = None
+    """The buffer of the timing slots shared with runners (speed.SharedArena), kept across jobs; None on the CPU."""
     sleep_rate: float = 0.0
     """Cycles per second of the hold kernel (speed.py), measured at start-up; 0 on the CPU."""
     hand_off_s: float = 0.0
@@ -444,6 +446,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
 
         ctx.sleep_rate = speed.sleep_rate()
         ctx.twin = twin.Twin(device)
+        ctx.arena = speed.SharedArena(device)
         ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)

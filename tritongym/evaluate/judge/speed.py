@@ -102,15 +102,68 @@ def _span(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if s > 0) if t.numel() else 0
 
 
-def allocate_slots(inputs: list, outputs: Any, count: int, device) -> tuple[list, list]:
-    """``count`` input and output slots: per tensor leaf one (count, ...) tensor whose element k has
-    the leaf's shape and stride (inputs) or is contiguous (outputs)."""
-    ins = []
-    for leaf in tensor_leaves(inputs):
-        span = max(_span(leaf), 1)
-        ins.append(torch.empty_strided((count, *leaf.shape), (span, *leaf.stride()), dtype=leaf.dtype, device=device))
-    outs = [torch.empty((count, *t.shape), dtype=t.dtype, device=device) for t in tensor_leaves(outputs)]
+def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
+    """(shape, stride, dtype) of ``count`` input and output slots: per tensor leaf one (count, ...)
+    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs)."""
+    ins = [((count, *t.shape), (max(_span(t), 1), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
+    outs = [((count, *t.shape), torch.empty((count, *t.shape), device="meta").stride(), t.dtype)
+            for t in tensor_leaves(outputs)]  # fmt: skip
     return ins, outs
+
+
+def allocate_slots(inputs: list, outputs: Any, count: int, device) -> tuple[list, list]:
+    """The slots of ``slot_specs``, each a tensor of its own."""
+    return tuple(
+        [torch.empty_strided(shape, stride, dtype=dtype, device=device) for shape, stride, dtype in specs]
+        for specs in slot_specs(inputs, outputs, count)
+    )
+
+
+class SharedArena:
+    """The judge's one buffer for the slots it shares with runners, kept for the judge's life.
+
+    Memory exported to another process by CUDA IPC stays allocated until that process lets it go, and
+    a runner killed at the end of its job never does (torch keeps such blocks aside for good): slots
+    allocated per job would leak their size at every job. Every job's shared slots are carved out of
+    this one buffer instead, which grows only when a job needs more (the buffer it replaces is the
+    only memory ever left behind). Its memory pool of its own keeps anything else of the judge's out
+    of the exported segment."""
+
+    ALIGN = 512
+    GRAIN = 64 << 20
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.pool: Any = None
+        self.buffer: torch.Tensor | None = None
+
+    def carve(self, specs: list) -> list[torch.Tensor]:
+        sizes = [_round_up(_storage_bytes(shape, stride, dtype), self.ALIGN) for shape, stride, dtype in specs]
+        need = max(sum(sizes), self.ALIGN)
+        if self.buffer is None or self.buffer.numel() < need:
+            self.buffer = None
+            if self.pool is None:
+                self.pool = torch.cuda.MemPool()
+            with torch.cuda.use_mem_pool(self.pool):
+                self.buffer = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
+        slots, offset = [], 0
+        for (shape, stride, dtype), size in zip(specs, sizes, strict=True):
+            itemsize = torch.empty(0, dtype=dtype).element_size()
+            piece = self.buffer[offset : offset + size - size % itemsize].view(dtype)
+            slots.append(torch.as_strided(piece, shape, stride))
+            offset += size
+        return slots
+
+
+def _storage_bytes(shape: tuple, stride: tuple, dtype) -> int:
+    itemsize = torch.empty(0, dtype=dtype).element_size()
+    if any(s == 0 for s in shape):
+        return itemsize
+    return (1 + sum((s - 1) * st for s, st in zip(shape, stride, strict=True))) * itemsize
+
+
+def _round_up(n: int, grain: int) -> int:
+    return -(-n // grain) * grain
 
 
 def export(t: torch.Tensor) -> list:
@@ -213,9 +266,9 @@ class Bench:
         l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
         self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
         self.private_in, self.private_out = allocate_slots(sample_inputs, sample_output, count, self.device)
-        self.pool = torch.cuda.MemPool()
-        with torch.cuda.use_mem_pool(self.pool):  # exported segments hold the slots and nothing else
-            self.shared_in, self.shared_out = allocate_slots(sample_inputs, sample_output, count, self.device)
+        specs = slot_specs(sample_inputs, sample_output, count)
+        shared = state.ctx.arena.carve(specs[0] + specs[1])
+        self.shared_in, self.shared_out = shared[: len(specs[0])], shared[len(specs[0]) :]
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = state.ctx.twin
