@@ -32,6 +32,7 @@ from tritongym.train.metrics import MetricsWriter, plot_metrics, rollout_metrics
 from tritongym.train.model import build_optimizer, load_model
 from tritongym.train.rollout import HFRollout, RolloutEngine, build_reward, episode_config, run_episodes
 from tritongym.train.step import collect, rl_step
+from tritongym.train.task import load_task
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,8 @@ def select_problems(source: str, names: list[str], small: bool) -> list[Problem]
 
 class Trainer:
     """One training run. ``engine``, ``env``, ``model``/``tokenizer`` may be passed in (tests, a
-    custom rollout engine, a remote environment); otherwise they are built from the config."""
+    custom rollout engine, a remote environment); otherwise they come from the config's task plug-in
+    (``task.name``, tritongym.train.task) or are built from the config."""
 
     def __init__(
         self,
@@ -65,24 +67,31 @@ class Trainer:
         self.out = Path(run.out)
         self.run_id = self.out.name
         torch.manual_seed(run.seed)
+        parts = load_task(config)
         data = config.data
         small = data.small if data.small is not None else _evaluates_on_cpu(run.env_devices)
-        self.problems = select_problems(data.problems, data.names, small)
-        self.eval_problems: list[Problem] = []
-        if data.eval_problems:
+        self.problems = parts.problems
+        if self.problems is None:
+            self.problems = select_problems(data.problems, data.names, small)
+        self.eval_problems: list[Problem] = list(parts.eval_problems or [])
+        if parts.eval_problems is None and data.eval_problems:
             self.eval_problems = select_problems(data.eval_problems, data.eval_names, small)
-            held_out = {p.name for p in self.eval_problems}
-            self.problems = [p for p in self.problems if p.name not in held_out]
+        held_out = {p.name for p in self.eval_problems}
+        self.problems = [p for p in self.problems if p.name not in held_out]
         if not self.problems:
             raise ConfigError("no training problems left (every one is held out for evaluation)")
-        if model is None:
+        if model is None and parts.model is not None:
+            model, tokenizer = parts.model, parts.tokenizer
+        elif model is None:
             model, tokenizer = load_model(config.model, run.seed)
         self.model, self.tokenizer = model, tokenizer
-        self.engine = engine or HFRollout(
+        self.engine = engine or parts.engine or HFRollout(
             HFPolicy(model, tokenizer, name=config.model.name, max_prompt_tokens=config.rollout.max_prompt_tokens)
         )
         self.reward = build_reward(config.reward.name, config.reward.options, config.reward.no_code)
         self._owns_env = False
+        if env is None and parts.env is not None:
+            env, self._owns_env = parts.env, True
         if env is None and self.reward.needs_env:
             from tritongym.env import LocalEnv, PoolConfig
 
@@ -92,7 +101,9 @@ class Trainer:
         r = config.rollout
         if r.temperature <= 0:
             raise ConfigError("rollout.temperature must be > 0 for training (the trainer's log-probs divide by it)")
-        self.episode_config = episode_config(r.template, r.feedback_template, r.extraction, r.turns, r.history)
+        self.episode_config = parts.episode or episode_config(
+            r.template, r.feedback_template, r.extraction, r.turns, r.history
+        )
         self.sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_tokens=r.max_completion_tokens)
         self.eval_config = EvalConfig(
             trials=run.eval_trials,
