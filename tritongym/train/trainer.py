@@ -85,8 +85,12 @@ class Trainer:
         elif model is None:
             model, tokenizer = load_model(config.model, run.seed)
         self.model, self.tokenizer = model, tokenizer
-        self.engine = engine or parts.engine or HFRollout(
-            HFPolicy(model, tokenizer, name=config.model.name, max_prompt_tokens=config.rollout.max_prompt_tokens)
+        self.engine = (
+            engine
+            or parts.engine
+            or HFRollout(
+                HFPolicy(model, tokenizer, name=config.model.name, max_prompt_tokens=config.rollout.max_prompt_tokens)
+            )
         )
         self.reward = build_reward(config.reward.name, config.reward.options, config.reward.no_code)
         self._owns_env = False
