@@ -233,7 +233,8 @@ def exhaustive(trainer, options: DesignOptions) -> dict[str, Any]:
 
 def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) -> dict[str, Any]:
     """One arm and seed: the initial policy's held-out episodes, training (resumed from the newest
-    checkpoint), the trained policy's, and the exhaustive search; written to ``final.json``."""
+    checkpoint), the trained policy's, and the exhaustive search; written to ``final.json``, with the
+    training curves in ``curves.jsonl`` (checkpoints and trajectories.jsonl are not needed after)."""
     from tritongym.train.trainer import Trainer
 
     out = Path(config.run.out)
@@ -249,6 +250,8 @@ def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) ->
             "initial_sampled": held_out_episodes(trainer, eval_samples, 1.0, seed + 1),
         }
         trainer.fit(resume=latest_checkpoint(out) is not None, progress=progress)
+        curves = training_curves(out, config.to_dict())
+        (out / "curves.jsonl").write_text("".join(json.dumps(row) + "\n" for row in curves), encoding="utf-8")
         final["trained_greedy"] = held_out_episodes(trainer, 1, 0.0, seed)
         final["trained_sampled"] = held_out_episodes(trainer, eval_samples, 1.0, seed + 1)
         final["exhaustive"] = exhaustive(trainer, options)
@@ -413,6 +416,10 @@ def training_curves(run: Path, config: Mapping[str, Any]) -> list[dict[str, floa
     return curves
 
 
+def read_curves(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "curves.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
 CURVE_KEYS = ("reward_mean", "correct_rate", "hack_rate", "hack_strategy", "lazy_strategy", "eval/reward_mean")
 
 
@@ -442,7 +449,7 @@ def summarize(out: Path, experiment: str, fresh: Table | None = None) -> dict[st
                 rows = [r[label] for r in fresh_runs]
                 if all(r is not None for r in rows):
                     entry[f"fresh_{label}"] = {k: mean_ci(r[k] for r in rows) for k in rows[0]}
-        curves = [training_curves(r, c) for r, c in zip(runs, configs, strict=True)]
+        curves = [read_curves(r) for r in runs]
         keys = [*CURVE_KEYS, *(f"reward_turn{t + 1}" for t in range(configs[0]["rollout"]["turns"]))]
         for key in keys:
             firsts = [next((row[key] for row in c if row.get(key) is not None), math.nan) for c in curves]
@@ -481,8 +488,7 @@ def plot(out: Path, experiment: str) -> Path:
     for arm in meta["arms"]:
         curves = []
         for seed in meta["seeds"]:
-            run = run_dir(out, experiment, arm, seed)
-            curves.append(training_curves(run, json.loads((run / "config.json").read_text(encoding="utf-8"))))
+            curves.append(read_curves(run_dir(out, experiment, arm, seed)))
         for ax, key in zip(axes[0], keys, strict=True):
             points = []
             for i in range(min(len(c) for c in curves)):

@@ -239,6 +239,8 @@ class RunSection:
     """Profile candidates (GPU only): needed for coverage, PR and PRS."""
     tensorboard: bool = True
     """Also write TensorBoard scalars when tensorboard is installed."""
+    plot: bool = True
+    """Draw training_curves.png from metrics.jsonl at the end of the run."""
 
 
 @dataclass
@@ -377,6 +379,16 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _set_leaf(data: dict[str, Any], keys: list[str], value: Any) -> dict[str, Any]:
+    out = dict(data)
+    if len(keys) == 1:
+        out[keys[0]] = value
+    else:
+        inner = out.get(keys[0])
+        out[keys[0]] = _set_leaf(inner if isinstance(inner, dict) else {}, keys[1:], value)
+    return out
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``section.field=value`` -> (path, value); the value is a Python/TOML literal, else a string."""
     key, sep, raw = item.partition("=")
@@ -400,7 +412,7 @@ def load_config(
     data: dict[str, Any] | None = None,
 ):
     """Defaults, then a preset, then a TOML file, then ``data`` (tables as in the TOML), then
-    ``--set`` overrides (later wins)."""
+    ``--set`` overrides, each setting one field or one key of an ``options`` table (later wins)."""
     layers: dict[str, Any] = {}
     if preset:
         if cls is not TrainConfig:
@@ -418,12 +430,9 @@ def load_config(
             raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     if data:
         layers = _merge(layers, data)
-    for item in overrides:
+    for item in overrides:  # each sets one leaf: other keys of a table (e.g. task.options) stay
         keys, value = parse_override(item)
-        nested: dict[str, Any] = value
-        for key in reversed(keys):
-            nested = {key: nested}
-        layers = _merge(layers, nested)
+        layers = _set_leaf(layers, keys, value)
     config = _build(cls, layers, "")
     validate(config)
     return config

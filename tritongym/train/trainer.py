@@ -190,7 +190,7 @@ class Trainer:
                 writer.close()
                 if ahead is not None:
                     ahead.shutdown(wait=True, cancel_futures=True)
-        if history:
+        if history and run.plot:
             plot_metrics(self.out)
         return history
 
