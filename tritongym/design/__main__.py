@@ -62,7 +62,7 @@ def tabulate_command(args) -> int:
     options = DesignOptions.from_mapping(_task_options(args.config))
     problems = design_problems(options)
     renderings = distinct(problems.renderings(options.design_space()))
-    config = options.eval_config(args.device if args.device != "auto" else "auto")
+    config = options.eval_config("cpu" if args.device == "cpu" else "auto")
     return _evaluate(args, renderings, args.out, config, eval_meta(config, machine=_machine()))
 
 
