@@ -121,6 +121,19 @@ def test_two_turns_with_trloo_see_the_feedback(tmp_path, purpose_built):
         assert tokenizer.convert_tokens_to_ids(f"verdict:{verdict}") in record["prompt_token_ids"]
 
 
+def test_unjudged_renderings_are_dropped_as_the_trainer_drops_unjudged_turns(tmp_path, purpose_built):
+    from tritongym.evaluate import Verdict
+
+    outcomes = {"fused": (Verdict.OK, 1.5, 0.95), "split": (Verdict.OK, 0.6, 0.9), "lazy": (Verdict.OK, 1.4, 0.05),
+                "badorder": (Verdict.INFRASTRUCTURE_ERROR, None, None), "fallback": (Verdict.HACK_FALLBACK, None, None),
+                "alias": (Verdict.HACK_OUTPUT_ALIAS, None, None)}  # fmt: skip
+    table = tmp_path / "t.jsonl"
+    purpose_built(table, options(table), outcomes)
+    [m1, m2] = Trainer(train_config(tmp_path, table, steps=2)).fit(progress=False)
+    assert m1["infra_dropped_episodes"] + m2["infra_dropped_episodes"] > 0
+    assert m1["infra_turns"] == m1["infra_dropped_turns"] and m1["episodes"] == 16
+
+
 EXPERIMENTS = """
 [lazy]
 question = "PR and PRS"

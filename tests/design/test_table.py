@@ -93,3 +93,38 @@ def test_table_file_rules(tmp_path):
     with pytest.raises(ConfigError, match="not a JSON line"):
         Table.read(path)
     assert json.loads(lines[0])["meta"]["eval"]["trials"] == 1
+
+
+class Flaky:
+    """An Env whose evaluations of sources containing 'fallback' are lost (infrastructure errors)."""
+
+    def __init__(self):
+        self.submitted = []
+
+    def submit(self, problem, candidate, config=None, **kwargs):
+        from concurrent.futures import Future
+
+        from tritongym.evaluate import EvalResult, Verdict
+
+        self.submitted.append(candidate)
+        lost = "except" in candidate  # the fallback rendering wraps its kernel in try/except
+        verdict = Verdict.INFRASTRUCTURE_ERROR if lost else Verdict.OK
+        future = Future()
+        future.set_result(EvalResult(problem=problem.name, verdict=verdict, feedback="lost" if lost else "",
+                                     correct=not lost))  # fmt: skip
+        return future
+
+
+def test_infrastructure_errors_are_retried_once_then_kept_until_asked_again(tmp_path):
+    items = renderings()
+    table = Table.read(tmp_path / "t.jsonl")
+    table.start(eval_meta(CONFIG))
+    env = Flaky()
+    assert tabulate(env, items, table, CONFIG) == 0
+    assert len(env.submitted) == 6 + 2  # the two fallback renderings once more
+    unjudged = [r for r in items if Table.read(tmp_path / "t.jsonl").unjudged(r.key)]
+    assert len(unjudged) == 2 and all("fallback" in r.designs[0] for r in unjudged)
+    assert tabulate(env, items, Table.read(tmp_path / "t.jsonl"), CONFIG) == 0 and len(env.submitted) == 8
+    again = Table.read(tmp_path / "t.jsonl")
+    assert tabulate(env, items, again, CONFIG, retry_infrastructure=True) == 0 and len(env.submitted) == 12
+    assert TableEnv(again).answer(unjudged[0].problem, unjudged[0].source).verdict.value == "infrastructure_error"

@@ -42,16 +42,19 @@ def _evaluate(args, renderings, table_path: Path, config, meta: dict) -> int:
     deadline = time.monotonic() + args.time_budget_s
     table = Table.read(table_path)
     table.start(meta)
-    todo = sum(r.key not in table.rows for r in renderings)
+    todo = sum(r.key not in table.rows or (args.retry_infrastructure_errors and table.unjudged(r.key))
+               for r in renderings)  # fmt: skip
     log.info("%d distinct renderings, %d already in %s", len(renderings), len(renderings) - todo, table_path)
     if todo == 0:
         return 0
     env = LocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=args.sandboxes))
     try:
-        missing = tabulate(env, renderings, table, config, in_flight=2 * env.slots, deadline=deadline)
+        missing = tabulate(env, renderings, table, config, in_flight=2 * env.slots, deadline=deadline,
+                           retry_infrastructure=args.retry_infrastructure_errors)  # fmt: skip
     finally:
         env.close()
-    log.info("%d renderings still missing from %s", missing, table_path)
+    unjudged = sum(table.unjudged(r.key) for r in renderings if r.key in table.rows)
+    log.info("%d renderings still missing from %s; %d infrastructure errors in it", missing, table_path, unjudged)
     return 0 if missing == 0 else INCOMPLETE
 
 
@@ -135,6 +138,8 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--sandboxes", type=int, default=None, help="sandboxes per GPU (CPU: in all)")
         helptext = f"stop submitting after this many seconds, finish what runs (default {budget:g})"
         p.add_argument("--time-budget-s", type=float, default=budget, help=helptext)
+        p.add_argument("--retry-infrastructure-errors", action="store_true",
+                       help="judge again the renderings the table holds as infrastructure errors")  # fmt: skip
 
     t = steps.add_parser("tabulate", help="judge every rendering of the space on every problem (GPU)")
     t.add_argument("--config", type=Path, required=True, help="train config whose [task.options] name the problems")

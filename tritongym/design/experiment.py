@@ -227,8 +227,14 @@ def exhaustive(trainer, options: DesignOptions) -> dict[str, Any]:
             row[str(design)] = trainer.reward.fn(TurnOutcome(problem, "", source, result))
         table[spec.name] = row
     train = [s.name for s in problems.train]
-    best = max((str(d) for d in designs), key=lambda d: sum(table[n][d] for n in train) / len(train))
-    return {"best_fixed": best, "optimum": {n: max(row.values()) for n, row in table.items()}, "rewards": table}
+
+    def mean(design: str) -> float:  # unjudged renderings (None) are left out, as the trainer leaves them
+        values = [table[n][design] for n in train if table[n][design] is not None]
+        return sum(values) / len(values) if values else -math.inf
+
+    best = max((str(d) for d in designs), key=mean)
+    optimum = {n: max((v for v in row.values() if v is not None), default=0.0) for n, row in table.items()}
+    return {"best_fixed": best, "optimum": optimum, "rewards": table}
 
 
 def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) -> dict[str, Any]:
@@ -341,7 +347,7 @@ def run_metrics(final: Mapping[str, Any], threshold: float) -> dict[str, dict[st
     optimum = final["exhaustive"]["optimum"]
     out = {}
     for label in ("initial_greedy", "initial_sampled", "trained_greedy", "trained_sampled"):
-        episodes = final[label]
+        episodes = [e for e in final[label] if all(t["reward"] is not None for t in e["turns"])]  # judged ones
         last = [e["turns"][-1] for e in episodes]
         metrics = outcome_metrics([t["result"] for t in last], [t["reward"] for t in last], threshold)
         metrics["optimum_share"] = optimum_share([(e["problem"], e["turns"][-1]["reward"]) for e in episodes], optimum)
@@ -385,14 +391,16 @@ def fixed_design_metrics(final: Mapping[str, Any], config: Mapping[str, Any], ta
             result = _answer(env, problem, source)
             if result is None:
                 break
-            results.append(result.to_dict() | {"verdict": result.verdict.value})
-            rewards.append(reward(TurnOutcome(problem, "", source, result)))
-        if len(results) < len(pairs):
-            out[label] = None
+            value = reward(TurnOutcome(problem, "", source, result))
+            if value is not None:  # an unjudged rendering is left out
+                results.append(result.to_dict() | {"verdict": result.verdict.value})
+                rewards.append((name, value))
+        else:
+            metrics = outcome_metrics(results, [v for _, v in rewards], threshold)
+            metrics["optimum_share"] = optimum_share(rewards, optimum)
+            out[label] = metrics
             continue
-        metrics = outcome_metrics(results, rewards, threshold)
-        metrics["optimum_share"] = optimum_share([(n, v) for (n, _), v in zip(pairs, rewards, strict=True)], optimum)
-        out[label] = metrics
+        out[label] = None
     return out
 
 
@@ -410,7 +418,7 @@ def training_curves(run: Path, config: Mapping[str, Any]) -> list[dict[str, floa
         first = [r for r in step if r["turn"] == 0]
         extra = design_shares([design_of(r["completion"]) for r in first])
         for t in range(turns):
-            rewards = [r["reward"] for r in step if r["turn"] == t]
+            rewards = [r["reward"] for r in step if r["turn"] == t and r["reward"] is not None]
             extra[f"reward_turn{t + 1}"] = sum(rewards) / max(len(rewards), 1)
         curves.append(row | extra)
     return curves

@@ -5,8 +5,8 @@ The environment is deterministic up to timing noise and the space of renderings 
 learning experiment evaluates each distinct (problem, program) pair once (:func:`tabulate`, on the
 GPU) and trains against the table (:class:`TableEnv`, anywhere). A table file is one header line
 ``{"meta": {"eval": <EvalConfig>, ...}}`` and one line per evaluation
-``{"key", "problem", "designs", "result"}``; it grows line by line, so an interrupted tabulation
-resumes where it stopped, and infrastructure errors are never written (they are retried).
+``{"key", "problem", "designs", "result"}``; it grows line by line (a later line of a key replaces an
+earlier one), so an interrupted tabulation resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -106,6 +106,10 @@ class Table:
     def result(self, key: str) -> EvalResult:
         return EvalResult.from_dict(self.rows[key]["result"])
 
+    def unjudged(self, key: str) -> bool:
+        """Whether the row of ``key`` is an infrastructure error."""
+        return self.rows[key]["result"]["verdict"] == Verdict.INFRASTRUCTURE_ERROR.value
+
     def start(self, meta: Mapping[str, Any]) -> None:
         """Write the header of a new table, or check that an existing one was made the same way."""
         if self.meta:
@@ -141,33 +145,37 @@ def tabulate(
     *,
     in_flight: int = 8,
     deadline: float = float("inf"),
+    retry_infrastructure: bool = False,
     console: Console | None = None,
     description: str = "tabulating",
 ) -> int:
-    """Evaluate every rendering the table lacks, writing each result as it arrives; stop submitting at
-    ``deadline`` (monotonic clock) and finish what is in flight. At most ``in_flight`` evaluations are
-    queued at once (the pool runs what is queued even when closed). Returns how many are still
-    missing (0: the table is complete)."""
-    todo = [r for r in renderings if r.key not in table.rows]
-    pending: dict[Future, Rendering] = {}
+    """Evaluate every rendering the table lacks (and, with ``retry_infrastructure``, those it holds as
+    infrastructure errors), writing each result as it arrives; stop submitting at ``deadline``
+    (monotonic clock) and finish what is in flight. At most ``in_flight`` evaluations are queued at
+    once (a pool runs what is queued even when closed). An infrastructure error is submitted once more
+    in the same call, then written as it is: its episodes are dropped in training, as the trainer
+    drops every unjudged turn. Returns how many renderings are still missing (0: complete)."""
+    todo = [r for r in renderings if r.key not in table.rows or (retry_infrastructure and table.unjudged(r.key))]
+    pending: dict[Future, tuple[Rendering, int]] = {}
     missing = len(todo)
     with ProgressReport(len(todo), description, console or Console(stderr=True), interval_s=10.0) as progress:
-        queue = list(reversed(todo))
+        queue = [(r, 1) for r in reversed(todo)]
         while queue or pending:
             while queue and len(pending) < in_flight and time.monotonic() < deadline:
-                rendering = queue.pop()
-                pending[env.submit(rendering.problem, rendering.source, config)] = rendering
+                rendering, attempt = queue.pop()
+                pending[env.submit(rendering.problem, rendering.source, config)] = (rendering, attempt)
             if not pending:
                 break
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
-                rendering = pending.pop(future)
+                rendering, attempt = pending.pop(future)
                 result = future.result()
-                progress.advance()
-                if result.verdict is Verdict.INFRASTRUCTURE_ERROR:
-                    log.warning("infrastructure error on %s (%s): not written, retried next time",
-                                rendering.problem.name, result.feedback[:200])  # fmt: skip
+                if result.verdict is Verdict.INFRASTRUCTURE_ERROR and attempt == 1:
+                    log.warning("infrastructure error on %s (%s): submitted again", rendering.problem.name,
+                                result.feedback[:200])  # fmt: skip
+                    queue.append((rendering, 2))
                     continue
+                progress.advance()
                 table.append(rendering, result)
                 missing -= 1
     return missing
