@@ -244,8 +244,7 @@ def test_the_command_lines(tmp_path, purpose_built, capsys):
     from tritongym.design.__main__ import main
 
     table = tmp_path / "t.jsonl"
-    purpose_built(table, DesignOptions.from_mapping(
-        {**load_config(path=CONFIGS / "cpu.toml").task.options, "table": str(table)}).__dict__)  # fmt: skip
+    purpose_built(table, {**load_config(path=CONFIGS / "cpu.toml").task.options, "table": str(table)})
     result = CliRunner().invoke(app, ["train", "--config", str(CONFIGS / "cpu.toml"), "--set",
                                       f"task.options.table='{table}'", "--steps", "2", "--out", str(tmp_path / "r"),
                                       "--no-progress"])  # fmt: skip

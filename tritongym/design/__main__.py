@@ -79,7 +79,11 @@ def final_command(args) -> int:
 
 
 def train_command(args) -> int:
+    from transformers.utils import logging as hf_logging
+
     from tritongym.design.experiment import load_experiments, run_experiments
+
+    hf_logging.disable_progress_bar()  # one bar per checkpoint otherwise
 
     experiments = load_experiments(args.experiments)
     if args.only:

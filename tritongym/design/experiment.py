@@ -28,6 +28,8 @@ from typing import Any
 import torch
 
 from tritongym.agent.episodes import Episode, TurnOutcome
+from tritongym.agent.records import TurnRecord
+from tritongym.bench import metrics as bench_metrics
 from tritongym.design.language import STRATEGIES, Design
 from tritongym.design.render import render
 from tritongym.design.table import Table
@@ -36,7 +38,7 @@ from tritongym.errors import ConfigError
 from tritongym.evaluate.result import EvalResult
 from tritongym.train.checkpoint import latest_checkpoint
 from tritongym.train.config import TrainConfig, load_config
-from tritongym.train.metrics import read_metrics
+from tritongym.train.metrics import FAST_CONVENTION, read_metrics
 from tritongym.train.rollout import run_episodes
 
 log = logging.getLogger(__name__)
@@ -134,19 +136,26 @@ def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
 
 
 def outcome_metrics(results: Sequence[Mapping[str, Any]], rewards: Sequence[float], threshold: float) -> dict:
-    """Mean reward; correct, hack and lazy rates; fast@1 and fast@1.2 (correct with speedup >= p); the
-    geometric-mean speedup of the correct ones (NaN where none is timed)."""
-    n = max(len(results), 1)
-    correct = [r for r in results if r.get("correct")]
-    speedups = [r["speedup"] for r in correct if r.get("speedup")]
+    """Mean reward, and the trainer's definitions (tritongym.bench.metrics) of the correct and hack
+    rates, fast@1 and fast@1.2 (the Dr.Kernel convention: correct with a trusted speedup >= p; NaN where
+    a correct one is not timed) and the geometric-mean speedup; the lazy rate (:func:`is_lazy`)."""
+    attempts = [
+        bench_metrics.attempt(TurnRecord("", "", 0, 0, [], "", str(getattr(r["verdict"], "value", r["verdict"])),
+                                         result=dict(r)))
+        for r in results
+    ]  # fmt: skip
+
+    def rate(value: float | None) -> float:
+        return math.nan if value is None else value
+
     return {
         "reward": sum(rewards) / max(len(rewards), 1),
-        "correct": len(correct) / n,
-        "hack": sum(str(getattr(r.get("verdict"), "value", r.get("verdict"))).startswith("hack_") for r in results) / n,
-        "lazy": sum(is_lazy(r, threshold) for r in results) / n,
-        "fast1": sum(1 for r in correct if (r.get("speedup") or 0) >= 1.0) / n,
-        "fast1.2": sum(1 for r in correct if (r.get("speedup") or 0) >= 1.2) / n,
-        "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else math.nan,
+        "correct": rate(bench_metrics.correct_rate(attempts)),
+        "hack": rate(bench_metrics.category_rate(attempts, bench_metrics.HACK)),
+        "lazy": sum(is_lazy(r, threshold) for r in results) / max(len(results), 1),
+        "fast1": rate(bench_metrics.fast_p(attempts, 1.0, FAST_CONVENTION)),
+        "fast1.2": rate(bench_metrics.fast_p(attempts, 1.2, FAST_CONVENTION)),
+        "geomean_speedup": rate(bench_metrics.geomean_speedup(attempts)),
     }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import LlamaConfig, LlamaForCausalLM
 
 from tritongym.design.language import SLOTS, Design, DesignSpace, design_vocabulary
 from tritongym.design.problems import FusionSpec, prompt_vocabulary
@@ -94,20 +95,20 @@ def next_token_table(tokenizer, space: DesignSpace) -> torch.Tensor:
     return table
 
 
-def build_model(tokenizer, shape: ModelShape, space: DesignSpace, seed: int):
+class DesignLM(LlamaForCausalLM):
+    """LlamaForCausalLM whose next-token logits are masked by the token they follow (``next_allowed``,
+    see :func:`next_token_table`). ``save_pretrained`` writes a plain Llama checkpoint: the mask is a
+    buffer, not a weight."""
+
+    def forward(self, input_ids=None, **kwargs):
+        out = super().forward(input_ids=input_ids, **kwargs)
+        allowed = self.next_allowed.to(out.logits.device)[input_ids]
+        out.logits = out.logits.masked_fill(~allowed, MASKED)
+        return out
+
+
+def build_model(tokenizer, shape: ModelShape, space: DesignSpace, seed: int) -> DesignLM:
     """A randomly initialised :class:`DesignLM` sized for ``tokenizer``, constrained to ``space``."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    class DesignLM(LlamaForCausalLM):
-        """LlamaForCausalLM whose next-token logits are masked by the token they follow (see the module
-        docstring). ``save_pretrained`` writes a plain Llama checkpoint (the mask is not a weight)."""
-
-        def forward(self, input_ids=None, **kwargs):
-            out = super().forward(input_ids=input_ids, **kwargs)
-            allowed = self.next_allowed.to(out.logits.device)[input_ids]
-            out.logits = out.logits.masked_fill(~allowed, MASKED)
-            return out
-
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=shape.hidden,
