@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from tritongym.design import Design, DesignSpace
+from tritongym.design.__main__ import main as design_main
 from tritongym.design.experiment import (
     design_shares,
+    fresh_renderings,
     load_experiments,
     markdown,
     mean_ci,
@@ -164,6 +166,11 @@ def test_experiments_run_on_the_trainer_and_aggregate_with_confidence_intervals(
     assert summary["arms"]["pr_prs"]["best_fixed_designs"] == [SPACE_FUSED]
     assert summary["arms"]["pr_prs"]["best_fixed"]["optimum_share"]["mean"] == pytest.approx(1.0)
     pairs = json.loads((tmp_path / "out" / "fresh_designs.json").read_text())["pairs"]
+    renderings = fresh_renderings(tmp_path / "out" / "fresh_designs.json")
+    assert 0 < len(renderings) <= len(pairs) and all(r.key in Table.read(table).rows for r in renderings)
+    # the final step's command: a results file that already holds every rendering is complete at once
+    assert design_main(["final", "--designs", str(tmp_path / "out" / "fresh_designs.json"), "--table", str(table),
+                        "--out", str(table), "--device", "cpu"]) == 0  # fmt: skip
     held_out = summary["arms"]["no_pr"]["trained_greedy"]
     assert any(design == SPACE_FUSED for _, design in pairs) and held_out["correct"]["n"] == 2
     # a fresh evaluation where the fused kernel turned out slower: the fresh metrics say so
@@ -241,7 +248,6 @@ def test_the_command_lines(tmp_path, purpose_built, capsys):
     from typer.testing import CliRunner
 
     from tritongym.cli import app
-    from tritongym.design.__main__ import main
 
     table = tmp_path / "t.jsonl"
     purpose_built(table, {**load_config(path=CONFIGS / "cpu.toml").task.options, "table": str(table)})
@@ -251,8 +257,8 @@ def test_the_command_lines(tmp_path, purpose_built, capsys):
     assert result.exit_code == 0, result.output
     assert len(read_metrics(tmp_path / "r")) == 2
     with pytest.raises(SystemExit) as exit_info:
-        main(["--help"])
+        design_main(["--help"])
     assert exit_info.value.code == 0 and "tabulate" in capsys.readouterr().out
-    assert main(["train", "--config", str(CONFIGS / "cpu.toml"), "--experiments", str(tmp_path / "none.toml"),
+    assert design_main(["train", "--config", str(CONFIGS / "cpu.toml"), "--experiments", str(tmp_path / "none.toml"),
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
-    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert design_main(["report", str(tmp_path / "empty")]) == 2
