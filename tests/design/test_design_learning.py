@@ -109,6 +109,24 @@ def test_the_trainer_learns_the_best_design_of_a_purpose_built_table(tmp_path, p
     assert (tmp_path / "run" / "checkpoints").is_dir() and trainer.env.lookups > 0
 
 
+def test_a_resumed_run_collects_the_steps_after_its_checkpoint_once(tmp_path, purpose_built):
+    import shutil
+
+    from tritongym.train.metrics import record_step
+
+    purpose_built(tmp_path / "t.jsonl", options(tmp_path / "t.jsonl"))
+    config = train_config(tmp_path, tmp_path / "t.jsonl", steps=3, run={"checkpoint_every": 1, "eval_every": 0,
+                          "tensorboard": False, "plot": False, "out": str(tmp_path / "run")})  # fmt: skip
+    Trainer(config).fit(steps=2, progress=False)
+    shutil.rmtree(tmp_path / "run" / "checkpoints" / "step-000002")  # as if it stopped before saving step 2
+    trainer = Trainer(config)
+    trainer.fit(resume=True, progress=False)
+    lines = (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()
+    steps = [record_step(json.loads(line)["run_id"]) for line in lines]
+    assert steps == [1] * 16 + [2] * 16 + [3] * 16
+    assert record_step("run/eval-4") is None and record_step("a/step-12") == 12
+
+
 def test_two_turns_with_trloo_see_the_feedback(tmp_path, purpose_built):
     purpose_built(tmp_path / "t.jsonl", options(tmp_path / "t.jsonl"))
     config = train_config(tmp_path, tmp_path / "t.jsonl", steps=1, rollout={"turns": 2},

@@ -38,7 +38,7 @@ from tritongym.errors import ConfigError
 from tritongym.evaluate.result import EvalResult
 from tritongym.train.checkpoint import latest_checkpoint
 from tritongym.train.config import TrainConfig, load_config
-from tritongym.train.metrics import FAST_CONVENTION, read_metrics
+from tritongym.train.metrics import FAST_CONVENTION, read_metrics, record_step
 from tritongym.train.rollout import run_episodes
 
 log = logging.getLogger(__name__)
@@ -266,7 +266,9 @@ def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) ->
         }
         trainer.fit(resume=latest_checkpoint(out) is not None, progress=progress)
         curves = training_curves(out, config.to_dict())
-        (out / "curves.jsonl").write_text("".join(json.dumps(row) + "\n" for row in curves), encoding="utf-8")
+        lines = [json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
+                 for row in curves]  # fmt: skip
+        (out / "curves.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         final["trained_greedy"] = held_out_episodes(trainer, 1, 0.0, seed)
         final["trained_sampled"] = held_out_episodes(trainer, eval_samples, 1.0, seed + 1)
         final["exhaustive"] = exhaustive(trainer, options)
@@ -413,22 +415,22 @@ def fixed_design_metrics(final: Mapping[str, Any], config: Mapping[str, Any], ta
     return out
 
 
-def training_curves(run: Path, config: Mapping[str, Any]) -> list[dict[str, float]]:
+def training_curves(run: Path, config: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per step: the trainer's metrics and, from trajectories.jsonl, the strategy shares of the first
-    turn and the mean reward of each turn (``reward_turn<k>``)."""
-    rows = read_metrics(run)
-    per_step = config["rollout"]["prompts_per_step"] * config["rollout"]["samples_per_prompt"]
-    turns = config["rollout"]["turns"]
-    records = [json.loads(line) for line in (run / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()]
-    chunk = per_step * turns
+    turn and the mean reward of each turn (``reward_turn<k>``, unjudged turns left out)."""
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for line in (run / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        step = record_step(record["run_id"])
+        if step is not None:
+            by_step.setdefault(step, []).append(record)
     curves = []
-    for i, row in enumerate(rows):
-        step = records[i * chunk : (i + 1) * chunk]
-        first = [r for r in step if r["turn"] == 0]
-        extra = design_shares([design_of(r["completion"]) for r in first])
-        for t in range(turns):
+    for row in read_metrics(run):
+        step = by_step.get(row["step"], [])
+        extra = design_shares([design_of(r["completion"]) for r in step if r["turn"] == 0])
+        for t in range(config["rollout"]["turns"]):
             rewards = [r["reward"] for r in step if r["turn"] == t and r["reward"] is not None]
-            extra[f"reward_turn{t + 1}"] = sum(rewards) / max(len(rewards), 1)
+            extra[f"reward_turn{t + 1}"] = sum(rewards) / len(rewards) if rewards else math.nan
         curves.append(row | extra)
     return curves
 

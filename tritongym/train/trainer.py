@@ -28,7 +28,13 @@ from tritongym.policy.hf import HFPolicy
 from tritongym.problems import Problem, load_problems
 from tritongym.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from tritongym.train.config import TrainConfig
-from tritongym.train.metrics import MetricsWriter, plot_metrics, rollout_metrics, truncate_metrics
+from tritongym.train.metrics import (
+    MetricsWriter,
+    plot_metrics,
+    rollout_metrics,
+    truncate_metrics,
+    truncate_trajectories,
+)
 from tritongym.train.model import build_optimizer, load_model
 from tritongym.train.rollout import HFRollout, RolloutEngine, build_reward, episode_config, run_episodes
 from tritongym.train.step import collect, rl_step
@@ -249,7 +255,8 @@ class Trainer:
         )
 
     def resume(self, path: str | Path | None = None) -> int:
-        """Load the newest (or the given) checkpoint; metrics after it are dropped. Returns its step."""
+        """Load the newest (or the given) checkpoint; metrics and training trajectories after it are
+        dropped. Returns its step."""
         path = Path(path) if path else latest_checkpoint(self.out)
         if path is None:
             raise ConfigError(f"--resume: {self.out} has no checkpoint")
@@ -257,6 +264,7 @@ class Trainer:
         self.step = int(state["step"])
         self.engine.update_weights(self.model)
         truncate_metrics(self.out / "metrics.jsonl", self.step)
+        truncate_trajectories(self.out / "trajectories.jsonl", self.step)
         log.info("resumed from %s (step %d)", path, self.step)
         return self.step
 
