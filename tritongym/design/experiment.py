@@ -503,12 +503,14 @@ def plot(out: Path, experiment: str) -> Path:
     first = run_dir(out, experiment, meta["arms"][0], meta["seeds"][0])
     turns = json.loads((first / "config.json").read_text(encoding="utf-8"))["rollout"]["turns"]
     keys = [*CURVE_KEYS, *(["reward_turn2"] if turns > 1 else [])]
-    fig, axes = plt.subplots(1, len(keys), figsize=(3.6 * len(keys), 3.0), squeeze=False)
+    cols = math.ceil(len(keys) / 2)
+    fig, grid = plt.subplots(2, cols, figsize=(3.8 * cols, 5.6), squeeze=False)
+    axes = list(grid.flat)
     for arm in meta["arms"]:
         curves = []
         for seed in meta["seeds"]:
             curves.append(read_curves(run_dir(out, experiment, arm, seed)))
-        for ax, key in zip(axes[0], keys, strict=True):
+        for ax, key in zip(axes, keys, strict=False):
             points = []
             for i in range(min(len(c) for c in curves)):
                 values = [c[i][key] for c in curves if c[i].get(key) is not None]
@@ -517,7 +519,9 @@ def plot(out: Path, experiment: str) -> Path:
             ax.plot([p[0] for p in points], [p[1] for p in points], label=arm, marker="." if len(points) < 30 else None)
             ax.set_title(key, fontsize=9)
             ax.set_xlabel("step")
-    axes[0][0].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
+    for ax in axes[len(keys) :]:
+        ax.axis("off")
     fig.suptitle(f"{experiment}: mean of {len(meta['seeds'])} seeds", fontsize=10)
     fig.tight_layout()
     path = out / experiment / "curves.png"
