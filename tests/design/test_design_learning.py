@@ -170,7 +170,7 @@ def test_experiments_run_on_the_trainer_and_aggregate_with_confidence_intervals(
     base.write_text('[task]\nname = "tritongym.design.task:build"\n[run]\ntensorboard = false\n')
     (tmp_path / "exp.toml").write_text(EXPERIMENTS)
     experiments = load_experiments(tmp_path / "exp.toml")
-    overrides = {"task": {"options": options(table)}, "run": {"steps": 3},
+    overrides = {"task": {"options": options(table)}, "run": {"steps": 2},
                  "rollout": {"prompts_per_step": 2, "samples_per_prompt": 8}, "optim": {"lr": 1e-2}}  # fmt: skip
     overrides["run"]["plot"] = False
     run_experiments(base, experiments, tmp_path / "out", overrides)
