@@ -260,6 +260,23 @@ def test_config_errors_name_what_is_wrong(tmp_path, purpose_built):
         Trainer(load_config(data={"task": {"name": "tritongym.design"}}))
     with pytest.raises(ConfigError, match="cannot be imported"):
         Trainer(load_config(data={"task": {"name": "tritongym.design.task:nothing"}}))
+    with pytest.raises(ConfigError, match="returned dict, not TaskParts"):
+        Trainer(load_config(data={"task": {"name": f"{__name__}:not_parts"}}))
+    with pytest.raises(ConfigError, match="a model without its tokenizer"):
+        Trainer(load_config(data={"task": {"name": f"{__name__}:model_only"}}))
+    # --set changes one key of an options table and keeps the others
+    config = load_config(data={"task": {"options": {"table": "a", "generated": 5}}}, overrides=["task.options.table=b"])
+    assert config.task.options == {"table": "b", "generated": 5}
+
+
+def not_parts(config, **options):
+    return {}
+
+
+def model_only(config, **options):
+    from tritongym.train.task import TaskParts
+
+    return TaskParts(model=torch.nn.Linear(1, 1))
 
 
 def test_the_command_lines(tmp_path, purpose_built, capsys):
@@ -280,3 +297,11 @@ def test_the_command_lines(tmp_path, purpose_built, capsys):
     assert design_main(["train", "--config", str(CONFIGS / "cpu.toml"), "--experiments", str(tmp_path / "none.toml"),
                  "--out", str(tmp_path / "o")]) == 2  # fmt: skip
     assert design_main(["report", str(tmp_path / "empty")]) == 2
+    experiments = str(CONFIGS / "experiments.toml")
+    assert design_main(["train", "--config", str(CONFIGS / "cpu.toml"), "--experiments", experiments,
+                        "--out", str(tmp_path / "o"), "--only", "nope"]) == 2  # fmt: skip
+    assert design_main(["tabulate", "--config", str(tmp_path / "none.toml"), "--out", str(table)]) == 2
+    assert design_main(["final", "--designs", str(tmp_path / "none.json"), "--table", str(table),
+                        "--out", str(tmp_path / "f.jsonl")]) == 2  # fmt: skip
+    assert design_main(["final", "--designs", str(tmp_path / "none.json"), "--table", str(tmp_path / "no.jsonl"),
+                        "--out", str(tmp_path / "f.jsonl")]) == 2  # fmt: skip

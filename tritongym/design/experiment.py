@@ -331,7 +331,10 @@ def fresh_renderings(designs_file: str | Path):
     """The distinct renderings of a fresh_designs.json."""
     from tritongym.design.table import distinct
 
-    data = json.loads(Path(designs_file).read_text(encoding="utf-8"))
+    try:
+        data = json.loads(Path(designs_file).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the designs to evaluate ({designs_file}): {exc}") from exc
     options = DesignOptions.from_mapping(data["options"])
     problems = design_problems(options)
     specs = problems.specs
