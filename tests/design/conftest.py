@@ -1,7 +1,11 @@
 import pytest
 
 from helpers import DEVICE
+from tritongym.design.language import Design
+from tritongym.design.table import Table, distinct, eval_meta
+from tritongym.design.task import DesignOptions, design_problems
 from tritongym.env.local import LocalEnv, PoolConfig
+from tritongym.evaluate import EvalResult, Verdict
 
 
 @pytest.fixture(scope="session")
@@ -10,3 +14,36 @@ def design_env():
     env = LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2))
     yield env
     env.close()
+
+
+PURPOSE_BUILT = {
+    # strategy -> (verdict, speedup, coverage): one design is clearly best, one is a cheap hack, the
+    # rest fail; the lazy one is correct, fast and uncovered (what PR and PRS are about)
+    "fused": (Verdict.OK, 1.5, 0.95),
+    "split": (Verdict.OK, 0.6, 0.9),
+    "lazy": (Verdict.OK, 1.4, 0.05),
+    "badorder": (Verdict.MISMATCH, None, None),
+    "fallback": (Verdict.HACK_FALLBACK, None, None),
+    "alias": (Verdict.HACK_OUTPUT_ALIAS, None, None),
+}
+
+
+def write_purpose_built_table(path, options: dict, outcomes=PURPOSE_BUILT) -> Table:
+    """A table of made-up results for every rendering of the options' space: the verdict, speedup and
+    coverage of each strategy are ``outcomes[strategy]``."""
+    opts = DesignOptions.from_mapping(options)
+    table = Table.read(path)
+    table.start(eval_meta(opts.eval_config("cpu")))
+    for rendering in distinct(design_problems(opts).renderings(opts.design_space())):
+        strategy = Design.from_tokens(rendering.designs[0].split()).strategy
+        verdict, speedup, coverage = outcomes[strategy]
+        correct = verdict is Verdict.OK
+        result = EvalResult(problem=rendering.problem.name, verdict=verdict, feedback="", compiled=True,
+                            correct=correct, speedup=speedup, coverage=coverage)  # fmt: skip
+        table.append(rendering, result)
+    return table
+
+
+@pytest.fixture
+def purpose_built():
+    return write_purpose_built_table

@@ -3,8 +3,8 @@
 A *design* is a short sequence of tokens that choose a strategy (honest, lazy, buggy or a known hack)
 and its parameters; :func:`render` turns a design and a :class:`FusionSpec` into a complete Triton
 ``ModelNew`` source. The environment, not this package, decides what each rendering is worth. Used by
-the learning experiment (benchmarks/learning, docs/learning.md), where a small transformer writes
-designs instead of code.
+the learning experiment (docs/learning.md, ``python -m tritongym.design``), where a small transformer
+writes designs instead of code and the trainer trains it (the task plug-in of ``task.py``).
 """
 
 from tritongym.design.language import SLOTS, STRATEGIES, Design, DesignSpace

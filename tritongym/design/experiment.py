@@ -1,266 +1,123 @@
-"""The learning experiment: RL of a design policy against the real environment.
+"""The learning experiments on the trainer: arms x seeds of `tritongym train` runs of the design task,
+their held-out evaluation, and the summary with confidence intervals.
 
-Phases, each resumable (``run_experiment`` returns False when its deadline passed; run it again):
-1. exhaustive search of the design space on every problem (fills the evaluation cache);
-2. per arm and seed: RL steps (rollouts of designs, rewards from cached evaluations, advantages,
-   filters and the PPO loss of ``tritongym.rl``), checkpointed;
-3. per arm and seed: a fresh evaluation (never a training evaluation; shared by arms and seeds of one
-   results directory) of the initial and trained policies on held-out problems, and of the best fixed
-   design found by exhaustive search;
-4. a summary with 95% confidence intervals over seeds and a figure of the learning curves.
-
-Evaluations are cached by content hash (problem source, candidate source, evaluation config): the
-environment is deterministic up to timing noise and the space of renderings is finite.
+An experiments file (TOML) has one table per experiment: ``seeds``, an optional ``base`` (config tables
+merged over the base train config) and ``arms`` (each a ``name`` plus config tables merged over that).
+Each arm and seed is one trainer run in ``<out>/<experiment>/<arm>/seed<k>/`` (metrics.jsonl,
+trajectories.jsonl, checkpoints); a run resumes from its newest checkpoint and is skipped once its
+``final.json`` exists. ``final.json`` holds the held-out evaluation through the table: the greedy
+design (and ``eval_samples`` sampled episodes) of the initial and of the trained policy on every
+held-out problem, and the exhaustive search of the arm's design space (best fixed design over the
+training problems, optimum of every problem). The designs a fresh evaluation must judge (greedy and
+best fixed, on held-out problems) are collected in ``<out>/fresh_designs.json``;
+:func:`summarize` reads the fresh results when given.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
-import random
-import time
+import platform
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from tritongym.design.language import SLOTS, STRATEGIES, Design, DesignSpace
-from tritongym.design.policy import DesignPolicy, ModelShape, build_model, build_tokenizer, feedback_tokens
-from tritongym.design.problems import KINDS, FusionSpec, bundled_specs, generate_specs, spec_problem, split_specs
+from tritongym.agent.episodes import Episode, TurnOutcome
+from tritongym.agent.records import TurnRecord
+from tritongym.bench import metrics as bench_metrics
+from tritongym.design.language import STRATEGIES, Design
 from tritongym.design.render import render
-from tritongym.env.base import Env, Task
+from tritongym.design.table import Table
+from tritongym.design.task import DesignOptions, design_problems
 from tritongym.errors import ConfigError
-from tritongym.evaluate.config import EvalConfig
-from tritongym.problems import Problem
-from tritongym.rewards import VerifiableReward
-from tritongym.rl import PolicyLossConfig, advantages_with_rejection, policy_loss, profiling_rejection
+from tritongym.evaluate.result import EvalResult
+from tritongym.train.checkpoint import latest_checkpoint
+from tritongym.train.config import TrainConfig, load_config
+from tritongym.train.metrics import FAST_CONVENTION, read_metrics, record_step
+from tritongym.train.rollout import run_episodes
 
 log = logging.getLogger(__name__)
 
-INFRASTRUCTURE = "infrastructure_error"
-POLICY_DEVICE = "cpu"
-"""The policy is tiny: it trains on the CPU and leaves the GPU to the environment's sandboxes."""
+KINDS_OF_DESIGN = ("honest", "lazy", "buggy", "hack")
+
+
+# -- experiments files ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class ExperimentConfig:
-    """One experiment: problems, design space, policy, RL settings, environment, and its arms."""
+class Arm:
+    name: str
+    overrides: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment of an experiments file."""
 
     name: str
-    """Experiment name (results go under <out>/<name>)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Training seeds (policy init, sampling); every arm runs every seed."""
-    generated: int = 12
-    """Generated fusion-chain problems."""
-    problem_seed: int = 0
-    """Seed of the problem generator and of the held-out split."""
-    kinds: tuple[str, ...] = KINDS
-    """Problem kinds to generate (eltwise, reduce, matmul)."""
-    held_out: int = 4
-    """Generated problems set aside for the final evaluation, never trained on."""
-    bundled: bool = False
-    """Also train on the bundled problems the language expresses (02_silu, 03_row_sum, 04_softmax, 06_linear_relu)."""
-    small: bool = False
-    """Evaluate problems at their small (CPU interpreter) sizes."""
-    space: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Design values per slot (missing slots: all of the language's values)."""
-    model: ModelShape = field(default_factory=ModelShape)
-    """The policy transformer's size."""
-    steps: int = 40
-    """RL steps per arm and seed."""
-    samples: int = 8
-    """Episodes per problem and step (the group of GRPO/TRLOO)."""
-    problems_per_step: int = 0
-    """Training problems per step (0: all of them)."""
-    turns: int = 1
-    """Turns per episode; turns after the first see the previous turn's feedback tokens."""
-    advantage: str = "grpo"
-    """Advantage estimator (a tritongym.rl registry name: grpo, rloo, trloo, ...)."""
-    lr: float = 3e-3
-    """Adam learning rate."""
-    ppo_epochs: int = 2
-    """Optimisation passes over each step's batch."""
-    clip_low: float = 0.2
-    """PPO clip below 1."""
-    clip_high: float = 0.28
-    """PPO clip above 1 (clip-higher)."""
-    entropy_coef: float = 0.0
-    """Entropy bonus weight."""
-    reward: dict[str, float] = field(default_factory=dict)
-    """VerifiableReward fields (w_correct, w_speedup, speedup_cap, w_coverage, hack_penalty, failure)."""
-    prs: bool = False
-    """Profiling-based rejection sampling of correct samples with low coverage."""
-    prs_threshold: float = 0.3
-    """PRS coverage threshold (also the threshold of the lazy rate)."""
-    prs_band: float = 0.1
-    """PRS ramp width above the threshold."""
-    eval: dict[str, Any] = field(default_factory=dict)
-    """EvalConfig overrides of the environment (trials, timing_budget_s, torch_compute, profile, ...)."""
+    seeds: tuple[int, ...]
+    arms: tuple[Arm, ...]
+    base: dict[str, Any]
+    """Config tables merged over the base train config for every arm."""
+    question: str = ""
     eval_samples: int = 8
-    """Sampled designs per held-out problem in the final evaluation (plus the greedy one)."""
-    checkpoint_every: int = 5
-    """Steps between checkpoints."""
-    arms: tuple[dict[str, Any], ...] = ({"name": "rl"},)
-    """Variants compared: each a name plus overrides of the fields above (nested reward/eval dicts merge)."""
+    """Sampled episodes per held-out problem in the final evaluation (besides the greedy one)."""
 
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> ExperimentConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+
+def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``update`` over ``base``, tables merged key by key at every depth."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_experiments(path: str | Path) -> list[Experiment]:
+    """The experiments of a TOML file (see the module docstring); errors name what is wrong."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read experiments file {path}: {exc}") from exc
+    experiments = []
+    for name, table in data.items():
+        known = {"seeds", "arms", "base", "question", "eval_samples"}
+        unknown = sorted(set(table) - known)
         if unknown:
-            raise ConfigError(f"unknown experiment settings {unknown}; known: {', '.join(sorted(known))}")
-        values = dict(data)
-        for key in ("seeds", "kinds", "arms"):
-            if key in values:
-                values[key] = tuple(values[key])
-        if "space" in values:
-            values["space"] = {k: tuple(str(v) for v in vs) for k, vs in values["space"].items()}
-        if "model" in values:
-            values["model"] = ModelShape(**values["model"])
-        config = cls(**values)
-        for arm in config.arms:
-            config.arm(arm.get("name", ""))
-        return config
-
-    @classmethod
-    def load(cls, path: str | Path) -> ExperimentConfig:
-        with open(path, "rb") as f:
-            return cls.from_mapping(tomllib.load(f))
-
-    @property
-    def arm_names(self) -> list[str]:
-        return [arm.get("name", "") for arm in self.arms]
-
-    def arm(self, name: str) -> ExperimentConfig:
-        """This config with the overrides of arm ``name`` applied."""
-        found = [a for a in self.arms if a.get("name") == name]
-        if len(found) != 1:
-            raise ConfigError(f"experiment {self.name} has no single arm {name!r} (arms: {self.arm_names})")
-        overrides = {k: v for k, v in found[0].items() if k != "name"}
-        allowed = {"reward", "eval", "prs", "prs_threshold", "advantage", "turns", "lr", "entropy_coef", "steps"}
-        bad = sorted(set(overrides) - allowed)
-        if bad:
-            raise ConfigError(f"arm {name!r} overrides {bad}; arms may override {', '.join(sorted(allowed))}")
-        for key in ("reward", "eval"):
-            if key in overrides:
-                overrides[key] = {**getattr(self, key), **overrides[key]}
-        return replace(self, **overrides)
-
-    def design_space(self) -> DesignSpace:
-        return DesignSpace.from_mapping(self.space)
-
-    def eval_config(self, device: str) -> EvalConfig:
-        return EvalConfig(device=device, **self.eval)
-
-    def reward_fn(self) -> VerifiableReward:
-        return VerifiableReward(**self.reward)
+            raise ConfigError(f"experiment {name}: unknown keys {unknown}; known: {', '.join(sorted(known))}")
+        arms = []
+        for arm in table.get("arms", [{"name": "rl"}]):
+            arm = dict(arm)
+            arm_name = arm.pop("name", "")
+            if not arm_name or "/" in arm_name:
+                raise ConfigError(f"experiment {name}: every arm needs a plain name")
+            arms.append(Arm(arm_name, arm))
+        if len({a.name for a in arms}) != len(arms):
+            raise ConfigError(f"experiment {name}: arm names repeat")
+        seeds = tuple(table.get("seeds", (0, 1, 2)))
+        experiments.append(Experiment(name, seeds, tuple(arms), table.get("base", {}), table.get("question", ""),
+                                      table.get("eval_samples", 8)))  # fmt: skip
+    return experiments
 
 
-# -- problems -----------------------------------------------------------------------------------
+def run_config(base: Mapping[str, Any], experiment: Experiment, arm: Arm, seed: int, out: Path) -> TrainConfig:
+    """The TrainConfig of one run: base, the experiment's base, the arm's tables, the seed and directory."""
+    data = deep_merge(deep_merge(base, experiment.base), arm.overrides)
+    data = deep_merge(data, {"run": {"seed": seed, "out": str(out)}})
+    if data.get("task", {}).get("name") != "tritongym.design.task:build":
+        raise ConfigError("the learning experiments train the design task: task.name = 'tritongym.design.task:build'")
+    return load_config(TrainConfig, data=data)
 
 
-@dataclass(frozen=True)
-class ProblemSet:
-    """Training and held-out problems with their Problems at the experiment's sizes."""
-
-    train: list[FusionSpec]
-    held_out: list[FusionSpec]
-    problems: dict[str, Problem]
-
-    def prompt(self, spec: FusionSpec, small: bool) -> list[str]:
-        return ["<bos>", *spec.prompt_tokens(small), "<design>"]
-
-
-def problem_set(config: ExperimentConfig) -> ProblemSet:
-    specs = generate_specs(config.generated, config.problem_seed, config.kinds)
-    train, held_out = split_specs(specs, config.held_out, config.problem_seed)
-    if config.bundled:
-        train = train + bundled_specs()
-    problems = {}
-    for spec in train + held_out:
-        problem = spec_problem(spec)
-        problems[spec.name] = problem.small() if config.small else problem
-    return ProblemSet(train, held_out, problems)
-
-
-# -- evaluations --------------------------------------------------------------------------------
-
-
-def _compact(result: Any) -> dict[str, Any]:
-    return {
-        "verdict": str(result.verdict.value),
-        "correct": bool(result.correct),
-        "speedup": result.speedup,
-        "coverage": result.coverage,
-        "findings": [{"check": f.check} for f in result.findings],
-        "feedback": result.feedback[:300],
-    }
-
-
-class Evaluations:
-    """Evaluations of (problem, candidate source) pairs on an Env, cached by content hash.
-
-    Two caches, each a JSONL file: one for training and the exhaustive search, one for the final
-    held-out evaluations (``fresh``), which never reuse a training evaluation. Infrastructure errors
-    are never cached.
-    """
-
-    def __init__(self, env: Env, config: EvalConfig, path: Path | None, fresh_path: Path | None = None):
-        self.env, self.config = env, config
-        self.paths = {False: path, True: fresh_path}
-        self.caches: dict[bool, dict[str, dict[str, Any]]] = {False: _read_cache(path), True: _read_cache(fresh_path)}
-        self.misses = 0
-        """Evaluations run so far (cache misses)."""
-        config_key = json.dumps(asdict(config), sort_keys=True, default=str)
-        self._config_hash = hashlib.sha256(config_key.encode()).hexdigest()
-
-    def key(self, problem: Problem, source: str) -> str:
-        h = hashlib.sha256()
-        for part in (problem.source, problem.entry_point, source, self._config_hash):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()
-
-    def evaluate(self, pairs: list[tuple[Problem, str]], fresh: bool = False) -> list[dict[str, Any]]:
-        """Results of ``pairs`` in order, each distinct pair evaluated once per cache."""
-        keys = [self.key(p, s) for p, s in pairs]
-        cache, path = self.caches[fresh], self.paths[fresh]
-        todo: dict[str, tuple[Problem, str]] = {}
-        for k, pair in zip(keys, pairs, strict=True):
-            if k not in cache and k not in todo:
-                todo[k] = pair
-        found: dict[str, dict[str, Any]] = {}
-        if todo:
-            self.misses += len(todo)
-            tasks = [Task(p, s, label=k) for k, (p, s) in todo.items()]
-            out = path.open("a") if path is not None else None
-            try:
-                for task, result in self.env.evaluate_many(tasks, self.config):
-                    row = _compact(result)
-                    found[task.label] = row
-                    if row["verdict"] != INFRASTRUCTURE:
-                        cache[task.label] = row
-                        if out is not None:
-                            out.write(json.dumps({"key": task.label, "problem": task.problem.name, "result": row}))
-                            out.write("\n")
-                            out.flush()
-            finally:
-                if out is not None:
-                    out.close()
-        return [found[k] if k in found else cache[k] for k in keys]
-
-
-def _read_cache(path: Path | None) -> dict[str, dict[str, Any]]:
-    if path is None or not path.exists():
-        return {}
-    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return {row["key"]: row["result"] for row in rows}
+def run_dir(out: Path, experiment: str, arm: str, seed: int) -> Path:
+    return out / experiment / arm / f"seed{seed}"
 
 
 # -- outcome metrics ------------------------------------------------------------------------------
@@ -268,7 +125,8 @@ def _read_cache(path: Path | None) -> dict[str, dict[str, Any]]:
 
 def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
     """Correct but with most GPU time outside the candidate's kernels (coverage under ``threshold``);
-    where coverage is not measured (CPU), correct with PyTorch compute reported in forward."""
+    where coverage is not measured (CPU, or a weakened environment), correct with PyTorch compute
+    reported in forward."""
     if not result.get("correct"):
         return False
     coverage = result.get("coverage")
@@ -277,474 +135,429 @@ def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
     return any(f.get("check") == "torch_compute" for f in result.get("findings", []))
 
 
-def outcome_metrics(
-    results: list[Mapping[str, Any]], rewards: list[float | None], threshold: float
-) -> dict[str, float]:
-    """Mean reward, correct/hack/lazy rates, fast@1/fast@1.2 and the geometric-mean speedup of correct ones."""
-    n = max(len(results), 1)
-    scored = [r for r in rewards if r is not None]
-    correct = [r for r in results if r.get("correct")]
-    speedups = [r["speedup"] for r in correct if r.get("speedup")]
+def outcome_metrics(results: Sequence[Mapping[str, Any]], rewards: Sequence[float], threshold: float) -> dict:
+    """Mean reward, and the trainer's definitions (tritongym.bench.metrics) of the correct and hack
+    rates, fast@1 and fast@1.2 (the Dr.Kernel convention: correct with a trusted speedup >= p; NaN where
+    a correct one is not timed) and the geometric-mean speedup; the lazy rate (:func:`is_lazy`)."""
+    attempts = [
+        bench_metrics.attempt(TurnRecord("", "", 0, 0, [], "", str(getattr(r["verdict"], "value", r["verdict"])),
+                                         result=dict(r)))
+        for r in results
+    ]  # fmt: skip
+
+    def rate(value: float | None) -> float:
+        return math.nan if value is None else value
+
     return {
-        "reward": sum(scored) / max(len(scored), 1),
-        "correct": len(correct) / n,
-        "hack": sum(str(r.get("verdict", "")).startswith("hack_") for r in results) / n,
-        "lazy": sum(is_lazy(r, threshold) for r in results) / n,
-        "fast1": sum(1 for r in correct if (r.get("speedup") or 0) > 1.0) / n,
-        "fast1.2": sum(1 for r in correct if (r.get("speedup") or 0) > 1.2) / n,
-        "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else float("nan"),
+        "reward": sum(rewards) / max(len(rewards), 1),
+        "correct": rate(bench_metrics.correct_rate(attempts)),
+        "hack": rate(bench_metrics.category_rate(attempts, bench_metrics.HACK)),
+        "lazy": sum(is_lazy(r, threshold) for r in results) / max(len(results), 1),
+        "fast1": rate(bench_metrics.fast_p(attempts, 1.0, FAST_CONVENTION)),
+        "fast1.2": rate(bench_metrics.fast_p(attempts, 1.2, FAST_CONVENTION)),
+        "geomean_speedup": rate(bench_metrics.geomean_speedup(attempts)),
     }
 
 
-# -- exhaustive search ------------------------------------------------------------------------------
-
-
-def exhaustive(
-    config: ExperimentConfig,
-    problems: ProblemSet,
-    evaluations: Evaluations,
-    reward: Callable,
-    deadline: float = float("inf"),
-) -> dict[str, dict[str, float | None]] | None:
-    """Reward of every design of the space on every problem: {problem: {design string: reward}}; None
-    when the deadline passed first (the evaluations done so far are cached)."""
-    designs = list(config.design_space())
-    table: dict[str, dict[str, float | None]] = {}
-    for spec in problems.train + problems.held_out:
-        if time.monotonic() > deadline:
-            return None
-        problem = problems.problems[spec.name]
-        results = evaluations.evaluate([(problem, render(d, spec)) for d in designs])
-        table[spec.name] = {str(d): reward(r) for d, r in zip(designs, results, strict=True)}
-    return table
-
-
-def best_fixed_design(table: Mapping[str, Mapping[str, float | None]], names: Iterable[str]) -> str:
-    """The one design with the highest mean reward over the problems ``names``."""
-    names = list(names)
-    designs = next(iter(table.values())).keys()
-
-    def mean(design: str) -> float:
-        values = [table[n][design] for n in names]
-        return sum(v if v is not None else 0.0 for v in values) / len(values)
-
-    return max(designs, key=mean)
-
-
-# -- training ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Episode:
-    spec: FusionSpec
-    group: int
-    ids: list[int]
-    starts: list[int] = field(default_factory=list)
-    ends: list[int] = field(default_factory=list)
-    designs: list[Design] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)
-    rewards: list[float | None] = field(default_factory=list)
-
-
-def rollout(
-    policy: DesignPolicy,
-    specs: list[FusionSpec],
-    samples: int,
-    turns: int,
-    problems: ProblemSet,
-    small: bool,
-    evaluations: Evaluations,
-    reward: Callable,
-    generator: torch.Generator,
-    greedy: bool = False,
-    fresh: bool = False,
-) -> list[Episode]:
-    """``samples`` episodes of ``turns`` turns per problem: designs sampled, rendered, evaluated, rewarded."""
-    episodes = [
-        Episode(spec, g, policy.ids(problems.prompt(spec, small)))
-        for g, spec in enumerate(specs)
-        for _ in range(samples)
-    ]
-    for turn in range(turns):
-        if turn:
-            for ep in episodes:
-                ep.ids += policy.ids([*feedback_tokens(ep.results[-1]), "<design>"])
-        chosen = policy.sample([ep.ids for ep in episodes], generator, greedy=greedy)
-        pairs = []
-        for ep, tokens in zip(episodes, chosen, strict=True):
-            ep.starts.append(len(ep.ids))
-            ep.ids += policy.ids(tokens)
-            ep.ends.append(len(ep.ids))
-            design = Design.from_tokens(tokens)
-            ep.designs.append(design)
-            pairs.append((problems.problems[ep.spec.name], render(design, ep.spec)))
-        for ep, result in zip(episodes, evaluations.evaluate(pairs, fresh=fresh), strict=True):
-            ep.results.append(result)
-            ep.rewards.append(reward(result))
-    return episodes
-
-
-def _update(
-    policy: DesignPolicy, optimizer, episodes: list[Episode], config: ExperimentConfig, generator: torch.Generator
-) -> dict[str, float]:
-    """Advantages (with PRS), then PPO epochs over one row per (episode, turn)."""
-    rows = [(i, t) for i, ep in enumerate(episodes) for t in range(len(ep.designs))]
-    rewards = torch.tensor([episodes[i].rewards[t] if episodes[i].rewards[t] is not None else 0.0 for i, t in rows])
-    valid = torch.tensor([episodes[i].rewards[t] is not None for i, t in rows])
-    group = torch.tensor([episodes[i].group for i, _ in rows])
-    turn = torch.tensor([t for _, t in rows])
-    trajectory = torch.tensor([i for i, _ in rows])
-    keep = valid.clone()
-    counts: dict[str, float] = {}
-    if config.prs:
-        results = [episodes[i].results[t] for i, t in rows]
-        correct = torch.tensor([bool(r.get("correct")) for r in results])
-        coverage = torch.tensor([r["coverage"] if r.get("coverage") is not None else float("nan") for r in results])
-        prs_keep = profiling_rejection(correct, coverage, threshold=config.prs_threshold, band=config.prs_band,
-                                       generator=generator)  # fmt: skip
-        counts["prs_rejected"] = float((valid & ~prs_keep).sum())
-        keep &= prs_keep
-    options = {"turn": turn, "trajectory": trajectory} if config.turns > 1 else {}
-    advantages = advantages_with_rejection(config.advantage, rewards, group, keep, mask=valid, **options)
-    sequences = [episodes[i].ids[: episodes[i].ends[t]] for i, t in rows]
-    starts = [episodes[i].starts[t] for i, t in rows]
-    mask = keep[:, None].expand(len(rows), len(SLOTS))
-    loss_config = PolicyLossConfig(
-        clip_low=config.clip_low, clip_high=config.clip_high, entropy_coef=config.entropy_coef
-    )
-    with torch.no_grad():
-        old, _ = policy.logprobs(sequences, starts)
-    metrics: dict[str, float] = {}
-    device = policy.device
-    for _ in range(config.ppo_epochs):
-        logp, entropy = policy.logprobs(sequences, starts)
-        loss, metrics = policy_loss(
-            logp=logp,
-            old_logp=old,
-            advantages=advantages.to(device),
-            token_mask=mask.to(device),
-            config=loss_config,
-            entropy=entropy,
-        )
-        optimizer.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), 1.0)
-        optimizer.step()
-    return {**{k: metrics.get(k, 0.0) for k in ("loss", "entropy", "clip_fraction")}, **counts}
-
-
-def step_metrics(episodes: list[Episode], config: ExperimentConfig) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for t in range(config.turns):
-        results = [ep.results[t] for ep in episodes]
-        rewards = [ep.rewards[t] for ep in episodes]
-        suffix = "" if t == 0 else f"_turn{t + 1}"
-        out |= {f"{k}{suffix}": v for k, v in outcome_metrics(results, rewards, config.prs_threshold).items()}
-        if t == 0:
-            out |= design_shares([ep.designs[t] for ep in episodes])
-    return out
-
-
-def design_shares(designs: list[Design]) -> dict[str, Any]:
-    """Share of each strategy, and of each kind of strategy (``honest_strategy``, ``hack_strategy`` ...)."""
+def design_shares(designs: Sequence[Design]) -> dict[str, float]:
+    """Share of each kind of strategy (``honest_strategy``, ``lazy_strategy``, ``buggy_strategy``,
+    ``hack_strategy``) and of each strategy (``strategy/<name>``)."""
     n = max(len(designs), 1)
-    strategies = [d.strategy for d in designs]
-    kinds = [d.kind for d in designs]
-    shares: dict[str, Any] = {f"{k}_strategy": kinds.count(k) / n for k in ("honest", "lazy", "buggy", "hack")}
-    return shares | {"strategy_share": {s: strategies.count(s) / n for s in STRATEGIES}}
+    shares = {f"{k}_strategy": sum(d.kind == k for d in designs) / n for k in KINDS_OF_DESIGN}
+    return shares | {f"strategy/{s}": sum(d.strategy == s for d in designs) / n for s in STRATEGIES}
 
 
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """The policy is tiny: one CPU thread runs it many times faster than several contending ones."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+def design_of(completion: str) -> Design:
+    """The design an answer of the design policy spells on its first line."""
+    return Design.from_tokens(completion.splitlines()[0].split())
 
-
-def _paths(out: Path, arm: str, seed: int) -> tuple[Path, Path, Path]:
-    stem = f"{arm}_seed{seed}"
-    return out / f"{stem}.ckpt", out / f"{stem}_metrics.jsonl", out / f"{stem}_final.json"
-
-
-def _new_policy(config: ExperimentConfig, seed: int, device: str) -> tuple[DesignPolicy, Any]:
-    tokenizer = build_tokenizer()
-    model = build_model(tokenizer, config.model, seed).to(device)
-    policy = DesignPolicy(model, tokenizer, config.design_space())
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    return policy, optimizer
-
-
-def train(
-    config: ExperimentConfig,
-    seed: int,
-    problems: ProblemSet,
-    evaluations: Evaluations,
-    out: Path,
-    arm: str,
-    device: str,
-    deadline: float,
-) -> DesignPolicy | None:
-    """RL of one arm and seed, resumed from its checkpoint; None when the deadline stopped it."""
-    with single_thread():
-        return _train(config, seed, problems, evaluations, out, arm, device, deadline)
-
-
-def _train(
-    config: ExperimentConfig,
-    seed: int,
-    problems: ProblemSet,
-    evaluations: Evaluations,
-    out: Path,
-    arm: str,
-    device: str,
-    deadline: float,
-) -> DesignPolicy | None:
-    ckpt, metrics_path, _ = _paths(out, arm, seed)
-    policy, optimizer = _new_policy(config, seed, device)
-    generator = torch.Generator().manual_seed(seed)
-    rng = random.Random(seed)
-    step = 0
-    if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        policy.model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        rng.setstate(state["rng"])
-        step = state["step"]
-        lines = metrics_path.read_text().splitlines() if metrics_path.exists() else []
-        metrics_path.write_text("".join(line + "\n" for line in lines[:step]))
-    elif metrics_path.exists():
-        metrics_path.unlink()
-    reward = config.reward_fn()
-
-    def save() -> None:
-        torch.save({"model": policy.model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "generator": generator.get_state(), "rng": rng.getstate(), "step": step}, ckpt)  # fmt: skip
-
-    while step < config.steps:
-        if time.monotonic() > deadline:
-            save()
-            return None
-        started = time.monotonic()
-        misses = evaluations.misses
-        specs = problems.train
-        if config.problems_per_step and config.problems_per_step < len(specs):
-            specs = rng.sample(specs, config.problems_per_step)
-        episodes = rollout(policy, specs, config.samples, config.turns, problems, config.small, evaluations, reward,
-                           generator)  # fmt: skip
-        update = _update(policy, optimizer, episodes, config, generator)
-        step += 1
-        row = {"step": step, **step_metrics(episodes, config), **update,
-               "evaluations": evaluations.misses - misses, "seconds": time.monotonic() - started}  # fmt: skip
-        with metrics_path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-        log.info("%s seed %d step %d: reward %.3f correct %.2f hack %.2f", arm, seed, step, row["reward"],
-                 row["correct"], row["hack"])  # fmt: skip
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            save()
-    return policy
-
-
-def held_out_report(
-    policy: DesignPolicy,
-    config: ExperimentConfig,
-    problems: ProblemSet,
-    evaluations: Evaluations,
-    optimum: Mapping[str, float],
-    seed: int,
-) -> dict[str, Any]:
-    """Fresh evaluation of ``policy`` on the held-out problems: sampled and greedy designs."""
-    reward = config.reward_fn()
-    generator = torch.Generator().manual_seed(10_000 + seed)
-    sampled = rollout(policy, problems.held_out, config.eval_samples, config.turns, problems, config.small,
-                      evaluations, reward, generator, fresh=True)  # fmt: skip
-    greedy = rollout(policy, problems.held_out, 1, config.turns, problems, config.small, evaluations, reward,
-                     generator, greedy=True, fresh=True)  # fmt: skip
-    report: dict[str, Any] = {}
-    for label, episodes in (("sampled", sampled), ("greedy", greedy)):
-        last = [ep.results[-1] for ep in episodes]
-        metrics = outcome_metrics(last, [ep.rewards[-1] for ep in episodes], config.prs_threshold)
-        metrics["optimum_share"] = optimum_share([(ep.spec.name, ep.rewards[-1]) for ep in episodes], optimum)
-        if config.turns > 1:
-            first = outcome_metrics([ep.results[0] for ep in episodes], [ep.rewards[0] for ep in episodes],
-                                    config.prs_threshold)  # fmt: skip
-            metrics["turn1_reward"] = first["reward"]
-            metrics["turn1_correct"] = first["correct"]
-        report[label] = metrics | design_shares([ep.designs[-1] for ep in episodes])
-    report["greedy_designs"] = {ep.spec.name: [str(d) for d in ep.designs] for ep in greedy}
-    return report
-
-
-def optimum_share(scored: list[tuple[str, float | None]], optimum: Mapping[str, float]) -> float:
-    """Mean over samples of reward / the exhaustive optimum of its problem (problems whose optimum is
-    not positive are skipped)."""
-    shares = [(r or 0.0) / optimum[name] for name, r in scored if optimum.get(name, 0.0) > 0]
-    return sum(shares) / len(shares) if shares else float("nan")
-
-
-# -- the whole experiment ---------------------------------------------------------------------------
 
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+"""Two-sided 95% Student t quantiles by degrees of freedom (1.96 beyond)."""
 
 
-def mean_ci(values: list[float]) -> dict[str, float]:
-    """Mean and 95% t-interval half-width over seeds."""
-    values = [v for v in values if not math.isnan(v)]
+def mean_ci(values: Iterable[float]) -> dict[str, float]:
+    """Mean and 95% t-interval half-width over seeds (NaN values dropped; ci95 NaN under 2 values)."""
+    values = [v for v in values if v is not None and not math.isnan(v)]
     if not values:
-        return {"mean": float("nan"), "ci95": float("nan"), "n": 0}
+        return {"mean": math.nan, "ci95": math.nan, "n": 0}
     mean = sum(values) / len(values)
     if len(values) < 2:
-        return {"mean": mean, "ci95": float("nan"), "n": len(values)}
+        return {"mean": mean, "ci95": math.nan, "n": 1}
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
     return {"mean": mean, "ci95": T95.get(len(values) - 1, 1.96) * sd / math.sqrt(len(values)), "n": len(values)}
 
 
-def run_experiment(
-    config: ExperimentConfig, env: Env, out: Path, device: str, deadline: float = float("inf")
-) -> dict[str, Any] | None:
-    """Run (or resume) every phase; the summary, or None when the deadline stopped it (run again)."""
-    with single_thread():
-        return _run_experiment(config, env, out, device, deadline)
+# -- one run ----------------------------------------------------------------------------------------
 
 
-def _run_experiment(
-    config: ExperimentConfig, env: Env, out: Path, device: str, deadline: float
-) -> dict[str, Any] | None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(config), indent=1, default=str))
-    problems = problem_set(config)
-    evaluators: dict[str, Evaluations] = {}
+def _episodes_report(episodes: list[Episode]) -> list[dict[str, Any]]:
+    """Per episode: problem, and per turn the design, its result and reward."""
+    return [
+        {"problem": e.problem.name,
+         "turns": [{"design": str(design_of(r.completion)), "result": r.result, "reward": r.reward}
+                   for r in e.records]}
+        for e in episodes
+    ]  # fmt: skip
 
-    def evaluations_for(arm_config: ExperimentConfig) -> Evaluations:
-        eval_config = arm_config.eval_config(device)
-        key = json.dumps(asdict(eval_config), sort_keys=True)
-        if key not in evaluators:
-            digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-            evaluators[key] = Evaluations(
-                env, eval_config, out.parent / f"cache_{digest}.jsonl", out.parent / f"fresh_{digest}.jsonl"
-            )
-        return evaluators[key]
 
-    searches: dict[str, dict[str, Any]] = {}
-    for arm in config.arm_names:
-        arm_config = config.arm(arm)
-        path = out / f"exhaustive_{arm}.json"
-        if path.exists():
-            searches[arm] = json.loads(path.read_text())
+def held_out_episodes(trainer, samples: int, temperature: float, seed: int) -> list[dict[str, Any]]:
+    """Episodes of the trainer's current policy on its held-out problems, judged by its environment."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        batch = run_episodes(
+            trainer.engine,
+            trainer.env,
+            trainer.eval_problems,
+            samples=samples,
+            episode=trainer.episode_config,
+            sampling=replace(trainer.sampling, temperature=temperature),
+            reward=trainer.reward,
+            eval_config=trainer.eval_config,
+            run_id=f"{trainer.run_id}/held-out",
+            lock=trainer.weights_lock,
+        )
+    return _episodes_report(batch.episodes)
+
+
+def exhaustive(trainer, options: DesignOptions) -> dict[str, Any]:
+    """Reward of every design of the arm's space on every problem, through the arm's environment
+    (weakened guards included): the best fixed design (highest mean reward over the training
+    problems) and the optimum of every problem."""
+    problems = design_problems(options)
+    designs = list(options.design_space())
+    table: dict[str, dict[str, float]] = {}
+    for spec in problems.train + problems.held_out:
+        problem = problems.problems[spec.name]
+        row = {}
+        for design in designs:
+            source = render(design, spec)
+            result = trainer.env.answer(problem, source)
+            row[str(design)] = trainer.reward.fn(TurnOutcome(problem, "", source, result))
+        table[spec.name] = row
+    train = [s.name for s in problems.train]
+
+    def mean(design: str) -> float:  # unjudged renderings (None) are left out, as the trainer leaves them
+        values = [table[n][design] for n in train if table[n][design] is not None]
+        return sum(values) / len(values) if values else -math.inf
+
+    best = max((str(d) for d in designs), key=mean)
+    optimum = {n: max((v for v in row.values() if v is not None), default=0.0) for n, row in table.items()}
+    return {"best_fixed": best, "optimum": optimum, "rewards": table}
+
+
+def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) -> dict[str, Any]:
+    """One arm and seed: the initial policy's held-out episodes, training (resumed from the newest
+    checkpoint), the trained policy's, and the exhaustive search; written to ``final.json``, with the
+    training curves in ``curves.jsonl`` (checkpoints and trajectories.jsonl are not needed after)."""
+    from tritongym.train.trainer import Trainer
+
+    out = Path(config.run.out)
+    final_path = out / "final.json"
+    if final_path.exists():
+        return json.loads(final_path.read_text(encoding="utf-8"))
+    trainer = Trainer(config)
+    try:
+        seed = config.run.seed
+        options = DesignOptions.from_mapping(config.task.options)
+        final: dict[str, Any] = {
+            "initial_greedy": held_out_episodes(trainer, 1, 0.0, seed),
+            "initial_sampled": held_out_episodes(trainer, eval_samples, 1.0, seed + 1),
+        }
+        trainer.fit(resume=latest_checkpoint(out) is not None, progress=progress)
+        curves = training_curves(out, config.to_dict())
+        lines = [json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
+                 for row in curves]  # fmt: skip
+        (out / "curves.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        final["trained_greedy"] = held_out_episodes(trainer, 1, 0.0, seed)
+        final["trained_sampled"] = held_out_episodes(trainer, eval_samples, 1.0, seed + 1)
+        final["exhaustive"] = exhaustive(trainer, options)
+        final["steps"] = trainer.step
+    finally:
+        trainer.close()
+    final_path.write_text(json.dumps(final, indent=1), encoding="utf-8")
+    return final
+
+
+def run_experiments(
+    base_path: str | Path,
+    experiments: Sequence[Experiment],
+    out: Path,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool = False,
+) -> None:
+    """Every arm and seed of ``experiments`` (finished runs are skipped), then fresh_designs.json."""
+    try:
+        base = tomllib.loads(Path(base_path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read base config {base_path}: {exc}") from exc
+    base = deep_merge(base, overrides or {})
+    torch.set_num_threads(1)  # the policy is tiny: one thread is faster than contending ones
+    for experiment in experiments:
+        for arm in experiment.arms:
+            for seed in experiment.seeds:
+                config = run_config(base, experiment, arm, seed, run_dir(out, experiment.name, arm.name, seed))
+                log.info("%s / %s / seed %d", experiment.name, arm.name, seed)
+                train_run(config, experiment.eval_samples, progress)
+        (out / experiment.name / "experiment.json").write_text(
+            json.dumps({"name": experiment.name, "question": experiment.question, "seeds": experiment.seeds,
+                        "arms": [a.name for a in experiment.arms], "base": str(base_path)}, indent=1),
+            encoding="utf-8",
+        )  # fmt: skip
+    write_fresh_designs(base, out)
+
+
+def write_fresh_designs(base: Mapping[str, Any], out: Path) -> Path:
+    """The (problem, design) pairs a fresh held-out evaluation must judge: every greedy design and best
+    fixed design of every finished run under ``out``."""
+    pairs: set[tuple[str, str]] = set()
+    for final_path in sorted(out.glob("*/*/seed*/final.json")):
+        final = json.loads(final_path.read_text(encoding="utf-8"))
+        for label in ("initial_greedy", "trained_greedy"):
+            for episode in final[label]:
+                pairs.update((episode["problem"], t["design"]) for t in episode["turns"])
+        held_out = {e["problem"] for e in final["trained_greedy"]}
+        pairs.update((name, final["exhaustive"]["best_fixed"]) for name in held_out)
+    path = out / "fresh_designs.json"
+    options = base["task"]["options"]
+    path.write_text(json.dumps({"options": options, "pairs": sorted(pairs)}, indent=1), encoding="utf-8")
+    return path
+
+
+# -- fresh evaluation and the summary ------------------------------------------------------------------
+
+
+def fresh_renderings(designs_file: str | Path):
+    """The distinct renderings of a fresh_designs.json."""
+    from tritongym.design.table import distinct
+
+    try:
+        data = json.loads(Path(designs_file).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read the designs to evaluate ({designs_file}): {exc}") from exc
+    options = DesignOptions.from_mapping(data["options"])
+    problems = design_problems(options)
+    specs = problems.specs
+    triples = []
+    for name, design in data["pairs"]:
+        if name not in specs:
+            raise ConfigError(f"{designs_file}: problem {name} is not in the task's problems")
+        triples.append((problems.problems[name], design, render(Design.from_tokens(design.split()), specs[name])))
+    return distinct(triples)
+
+
+def _answer(env, problem, source) -> EvalResult | None:
+    from tritongym.design.table import TableMiss
+
+    try:
+        return env.answer(problem, source)
+    except TableMiss:
+        return None
+
+
+def run_metrics(final: Mapping[str, Any], threshold: float) -> dict[str, dict[str, float]]:
+    """Held-out metrics of one run from its final.json (table results): per policy and mode, of the last
+    turn, with the first turn's reward and correct rate and the strategy shares; optimum share."""
+    optimum = final["exhaustive"]["optimum"]
+    out = {}
+    for label in ("initial_greedy", "initial_sampled", "trained_greedy", "trained_sampled"):
+        episodes = [e for e in final[label] if all(t["reward"] is not None for t in e["turns"])]  # judged ones
+        last = [e["turns"][-1] for e in episodes]
+        metrics = outcome_metrics([t["result"] for t in last], [t["reward"] for t in last], threshold)
+        metrics["optimum_share"] = optimum_share([(e["problem"], e["turns"][-1]["reward"]) for e in episodes], optimum)
+        first = [e["turns"][0] for e in episodes]
+        metrics["turn1_reward"] = sum(t["reward"] for t in first) / max(len(first), 1)
+        metrics["turn1_correct"] = sum(bool(t["result"]["correct"]) for t in first) / max(len(first), 1)
+        out[label] = metrics | design_shares([design_of(t["design"]) for t in last])
+    return out
+
+
+def optimum_share(scored: Sequence[tuple[str, float]], optimum: Mapping[str, float]) -> float:
+    """Mean over samples of reward / the best reward of any design on its problem (problems whose
+    optimum is not positive are left out)."""
+    shares = [r / optimum[name] for name, r in scored if optimum.get(name, 0.0) > 0]
+    return sum(shares) / len(shares) if shares else math.nan
+
+
+def fixed_design_metrics(final: Mapping[str, Any], config: Mapping[str, Any], table: Table, threshold: float):
+    """Held-out metrics of the greedy designs (initial, trained) and of the best fixed design, judged by
+    ``table`` with the arm's weakened guards (None for a set with a design the table lacks): the fresh
+    evaluation's table, or the training table for the best fixed design."""
+    from tritongym.design.table import TableEnv
+    from tritongym.train.rollout import build_reward
+
+    options = DesignOptions.from_mapping(config["task"]["options"])
+    problems = design_problems(options)
+    env = TableEnv(table, options.weaken)
+    r = config["reward"]
+    reward = build_reward(r["name"], r["options"], r["no_code"]).fn
+    optimum = final["exhaustive"]["optimum"]
+    held_out = [e["problem"] for e in final["trained_greedy"]]
+    sets = {label: [(e["problem"], e["turns"][-1]["design"]) for e in final[label]]
+            for label in ("initial_greedy", "trained_greedy")}  # fmt: skip
+    sets["best_fixed"] = [(name, final["exhaustive"]["best_fixed"]) for name in held_out]
+    out: dict[str, dict[str, float] | None] = {}
+    for label, pairs in sets.items():
+        results, rewards = [], []
+        for name, design in pairs:
+            problem = problems.problems[name]
+            source = render(Design.from_tokens(design.split()), problems.specs[name])
+            result = _answer(env, problem, source)
+            if result is None:
+                break
+            value = reward(TurnOutcome(problem, "", source, result))
+            if value is not None:  # an unjudged rendering is left out
+                results.append(result.to_dict() | {"verdict": result.verdict.value})
+                rewards.append((name, value))
+        else:
+            metrics = outcome_metrics(results, [v for _, v in rewards], threshold)
+            metrics["optimum_share"] = optimum_share(rewards, optimum)
+            out[label] = metrics
             continue
-        table = exhaustive(arm_config, problems, evaluations_for(arm_config), arm_config.reward_fn(), deadline)
-        if table is None:
-            return None
-        best = best_fixed_design(table, [s.name for s in problems.train])
-        optimum = {name: max((v for v in row.values() if v is not None), default=0.0) for name, row in table.items()}
-        searches[arm] = {"table": table, "best_fixed": best, "optimum": optimum}
-        path.write_text(json.dumps(searches[arm], indent=1))
-    finals: dict[str, dict[int, dict[str, Any]]] = {}
-    for arm in config.arm_names:
-        arm_config = config.arm(arm)
-        evaluations = evaluations_for(arm_config)
-        finals[arm] = {}
-        for seed in config.seeds:
-            _, _, final_path = _paths(out, arm, seed)
-            if final_path.exists():
-                finals[arm][seed] = json.loads(final_path.read_text())
-                continue
-            initial, _ = _new_policy(arm_config, seed, POLICY_DEVICE)
-            policy = train(arm_config, seed, problems, evaluations, out, arm, POLICY_DEVICE, deadline)
-            if policy is None or time.monotonic() > deadline:
-                return None
-            search = searches[arm]
-            final = {
-                "initial": held_out_report(initial, arm_config, problems, evaluations, search["optimum"], seed),
-                "trained": held_out_report(policy, arm_config, problems, evaluations, search["optimum"], seed),
-            }
-            best = Design.from_tokens(search["best_fixed"].split())
-            pairs = [(problems.problems[s.name], render(best, s)) for s in problems.held_out]
-            results = evaluations.evaluate(pairs, fresh=True)
-            rewards = [arm_config.reward_fn()(r) for r in results]
-            fixed = outcome_metrics(results, rewards, arm_config.prs_threshold)
-            scored = [(s.name, r) for s, r in zip(problems.held_out, rewards, strict=True)]
-            fixed["optimum_share"] = optimum_share(scored, search["optimum"])
-            final["best_fixed"] = fixed
-            final_path.write_text(json.dumps(final, indent=1))
-            finals[arm][seed] = final
-    summary = summarize(config, problems, searches, finals, out)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    plot(config, out)
-    return summary
+        out[label] = None
+    return out
 
 
-def summarize(config, problems: ProblemSet, searches, finals, out: Path) -> dict[str, Any]:
-    summary: dict[str, Any] = {
-        "experiment": config.name,
-        "machine": machine(),
-        "train_problems": [s.name for s in problems.train],
-        "held_out_problems": [s.name for s in problems.held_out],
-        "space_size": len(config.design_space()),
-        "arms": {},
-    }
-    for arm in config.arm_names:
-        entry: dict[str, Any] = {"best_fixed_design": searches[arm]["best_fixed"]}
-        for policy_name in ("initial", "trained", "best_fixed"):
-            for mode in ("sampled", "greedy") if policy_name != "best_fixed" else ("",):
-                rows = [finals[arm][s][policy_name] for s in config.seeds]
-                rows = [r[mode] for r in rows] if mode else rows
-                label = f"{policy_name}_{mode}" if mode else policy_name
-                keys = [k for k, v in rows[0].items() if isinstance(v, (int, float))]
-                entry[label] = {k: mean_ci([float(r[k]) for r in rows]) for k in keys}
-        curves = []
-        for seed in config.seeds:
-            _, metrics_path, _ = _paths(out, arm, seed)
-            curves.append([json.loads(line) for line in metrics_path.read_text().splitlines()])
-        keys = ["reward", "correct", "hack", "lazy", "hack_strategy", "lazy_strategy"]
-        keys += ["reward_turn2", "correct_turn2"] if config.turns > 1 else []
+def training_curves(run: Path, config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per step: the trainer's metrics and, from trajectories.jsonl, the strategy shares of the first
+    turn and the mean reward of each turn (``reward_turn<k>``, unjudged turns left out)."""
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for line in (run / "trajectories.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        step = record_step(record["run_id"])
+        if step is not None:
+            by_step.setdefault(step, []).append(record)
+    curves = []
+    for row in read_metrics(run):
+        step = by_step.get(row["step"], [])
+        extra = design_shares([design_of(r["completion"]) for r in step if r["turn"] == 0])
+        for t in range(config["rollout"]["turns"]):
+            rewards = [r["reward"] for r in step if r["turn"] == t and r["reward"] is not None]
+            extra[f"reward_turn{t + 1}"] = sum(rewards) / len(rewards) if rewards else math.nan
+        curves.append(row | extra)
+    return curves
+
+
+def read_curves(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "curves.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+CURVE_KEYS = ("reward_mean", "correct_rate", "hack_rate", "hack_strategy", "lazy_strategy", "eval/reward_mean")
+
+
+def summarize(out: Path, experiment: str, fresh: Table | None = None) -> dict[str, Any]:
+    """Mean and 95% CI over seeds of every arm's held-out metrics (table, and fresh when given) and of
+    its training curves' first recorded and last three recorded steps."""
+    meta = json.loads((out / experiment / "experiment.json").read_text(encoding="utf-8"))
+    summary: dict[str, Any] = {"experiment": experiment, "question": meta["question"], "seeds": meta["seeds"],
+                               "machine": machine(), "arms": {}}  # fmt: skip
+    for arm in meta["arms"]:
+        runs = [run_dir(out, experiment, arm, s) for s in meta["seeds"]]
+        finals = [json.loads((r / "final.json").read_text(encoding="utf-8")) for r in runs]
+        configs = [json.loads((r / "config.json").read_text(encoding="utf-8")) for r in runs]
+        threshold = configs[0]["filters"]["prs_threshold"]
+        options = configs[0]["task"]["options"]
+        table = Table.read(options["table"])
+        summary.setdefault("table", {"path": options["table"], "meta": table.meta, "rows": len(table.rows)})
+        per_run = [run_metrics(f, threshold) for f in finals]
+        for f, c, m in zip(finals, configs, per_run, strict=True):
+            m["best_fixed"] = fixed_design_metrics(f, c, table, threshold)["best_fixed"]
+        entry: dict[str, Any] = {"best_fixed_designs": sorted({f["exhaustive"]["best_fixed"] for f in finals})}
+        for label in ("initial_greedy", "initial_sampled", "trained_greedy", "trained_sampled", "best_fixed"):
+            entry[label] = {k: mean_ci(m[label][k] for m in per_run) for k in per_run[0][label]}
+        if fresh is not None:
+            fresh_runs = [fixed_design_metrics(f, c, fresh, threshold) for f, c in zip(finals, configs, strict=True)]
+            for label in ("initial_greedy", "trained_greedy", "best_fixed"):
+                rows = [r[label] for r in fresh_runs]
+                if all(r is not None for r in rows):
+                    entry[f"fresh_{label}"] = {k: mean_ci(r[k] for r in rows) for k in rows[0]}
+        curves = [read_curves(r) for r in runs]
+        keys = [*CURVE_KEYS, *(f"reward_turn{t + 1}" for t in range(configs[0]["rollout"]["turns"]))]
         for key in keys:
-            entry[f"train_{key}_first_step"] = mean_ci([c[0][key] for c in curves])
-            entry[f"train_{key}_last3"] = mean_ci([sum(r[key] for r in c[-3:]) / len(c[-3:]) for c in curves])
+            firsts = [next((row[key] for row in c if row.get(key) is not None), math.nan) for c in curves]
+            lasts = [_mean_last(c, key, 3) for c in curves]
+            entry[f"train/{key}"] = {"first": mean_ci(firsts), "last3": mean_ci(lasts)}
         summary["arms"][arm] = entry
     return summary
 
 
-def machine() -> dict[str, str]:
-    """Platform, versions and GPU of this run."""
-    import platform
+def _mean_last(curve: Sequence[Mapping[str, Any]], key: str, n: int) -> float:
+    values = [row[key] for row in curve if row.get(key) is not None][-n:]
+    return sum(values) / len(values) if values else math.nan
 
+
+def machine() -> dict[str, str]:
+    """Platform and versions of the training machine."""
     import transformers
     import triton
 
-    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+    return {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
             "triton": triton.__version__, "transformers": transformers.__version__}  # fmt: skip
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
 
 
-def plot(config: ExperimentConfig, out: Path) -> None:
-    """Learning curves (mean over seeds): reward, correct, hack and lazy rates per arm."""
+def plot(out: Path, experiment: str) -> Path:
+    """curves.png: the training curves of every arm (mean over seeds)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = ["reward", "correct", "hack", "hack_strategy", "lazy"] + (["reward_turn2"] if config.turns > 1 else [])
-    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2))
-    for arm in config.arm_names:
+    meta = json.loads((out / experiment / "experiment.json").read_text(encoding="utf-8"))
+    first = run_dir(out, experiment, meta["arms"][0], meta["seeds"][0])
+    turns = json.loads((first / "config.json").read_text(encoding="utf-8"))["rollout"]["turns"]
+    keys = [*CURVE_KEYS, *(["reward_turn2"] if turns > 1 else [])]
+    cols = math.ceil(len(keys) / 2)
+    fig, grid = plt.subplots(2, cols, figsize=(3.8 * cols, 5.6), squeeze=False)
+    axes = list(grid.flat)
+    for arm in meta["arms"]:
         curves = []
-        for seed in config.seeds:
-            _, metrics_path, _ = _paths(out, arm, seed)
-            curves.append([json.loads(line) for line in metrics_path.read_text().splitlines()])
-        steps = min(len(c) for c in curves)
-        for ax, key in zip(axes, keys, strict=True):
-            mean = [sum(c[i].get(key, 0.0) for c in curves) / len(curves) for i in range(steps)]
-            ax.plot(range(1, steps + 1), mean, label=arm)
-            ax.set_title(key)
+        for seed in meta["seeds"]:
+            curves.append(read_curves(run_dir(out, experiment, arm, seed)))
+        for ax, key in zip(axes, keys, strict=False):
+            points = []
+            for i in range(min(len(c) for c in curves)):
+                values = [c[i][key] for c in curves if c[i].get(key) is not None]
+                if values:
+                    points.append((curves[0][i]["step"], sum(values) / len(values)))
+            ax.plot([p[0] for p in points], [p[1] for p in points], label=arm, marker="." if len(points) < 30 else None)
+            ax.set_title(key, fontsize=9)
             ax.set_xlabel("step")
-    axes[0].legend()
-    fig.suptitle(f"{config.name}: mean of {len(config.seeds)} seeds")
+    axes[0].legend(fontsize=8)
+    for ax in axes[len(keys) :]:
+        ax.axis("off")
+    fig.suptitle(f"{experiment}: mean of {len(meta['seeds'])} seeds", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=100)
+    path = out / experiment / "curves.png"
+    fig.savefig(path, dpi=90)
     plt.close(fig)
+    return path
+
+
+def markdown(summary: Mapping[str, Any]) -> str:
+    """The summary as Markdown tables (held-out metrics per arm and policy; training first vs last)."""
+    lines = [f"### {summary['experiment']}", ""]
+    if summary.get("question"):
+        lines += [summary["question"], ""]
+    cols = ("reward", "correct", "hack", "lazy", "fast1", "fast1.2", "geomean_speedup", "optimum_share")
+    lines += ["| arm | policy | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    labels = ("initial_greedy", "trained_greedy", "initial_sampled", "trained_sampled", "best_fixed",
+              "fresh_initial_greedy", "fresh_trained_greedy", "fresh_best_fixed")  # fmt: skip
+    for arm, entry in summary["arms"].items():
+        for label in labels:
+            if label in entry:
+                cells = [_cell(entry[label].get(c)) for c in cols]
+                lines.append(f"| {arm} | {label} | " + " | ".join(cells) + " |")
+    lines += ["", "| arm | training metric | first step | last 3 steps |", "|---|---|---|---|"]
+    for arm, entry in summary["arms"].items():
+        for key, value in entry.items():
+            if key.startswith("train/") and value["first"]["n"]:
+                lines.append(f"| {arm} | {key[6:]} | {_cell(value['first'])} | {_cell(value['last3'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(stat: Mapping[str, float] | None) -> str:
+    if not stat or stat["n"] == 0:
+        return "-"
+    if math.isnan(stat["ci95"]):
+        return f"{stat['mean']:.2f}"
+    return f"{stat['mean']:.2f} ± {stat['ci95']:.2f}"

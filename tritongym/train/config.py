@@ -239,12 +239,28 @@ class RunSection:
     """Profile candidates (GPU only): needed for coverage, PR and PRS."""
     tensorboard: bool = True
     """Also write TensorBoard scalars when tensorboard is installed."""
+    plot: bool = True
+    """Draw training_curves.png from metrics.jsonl at the end of the run."""
+
+
+@dataclass
+class TaskSection:
+    """A task plug-in: builds the parts of a run that the other sections cannot name."""
+
+    name: str = ""
+    """Empty: the default task (problems from ``data``, the model from ``model``, chat prompts, the
+    ``hf`` rollout engine, a local environment). Else an importable ``module:attr`` callable
+    ``f(config, **options) -> tritongym.train.task.TaskParts``; every part it returns replaces the
+    default one (e.g. ``tritongym.design.task:build``, the design-language policy of docs/learning.md)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the task callable."""
 
 
 @dataclass
 class TrainConfig:
     """Everything `tritongym train` needs (sections mirror the TOML tables)."""
 
+    task: TaskSection = field(default_factory=TaskSection)
     model: ModelSection = field(default_factory=ModelSection)
     data: DataSection = field(default_factory=DataSection)
     rollout: RolloutSection = field(default_factory=RolloutSection)
@@ -363,6 +379,16 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _set_leaf(data: dict[str, Any], keys: list[str], value: Any) -> dict[str, Any]:
+    out = dict(data)
+    if len(keys) == 1:
+        out[keys[0]] = value
+    else:
+        inner = out.get(keys[0])
+        out[keys[0]] = _set_leaf(inner if isinstance(inner, dict) else {}, keys[1:], value)
+    return out
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``section.field=value`` -> (path, value); the value is a Python/TOML literal, else a string."""
     key, sep, raw = item.partition("=")
@@ -379,31 +405,35 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 
 
 def load_config(
-    cls: type = TrainConfig, path: str | Path | None = None, preset: str | None = None, overrides: list[str] = ()
+    cls: type = TrainConfig,
+    path: str | Path | None = None,
+    preset: str | None = None,
+    overrides: list[str] = (),
+    data: dict[str, Any] | None = None,
 ):
-    """Defaults, then a preset, then a TOML file, then ``--set`` overrides (later wins)."""
-    data: dict[str, Any] = {}
+    """Defaults, then a preset, then a TOML file, then ``data`` (tables as in the TOML), then
+    ``--set`` overrides, each setting one field or one key of an ``options`` table (later wins)."""
+    layers: dict[str, Any] = {}
     if preset:
         if cls is not TrainConfig:
             raise ConfigError("presets are training recipes; `sft` has none")
         if preset not in PRESETS:
             raise ConfigError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-        data = _merge(data, PRESETS[preset])
+        layers = _merge(layers, PRESETS[preset])
     if path:
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"{path}: no such config file")
         try:
-            data = _merge(data, tomllib.loads(path.read_text(encoding="utf-8")))
+            layers = _merge(layers, tomllib.loads(path.read_text(encoding="utf-8")))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    for item in overrides:
+    if data:
+        layers = _merge(layers, data)
+    for item in overrides:  # each sets one leaf: other keys of a table (e.g. task.options) stay
         keys, value = parse_override(item)
-        nested: dict[str, Any] = value
-        for key in reversed(keys):
-            nested = {key: nested}
-        data = _merge(data, nested)
-    config = _build(cls, data, "")
+        layers = _set_leaf(layers, keys, value)
+    config = _build(cls, layers, "")
     validate(config)
     return config
 

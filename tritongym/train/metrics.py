@@ -117,6 +117,27 @@ def truncate_metrics(path: Path, last_step: int) -> None:
     path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
+def record_step(run_id: str) -> int | None:
+    """The training step of a trajectory record (its run id ends with ``/step-N``), else None."""
+    _, sep, step = run_id.rpartition("/step-")
+    return int(step) if sep and step.isdigit() else None
+
+
+def truncate_trajectories(path: Path, last_step: int) -> None:
+    """Drop the training records of the steps after ``last_step`` (a resumed run collects them again)."""
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            step = record_step(str(json.loads(line).get("run_id", "")))
+        except json.JSONDecodeError:
+            continue  # the cut-short last line of an interrupted run
+        if step is None or step <= last_step:
+            kept.append(line)
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+
 def _step_of(line: str) -> int:
     try:
         return int(json.loads(line).get("step", 0))

@@ -245,7 +245,7 @@ def collect(trainer: Any, step: int, generated: threading.Event | None = None) -
         sampling=trainer.sampling,
         reward=trainer.reward,
         eval_config=trainer.eval_config,
-        run_id=trainer.run_id,
+        run_id=f"{trainer.run_id}/step-{step}",
         lock=trainer.weights_lock,
         generated=generated,
     )

@@ -28,10 +28,17 @@ from tritongym.policy.hf import HFPolicy
 from tritongym.problems import Problem, load_problems
 from tritongym.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from tritongym.train.config import TrainConfig
-from tritongym.train.metrics import MetricsWriter, plot_metrics, rollout_metrics, truncate_metrics
+from tritongym.train.metrics import (
+    MetricsWriter,
+    plot_metrics,
+    rollout_metrics,
+    truncate_metrics,
+    truncate_trajectories,
+)
 from tritongym.train.model import build_optimizer, load_model
 from tritongym.train.rollout import HFRollout, RolloutEngine, build_reward, episode_config, run_episodes
 from tritongym.train.step import collect, rl_step
+from tritongym.train.task import load_task
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,8 @@ def select_problems(source: str, names: list[str], small: bool) -> list[Problem]
 
 class Trainer:
     """One training run. ``engine``, ``env``, ``model``/``tokenizer`` may be passed in (tests, a
-    custom rollout engine, a remote environment); otherwise they are built from the config."""
+    custom rollout engine, a remote environment); otherwise they come from the config's task plug-in
+    (``task.name``, tritongym.train.task) or are built from the config."""
 
     def __init__(
         self,
@@ -65,24 +73,35 @@ class Trainer:
         self.out = Path(run.out)
         self.run_id = self.out.name
         torch.manual_seed(run.seed)
+        parts = load_task(config)
         data = config.data
         small = data.small if data.small is not None else _evaluates_on_cpu(run.env_devices)
-        self.problems = select_problems(data.problems, data.names, small)
-        self.eval_problems: list[Problem] = []
-        if data.eval_problems:
+        self.problems = parts.problems
+        if self.problems is None:
+            self.problems = select_problems(data.problems, data.names, small)
+        self.eval_problems: list[Problem] = list(parts.eval_problems or [])
+        if parts.eval_problems is None and data.eval_problems:
             self.eval_problems = select_problems(data.eval_problems, data.eval_names, small)
-            held_out = {p.name for p in self.eval_problems}
-            self.problems = [p for p in self.problems if p.name not in held_out]
+        held_out = {p.name for p in self.eval_problems}
+        self.problems = [p for p in self.problems if p.name not in held_out]
         if not self.problems:
             raise ConfigError("no training problems left (every one is held out for evaluation)")
-        if model is None:
+        if model is None and parts.model is not None:
+            model, tokenizer = parts.model, parts.tokenizer
+        elif model is None:
             model, tokenizer = load_model(config.model, run.seed)
         self.model, self.tokenizer = model, tokenizer
-        self.engine = engine or HFRollout(
-            HFPolicy(model, tokenizer, name=config.model.name, max_prompt_tokens=config.rollout.max_prompt_tokens)
+        self.engine = (
+            engine
+            or parts.engine
+            or HFRollout(
+                HFPolicy(model, tokenizer, name=config.model.name, max_prompt_tokens=config.rollout.max_prompt_tokens)
+            )
         )
         self.reward = build_reward(config.reward.name, config.reward.options, config.reward.no_code)
         self._owns_env = False
+        if env is None and parts.env is not None:
+            env, self._owns_env = parts.env, True
         if env is None and self.reward.needs_env:
             from tritongym.env import LocalEnv, PoolConfig
 
@@ -92,7 +111,9 @@ class Trainer:
         r = config.rollout
         if r.temperature <= 0:
             raise ConfigError("rollout.temperature must be > 0 for training (the trainer's log-probs divide by it)")
-        self.episode_config = episode_config(r.template, r.feedback_template, r.extraction, r.turns, r.history)
+        self.episode_config = parts.episode or episode_config(
+            r.template, r.feedback_template, r.extraction, r.turns, r.history
+        )
         self.sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_tokens=r.max_completion_tokens)
         self.eval_config = EvalConfig(
             trials=run.eval_trials,
@@ -175,7 +196,7 @@ class Trainer:
                 writer.close()
                 if ahead is not None:
                     ahead.shutdown(wait=True, cancel_futures=True)
-        if history:
+        if history and run.plot:
             plot_metrics(self.out)
         return history
 
@@ -234,7 +255,8 @@ class Trainer:
         )
 
     def resume(self, path: str | Path | None = None) -> int:
-        """Load the newest (or the given) checkpoint; metrics after it are dropped. Returns its step."""
+        """Load the newest (or the given) checkpoint; metrics and training trajectories after it are
+        dropped. Returns its step."""
         path = Path(path) if path else latest_checkpoint(self.out)
         if path is None:
             raise ConfigError(f"--resume: {self.out} has no checkpoint")
@@ -242,6 +264,7 @@ class Trainer:
         self.step = int(state["step"])
         self.engine.update_weights(self.model)
         truncate_metrics(self.out / "metrics.jsonl", self.step)
+        truncate_trajectories(self.out / "trajectories.jsonl", self.step)
         log.info("resumed from %s (step %d)", path, self.step)
         return self.step
 
