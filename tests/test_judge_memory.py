@@ -330,3 +330,32 @@ def test_the_pool_tells_each_gpu_judge_how_many_judges_share_its_gpu(monkeypatch
     assert len(slots) == 6
     assert {env["TRITONGYM_JUDGES_PER_GPU"] for _, env in slots} == {"3"}
     assert sorted(env["CUDA_VISIBLE_DEVICES"] for _, env in slots) == ["0", "0", "0", "1", "1", "1"]
+
+
+@pytest.mark.parametrize("announced", [False, True], ids=["over-the-job-share", "within-the-problems-size"])
+def test_the_pools_watch_on_the_judge_grows_by_the_size_the_judge_announces(announced):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tritongym.evaluate.sandbox import Sandbox, SandboxOutcome
+
+    code = "import time; x = bytearray(300 << 20); print('ready', flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+    read_fd, write_fd = os.pipe()
+    try:
+        assert proc.stdout.readline().strip() == b"ready"  # a judge holding 300 MiB for its problem
+        sandbox = Sandbox()
+        sandbox._proc, sandbox._channel = proc, read_fd
+        if announced:
+            os.write(write_fd, (json.dumps({"host_bytes": 1 << 30, "nonce": "n"}) + "\n").encode())
+        outcome = SandboxOutcome()
+        sandbox._watch(outcome, __import__("time").monotonic() + 1.5, 100 << 20, until="result", nonce="n")
+        assert outcome.out_of_memory is not announced and outcome.timed_out is announced
+        assert outcome.host_limit == (100 << 20) + ((1 << 30) if announced else 0)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(read_fd)
+        os.close(write_fd)

@@ -292,12 +292,14 @@ class Sandbox:
             if now >= deadline:
                 outcome.timed_out = True
                 return
-            if now >= next_memory_check:
-                next_memory_check = now + 0.1
-                if group_rss_bytes(self._proc.pid) > watched:
-                    outcome.out_of_memory = True
-                    return
-            ready, _, _ = select.select([self._channel], [], [], min(0.1, deadline - now))
+            ready, _, _ = select.select([self._channel], [], [], 0)  # what the judge said (its size) comes first
+            if not ready:
+                if now >= next_memory_check:
+                    next_memory_check = now + 0.1
+                    if group_rss_bytes(self._proc.pid) > watched:
+                        outcome.out_of_memory = True
+                        return
+                ready, _, _ = select.select([self._channel], [], [], min(0.1, deadline - now))
             if not ready:
                 continue
             chunk = os.read(self._channel, 65536)
