@@ -111,7 +111,7 @@ def slow(seconds: float) -> str:
 def test_killed_service_resumes_every_task_exactly_once(tmp_path):
     db = tmp_path / "db.sqlite"
     problem = {"name": PROBLEM.name, "source": PROBLEM.source, "entry_point": PROBLEM.entry_point}
-    tasks = [{"problem": problem, "candidate": slow(1.0) + f"\n# {i}\n", "config": {"trials": 2}} for i in range(6)]
+    tasks = [{"problem": problem, "candidate": slow(0.5) + f"\n# {i}\n", "config": {"trials": 2}} for i in range(6)]
     with server(db) as (url, proc):
         ids = httpx.post(f"{url}/v1/tasks", json={"tasks": tasks}).json()["ids"]
         deadline = time.monotonic() + 60
