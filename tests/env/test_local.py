@@ -12,6 +12,7 @@ import pytest
 from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.sandbox import BACKSTOP_S
 from tritongym.problems import Problem
 
 CONFIG = EvalConfig(device=DEVICE, trials=2)
@@ -71,7 +72,7 @@ def test_per_task_timeout_overrides_the_config(env):
     start = time.monotonic()
     result = env.submit(small_problem("vector_add"), candidate("hangs"), CONFIG, timeout_s=2).result()
     assert result.verdict is Verdict.TIMEOUT and "2 s" in result.feedback
-    assert time.monotonic() - start < CONFIG.timeout_s
+    assert time.monotonic() - start < 2 + BACKSTOP_S / 2  # the judge ended it, not the pool's backstop
 
 
 def test_higher_priority_runs_first(env):
