@@ -1,12 +1,7 @@
 import pytest
 
-from helpers import DEVICE
-from tritongym.env.local import LocalEnv, PoolConfig
-
 
 @pytest.fixture(scope="session")
-def design_env():
-    """One warm pool for every design-language test that evaluates (its start dominates their cost)."""
-    env = LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2))
-    yield env
-    env.close()
+def design_env(warm_env):
+    """The design-language tests judge in the session's warm sandbox (a judge's start dominates their cost)."""
+    return warm_env
