@@ -152,8 +152,10 @@ def test_a_stopped_tree_is_killed_whole():
 
 
 def test_a_runner_that_stops_reading_times_out_and_the_judge_stays(pool):
-    (pool, starts), timeout_s = pool, 4.0
-    problem = find_problem("vector_add")  # full size: its inputs overflow a socket buffer
+    (pool, starts), timeout_s = pool, 8.0
+    # A quarter of the full size: its inputs (2 x 16 MiB) still overflow a socket buffer, and the judge's
+    # reference (part of the timeout) takes a quarter of the time.
+    problem = find_problem("vector_add").with_sizes(n=1 << 22)
     started = time.monotonic()
     attack = pool.submit(
         problem, source("stops_reading_judge_socket"), config(static_checks=False, timeout_s=timeout_s)
