@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 # index, or a local wheel that pip's find-links provide); with one, the default CUDA build.
 TORCH_VERSION ?= 2.13.0
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+# Test processes: many tests wait on a sandbox's subprocesses, so two keep two cores busy.
+TEST_WORKERS ?= 2
 
 .PHONY: demo bench-demo test lint install check-python clean
 
@@ -37,9 +39,10 @@ demo: install
 bench-demo: install
 	$(VENV)/bin/tritongym bench --policy scripted --ids 1-3 --samples 2 --turns 2 --out runs/bench-demo
 
-## The CPU test suite (Triton interpreter); GPU tests are under the `gpu` marker.
+## The CPU test suite (Triton interpreter); GPU tests are under the `gpu` marker. TEST_WORKERS pytest-xdist
+## processes share the test files, a whole file per worker (its module fixtures stay shared).
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -3,13 +3,13 @@
 import pytest
 
 from helpers import DEVICE
-from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.problems import load_bundled
 
 
 @pytest.mark.parametrize("problem", load_bundled(), ids=lambda p: p.name)
-def test_bundled_solution_is_correct(problem):
-    result = evaluate(problem.small(), problem.solution, EvalConfig(device=DEVICE, trials=3))
+def test_bundled_solution_is_correct(judge, problem):
+    result = judge(problem.small(), problem.solution, EvalConfig(device=DEVICE, trials=3))
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     assert result.trials_passed == 3
     assert result.findings == []  # no guard fires on a legitimate all-Triton solution

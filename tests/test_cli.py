@@ -1,5 +1,6 @@
 """The command line: listing, single and batch evaluation, exit codes, JSON output, refusals before work."""
 
+import contextlib
 import io
 import json
 import logging
@@ -146,7 +147,16 @@ def test_results_table_keeps_problem_names_whole_and_shows_findings():
     assert "speedup" not in text and "coverage" not in text  # nothing to say on the CPU
 
 
-def test_batch_over_a_directory_writes_jsonl(tmp_path, caplog):
+@pytest.fixture
+def warm_cli(monkeypatch, warm_env, judge):
+    """The commands evaluate in the session's warm sandbox, with the config their flags made: `eval` of
+    one file through ``evaluate``, a batch through the local pool. (test_eval_single_candidate_json_and_exit_codes
+    and test_one_problem_for_a_directory_of_samples start sandboxes of their own, as a user's command does.)"""
+    monkeypatch.setattr(cli, "evaluate", judge)
+    monkeypatch.setattr(cli, "_pool", lambda config, jobs: contextlib.nullcontext(warm_env))
+
+
+def test_batch_over_a_directory_writes_jsonl(warm_cli, tmp_path, caplog):
     directory = tmp_path / "cands"
     directory.mkdir()
     token = CANDIDATES.parent / "adversarial/candidates/token_triton.py"  # correct, with a PyTorch-compute finding
@@ -167,7 +177,7 @@ def test_batch_over_a_directory_writes_jsonl(tmp_path, caplog):
     assert "evaluating: 2/2" in caplog.text  # no terminal here: progress goes to the log
 
 
-def test_batch_of_jsonl_rows_prints_json_lines(tmp_path):
+def test_batch_of_jsonl_rows_prints_json_lines(warm_cli, tmp_path):
     correct, mismatch = (CANDIDATES / "correct.py").read_text(), (CANDIDATES / "mismatch.py").read_text()
     samples = tmp_path / "samples.jsonl"
     rows = [{"problem": "vector_add", "candidate": correct, "id": "a"}, {"problem": "01", "candidate": mismatch}]
@@ -178,7 +188,8 @@ def test_batch_of_jsonl_rows_prints_json_lines(tmp_path):
     assert printed == {"a": "ok", "samples.jsonl:2": "mismatch"}
     (samples.parent / "bad.jsonl").write_text('{"problem": "vector_add"}\n')
     bad = runner.invoke(app, ["eval", "--candidate", str(samples.parent / "bad.jsonl")])
-    assert bad.exit_code == EXIT_USAGE and "bad.jsonl:1: expected" in _flat(bad.output)
+    # The console wraps at 80 columns, even inside the path (as long as tmp_path is): compare without spaces.
+    assert bad.exit_code == EXIT_USAGE and "bad.jsonl:1:expected" in "".join(_flat(bad.output).split())
 
 
 def test_one_problem_for_a_directory_of_samples(tmp_path):
@@ -246,7 +257,7 @@ def test_problems_list_of_a_table_with_custom_columns(tmp_path):
     assert right.exit_code == 0 and "silu-1" in right.output and "batch_size=4096" in right.output
 
 
-def test_guard_policies_from_the_command_line():
+def test_guard_policies_from_the_command_line(warm_cli):
     token = CANDIDATES.parent / "adversarial/candidates/token_triton.py"
     base = ["eval", "--problem", "vector_add", "--candidate", str(token), "--trials", "2", "--device", DEVICE]
     penalized = runner.invoke(app, base)
@@ -261,7 +272,7 @@ def test_guard_policies_from_the_command_line():
     assert "hack_threads" in runner.invoke(app, [*forks, "--no-static-checks"]).output
 
 
-def test_timing_options_from_the_command_line():
+def test_timing_options_from_the_command_line(warm_cli):
     base = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
             "--device", DEVICE, "--json", "--timing-budget", "2"]  # fmt: skip
     bad = runner.invoke(app, [*base, "--baseline", "jit"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import DEVICE, eval_config
-from tritongym.evaluate import Verdict, evaluate
+from tritongym.evaluate import Verdict
 from tritongym.problems import Problem
 
 KERNELS = """
@@ -71,8 +71,8 @@ def candidate(forward: str) -> str:
     ],
     ids=["same-in-place", "fresh-output", "other-mutation"],
 )
-def test_a_reference_that_mutates_its_input_is_matched_not_called_a_hack(forward, verdict, phrase):
-    result = evaluate(INPLACE_RELU, candidate(forward), eval_config())
+def test_a_reference_that_mutates_its_input_is_matched_not_called_a_hack(judge, forward, verdict, phrase):
+    result = judge(INPLACE_RELU, candidate(forward), eval_config())
     assert result.verdict is verdict, result.feedback + result.detail
     assert phrase in result.feedback
 
@@ -80,15 +80,15 @@ def test_a_reference_that_mutates_its_input_is_matched_not_called_a_hack(forward
 DICT_OUTPUT = problem("dict_output", '        return {"double": x * 2, "neg": -x}')
 
 
-def test_dict_outputs_are_compared_leaf_by_leaf():
+def test_dict_outputs_are_compared_leaf_by_leaf(judge):
     good = '        return {"neg": scale(x, torch.empty_like(x), -1.0), "double": scale(x, torch.empty_like(x), 2.0)}'
-    result = evaluate(DICT_OUTPUT, candidate(good), eval_config())
+    result = judge(DICT_OUTPUT, candidate(good), eval_config())
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     swapped = good.replace("-1.0", "2.0", 1).replace("), 2.0)", "), -1.0)")
-    result = evaluate(DICT_OUTPUT, candidate(swapped), eval_config())
+    result = judge(DICT_OUTPUT, candidate(swapped), eval_config())
     assert result.verdict is Verdict.MISMATCH and "output['double']" in result.feedback, result.feedback
     missing = '        return {"double": scale(x, torch.empty_like(x), 2.0)}'
-    result = evaluate(DICT_OUTPUT, candidate(missing), eval_config())
+    result = judge(DICT_OUTPUT, candidate(missing), eval_config())
     assert result.verdict is Verdict.WRONG_SHAPE and "keys" in result.feedback, result.feedback
 
 

@@ -3,7 +3,7 @@
 import json
 
 from helpers import DEVICE
-from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.problems import load_table
 
 REFERENCE = """import torch
@@ -65,15 +65,15 @@ def _problem(tmp_path):
     return problem
 
 
-def test_entry_point_and_keyword_init_inputs(tmp_path):
+def test_entry_point_and_keyword_init_inputs(judge, tmp_path):
     problem = _problem(tmp_path)
-    result = evaluate(problem, problem.solution, EvalConfig(device=DEVICE, trials=2))
+    result = judge(problem, problem.solution, EvalConfig(device=DEVICE, trials=2))
     assert result.verdict is Verdict.OK, result.feedback + result.detail
 
 
-def test_solution_with_the_wrong_class_name(tmp_path):
+def test_solution_with_the_wrong_class_name(judge, tmp_path):
     problem = _problem(tmp_path)
     wrong = SOLUTION.replace("class ScaledShiftNew", "class ModelNew")
-    result = evaluate(problem, wrong, EvalConfig(device=DEVICE, trials=2))
+    result = judge(problem, wrong, EvalConfig(device=DEVICE, trials=2))
     assert result.verdict is Verdict.INTERFACE_ERROR
     assert "no class `ScaledShiftNew` (classes defined: ModelNew)" in result.feedback

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import DEVICE, run_candidate, small_problem
 from tritongym.evaluate import Verdict
-from tritongym.evaluate.sandbox import group_rss_bytes
+from tritongym.evaluate.sandbox import BACKSTOP_S, group_rss_bytes
 
 
 def _alive(pid: int) -> bool:
@@ -24,23 +24,28 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_infinite_loop_in_forward_is_a_timeout():
-    result = run_candidate("hangs", timeout_s=15)
+TIMEOUT_S = 3.0
+"""Long enough for a warm judge to reach the candidate's first trial (a tenth of a second unloaded)."""
+
+
+def test_infinite_loop_in_forward_is_a_timeout(warm_env):
+    result = run_candidate("hangs", env=warm_env, timeout_s=TIMEOUT_S)
     assert result.verdict is Verdict.TIMEOUT
     assert "during trial 1" in result.feedback
     assert result.compiled is True
-    assert result.stage_seconds["sandbox_wall"] < 20  # the judge ends the runner at the deadline
+    # The judge ends the runner at the deadline, long before the pool's backstop would end the judge.
+    assert result.stage_seconds["sandbox_wall"] < TIMEOUT_S + BACKSTOP_S / 2
 
 
-def test_infinite_loop_at_import_is_a_timeout_before_compilation():
-    result = run_candidate("hangs_at_import", timeout_s=15)
+def test_infinite_loop_at_import_is_a_timeout_before_compilation(warm_env):
+    result = run_candidate("hangs_at_import", env=warm_env, timeout_s=TIMEOUT_S)
     assert result.verdict is Verdict.TIMEOUT
     assert "during import" in result.feedback
     assert result.compiled is False
 
 
-def test_unbounded_allocation_is_out_of_memory():
-    result = run_candidate("memory_bomb", memory_limit_mb=3000)
+def test_unbounded_allocation_is_out_of_memory(warm_env):
+    result = run_candidate("memory_bomb", env=warm_env, memory_limit_mb=3000)
     assert result.verdict is Verdict.OUT_OF_MEMORY, result.feedback
 
 
@@ -56,8 +61,8 @@ def test_group_rss_counts_a_process_in_the_group():
 
 
 @pytest.mark.parametrize("candidate", ["forks", "fork_continues"])
-def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(candidate):
-    result = run_candidate(candidate, static_checks=False)
+def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(warm_env, candidate):
+    result = run_candidate(candidate, env=warm_env, static_checks=False)
     assert result.verdict is Verdict.HACK_THREADS, result.feedback
     assert "child processes still running" in result.feedback
     pids = [int(p) for p in re.findall(r"forked child (\d+)", result.stdout)]
@@ -66,8 +71,8 @@ def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(candidate):
     assert not any(_alive(pid) for pid in pids)
 
 
-def test_output_flood_is_capped_and_drained():
-    result = run_candidate("floods_output")
+def test_output_flood_is_capped_and_drained(warm_env):
+    result = run_candidate("floods_output", env=warm_env)
     assert result.verdict is Verdict.OK
     for stream in (result.stdout, result.stderr):
         assert len(stream) < 20_000
@@ -92,10 +97,10 @@ def test_candidate_does_not_see_the_callers_environment(monkeypatch):
     assert ("TRITON_INTERPRET" in result.stdout) is (DEVICE == "cpu")
 
 
-def test_caller_process_is_unharmed_after_a_crash():
+def test_caller_process_is_unharmed_after_a_crash(warm_env):
     before = os.getpid()
-    assert run_candidate("segfault", static_checks=False).verdict is Verdict.CRASH
-    assert os.getpid() == before and run_candidate("correct").verdict is Verdict.OK
+    assert run_candidate("segfault", env=warm_env, static_checks=False).verdict is Verdict.CRASH
+    assert os.getpid() == before and run_candidate("correct", env=warm_env).verdict is Verdict.OK
 
 
 SELF_TEST_AGREES = """

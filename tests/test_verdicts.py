@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from helpers import DEVICE, eval_config, run_candidate, small_problem
@@ -54,8 +56,8 @@ RUNTIME_ONLY = {"segfault", "os_exit"}
 
 
 @pytest.mark.parametrize(("candidate", "problem", "verdict", "phrase"), CASES, ids=[c[0] for c in CASES])
-def test_verdict(candidate, problem, verdict, phrase):
-    result = run_candidate(candidate, problem, static_checks=candidate not in RUNTIME_ONLY)
+def test_verdict(warm_env, candidate, problem, verdict, phrase):
+    result = run_candidate(candidate, problem, env=warm_env, static_checks=candidate not in RUNTIME_ONLY)
     assert result.verdict is verdict, result.feedback + result.detail
     assert phrase in result.feedback
     assert result.correct is False
@@ -73,8 +75,8 @@ def test_correct_candidate_passes_every_trial():
     assert ("interpreter" in result.device) is (DEVICE == "cpu")
 
 
-def test_speed_and_coverage_are_measured_on_a_gpu_and_reported_unavailable_on_the_cpu():
-    result = run_candidate("correct")
+def test_speed_and_coverage_are_measured_on_a_gpu_and_reported_unavailable_on_the_cpu(warm_env):
+    result = run_candidate("correct", env=warm_env)
     assert result.verdict is Verdict.OK
     if DEVICE == "cpu":
         assert result.speedup is None and result.timing is None and result.coverage is None and not result.kernels
@@ -88,14 +90,14 @@ def test_speed_and_coverage_are_measured_on_a_gpu_and_reported_unavailable_on_th
         assert "Speedup" in result.feedback and "Coverage" in result.feedback
 
 
-def test_timing_and_profiling_can_be_switched_off():
-    result = run_candidate("correct", timing=False, profile=False)
+def test_timing_and_profiling_can_be_switched_off(warm_env):
+    result = run_candidate("correct", env=warm_env, timing=False, profile=False)
     assert result.verdict is Verdict.OK and result.speedup is None and result.coverage is None
     assert "Timing unavailable" not in result.feedback
 
 
-def test_mismatch_reports_worst_element():
-    result = run_candidate("mismatch")
+def test_mismatch_reports_worst_element(warm_env):
+    result = run_candidate("mismatch", env=warm_env)
     stats = result.errors
     assert stats.output == "output" and stats.mismatched > 0 and stats.numel == 1000
     assert stats.max_abs_error == pytest.approx(abs(stats.got - stats.expected))
@@ -120,16 +122,16 @@ def test_invalid_source_is_refused_before_running(candidate, message):
     assert result.stage_seconds == {}  # no sandbox was started
 
 
-def test_fixed_tolerance_judges_fp32_at_1e_4_unless_told_otherwise():
-    assert run_candidate("half_precision", tolerance="fixed").verdict is Verdict.MISMATCH
-    loose = run_candidate("half_precision", tolerance="fixed", atol=1e-2, rtol=1e-2)
+def test_fixed_tolerance_judges_fp32_at_1e_4_unless_told_otherwise(warm_env):
+    assert run_candidate("half_precision", env=warm_env, tolerance="fixed").verdict is Verdict.MISMATCH
+    loose = run_candidate("half_precision", env=warm_env, tolerance="fixed", atol=1e-2, rtol=1e-2)
     assert loose.verdict is Verdict.OK
 
 
-def test_broken_reference_is_infrastructure_error():
+def test_broken_reference_is_infrastructure_error(judge):
     problem = small_problem("vector_add")
     broken = problem.with_sizes(n=-5)  # torch.randn(-5) raises in get_inputs
-    result = evaluate(broken, problem.solution, eval_config())
+    result = judge(broken, problem.solution, eval_config())
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
     assert "reference problem itself failed" in result.feedback
 
@@ -143,5 +145,7 @@ def test_secret_seeds_differ_between_evaluations():
         "        print('FIRST', float(a[0]), flush=True)\n"
         "        return a + b\n"
     )
-    seen = {evaluate(problem, spy, eval_config()).stdout.split()[1] for _ in range(2)}
-    assert len(seen) == 2
+    # Two fresh judges (a seed fixed at a judge's start would still differ between its jobs), at once.
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: evaluate(problem, spy, eval_config()), range(2)))
+    assert len({result.stdout.split()[1] for result in results}) == 2

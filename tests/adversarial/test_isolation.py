@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import CANDIDATES, DEVICE, small_problem
-from tritongym.env import LocalEnv, PoolConfig
-from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.problems import Problem
 
 HERE = Path(__file__).parent / "candidates"
@@ -41,42 +40,42 @@ CASES = [
 
 
 @pytest.mark.parametrize(("candidate", "static", "verdict", "phrase"), CASES, ids=[c[0] for c in CASES])
-def test_exploit_gets_its_verdict(candidate, static, verdict, phrase):
-    result = evaluate(small_problem("vector_add"), source(candidate), config(static_checks=static))
+def test_exploit_gets_its_verdict(judge, candidate, static, verdict, phrase):
+    result = judge(small_problem("vector_add"), source(candidate), config(static_checks=static))
     assert result.verdict is verdict, result.feedback + result.detail
     assert phrase in result.feedback
     assert not result.correct
 
 
-def test_the_next_job_and_the_judges_secrets_cannot_be_read():
-    result = evaluate(small_problem("vector_add"), source("reads_next_job"), config(static_checks=False))
+def test_the_next_job_and_the_judges_secrets_cannot_be_read(judge):
+    result = judge(small_problem("vector_add"), source("reads_next_job"), config(static_checks=False))
     assert result.verdict is Verdict.OK, result.feedback + result.stderr
     assert "STOLEN []" in result.stdout, result.stdout
 
 
 @pytest.mark.skipif(not ROOT, reason="runners get users of their own only under a root judge")
-def test_a_runner_can_signal_no_other_process():
-    result = evaluate(small_problem("vector_add"), source("signals_everyone"), config(static_checks=False))
+def test_a_runner_can_signal_no_other_process(judge):
+    result = judge(small_problem("vector_add"), source("signals_everyone"), config(static_checks=False))
     assert result.verdict is Verdict.OK, result.feedback
     assert "SIGNALLABLE 0" in result.stdout, result.stdout
 
 
-def test_the_reference_is_not_in_the_runner_to_wrap():
-    result = evaluate(small_problem("vector_add"), source("wraps_reference_forward"), config(static_checks=False))
+def test_the_reference_is_not_in_the_runner_to_wrap(judge):
+    result = judge(small_problem("vector_add"), source("wraps_reference_forward"), config(static_checks=False))
     assert result.verdict is Verdict.OK, result.feedback
     assert "REFERENCE not found" in result.stdout, result.stdout
 
 
-def test_launch_accounting_in_the_runner_is_the_runners_word():
+def test_launch_accounting_in_the_runner_is_the_runners_word(judge):
     """The known limit (docs/environment.md, threat model): a candidate that edits the runner's
     launch monitor and op recorder passes the launch count and PyTorch-compute checks; the forward
     whose launches do not run (its output still correct) gives it away. Its output is checked by
     the judge on fresh inputs: a wrong one fails whatever it claims."""
-    result = evaluate(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
+    result = judge(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "even when none of the solution's Triton kernels ran" in result.feedback
     wrong = source("edits_launch_counter").replace("out = a + b", "out = a - b")
-    assert evaluate(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
+    assert judge(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
 
 
 DOUBLE = Problem(
@@ -90,17 +89,11 @@ DOUBLE = Problem(
 )
 
 
-def test_memoising_on_integer_inputs_fails_even_with_one_trial():
-    result = evaluate(DOUBLE, source("memoizes_integer_inputs"), config(trials=1))
+def test_memoising_on_integer_inputs_fails_even_with_one_trial(judge):
+    result = judge(DOUBLE, source("memoizes_integer_inputs"), config(trials=1))
     assert result.verdict is Verdict.MISMATCH, result.feedback
     assert result.trials == 2 and result.trials_passed == 1
     assert "Trial 2 of 2" in result.feedback
-
-
-@pytest.fixture(scope="module")
-def pool():
-    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
-        yield env
 
 
 CORRECT = (CANDIDATES / "correct.py").read_text()
@@ -112,11 +105,11 @@ WRONG = (CANDIDATES / "mismatch.py").read_text()
     [("poisons_next_job", False), ("forges_result_on_every_fd", True), ("kills_own_group", False),
      ("reads_next_job", False)],
 )  # fmt: skip
-def test_victims_after_an_attacker_get_their_solo_verdicts(pool, attacker, static):
-    problem = small_problem("vector_add")
-    pool.submit(problem, source(attacker), config(static_checks=static)).result()
-    honest = pool.submit(problem, CORRECT, config()).result()
-    wrong = pool.submit(problem, WRONG, config()).result()
+def test_victims_after_an_attacker_get_their_solo_verdicts(warm_env, attacker, static):
+    problem, starts = small_problem("vector_add"), warm_env.sandbox_starts
+    warm_env.submit(problem, source(attacker), config(static_checks=static)).result()
+    honest = warm_env.submit(problem, CORRECT, config()).result()
+    wrong = warm_env.submit(problem, WRONG, config()).result()
     assert honest.verdict is Verdict.OK, honest.feedback
     assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
-    assert pool.sandbox_starts == [1]  # one warm judge throughout; every candidate had a runner of its own
+    assert warm_env.sandbox_starts == starts  # one warm judge throughout; every candidate had a runner of its own

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -16,14 +17,13 @@ import httpx
 import pytest
 
 from helpers import CANDIDATES, DEVICE, small_problem
-from tritongym.env import LocalEnv, PoolConfig
 from tritongym.env.client import HttpEnv
 from tritongym.env.service import SafeJSONResponse
 from tritongym.errors import SandboxError, ServiceError
-from tritongym.evaluate import EvalConfig, EvalResult, Verdict, evaluate
+from tritongym.evaluate import EvalConfig, EvalResult, Verdict
 from tritongym.evaluate.judge.reaping import PID_RANGE, children, kill_trees, kill_user, runner_uids, user_processes
 from tritongym.evaluate.judge.runners import RunnerSupply
-from tritongym.evaluate.sandbox import private_lock_dir
+from tritongym.evaluate.sandbox import BACKSTOP_S, private_lock_dir
 from tritongym.problems import find_problem
 
 REDTEAM = Path(__file__).parent / "redteam"
@@ -47,16 +47,16 @@ DEEP_MINUS = "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def for
 
 @pytest.mark.parametrize("text", [source("deep_expression_drops_sample"), DEEP_MINUS], ids=["plus", "minus"])
 @pytest.mark.parametrize("static", [True, False])
-def test_a_text_too_deep_to_compile_is_the_candidates_verdict(text, static):
-    result = evaluate(small_problem("vector_add"), text, config(static_checks=static))
+def test_a_text_too_deep_to_compile_is_the_candidates_verdict(judge, text, static):
+    result = judge(small_problem("vector_add"), text, config(static_checks=static))
     assert result.verdict is Verdict.INVALID_SOURCE, result.feedback + result.detail
     assert "nested too deeply" in result.feedback
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
-        yield env
+@pytest.fixture
+def pool(warm_env):
+    """The session's warm sandbox, and how many judges it had started before the test."""
+    return warm_env, warm_env.sandbox_starts
 
 
 def runner_processes(pool) -> list[int]:
@@ -74,6 +74,7 @@ CROSS_JOB = ["kills_spare_runner", "stops_spare_runner", "immortal_chain"]
 def test_an_attacker_cannot_reach_the_next_jobs_runner(pool, attacker):
     if attacker == "immortal_chain" and not ROOT:
         pytest.skip("without root, a process that left the runner's tree is found only by the zygote's sweep")
+    pool, starts = pool
     problem = small_problem("vector_add")
     attack = pool.submit(problem, source(attacker), config(static_checks=False)).result()
     assert attack.verdict is Verdict.OK, attack.feedback + attack.stderr
@@ -85,7 +86,7 @@ def test_an_attacker_cannot_reach_the_next_jobs_runner(pool, attacker):
     wrong = pool.submit(problem, WRONG, config()).result()
     assert honest.verdict is Verdict.OK, honest.feedback
     assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
-    assert pool.sandbox_starts == [1]  # the judge itself was never hurt
+    assert pool.sandbox_starts == starts  # the judge itself was never hurt
     assert len(runner_processes(pool)) <= 1
 
 
@@ -151,21 +152,24 @@ def test_a_stopped_tree_is_killed_whole():
 
 
 def test_a_runner_that_stops_reading_times_out_and_the_judge_stays(pool):
-    problem = find_problem("vector_add")  # full size: its inputs overflow a socket buffer
+    (pool, starts), timeout_s = pool, 8.0
+    # A quarter of the full size: its inputs (2 x 16 MiB) still overflow a socket buffer, and the judge's
+    # reference (part of the timeout) takes a quarter of the time.
+    problem = find_problem("vector_add").with_sizes(n=1 << 22)
     started = time.monotonic()
     attack = pool.submit(
-        problem, source("stops_reading_judge_socket"), config(static_checks=False, timeout_s=15)
+        problem, source("stops_reading_judge_socket"), config(static_checks=False, timeout_s=timeout_s)
     ).result()
     assert attack.verdict is Verdict.TIMEOUT, attack.feedback
     assert "during trial 1" in attack.feedback
-    assert time.monotonic() - started < 15 + 10  # the job's own timeout, not the pool's backstop
+    assert time.monotonic() - started < timeout_s + BACKSTOP_S / 2  # the job's own timeout, not the pool's backstop
     honest = pool.submit(small_problem("vector_add"), CORRECT, config()).result()
     assert honest.verdict is Verdict.OK, honest.feedback
-    assert pool.sandbox_starts == [1]
+    assert pool.sandbox_starts == starts
 
 
-def test_feedback_that_cannot_encode_is_served_cleaned(pool):
-    result = evaluate(small_problem("vector_add"), source("surrogate_feedback_breaks_service"), config())
+def test_feedback_that_cannot_encode_is_served_cleaned(judge):
+    result = judge(small_problem("vector_add"), source("surrogate_feedback_breaks_service"), config())
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
     assert "bad ? ??????????" in result.feedback
     result.to_json().encode("utf-8")
@@ -197,8 +201,8 @@ def test_a_task_the_service_cannot_answer_fails_alone():
 
 
 @pytest.mark.parametrize("torch_compute", ["allow", "forbid"])
-def test_output_computed_outside_triton_is_no_triton(torch_compute):
-    result = evaluate(small_problem("softmax"), source("numpy_does_the_work"), config(torch_compute=torch_compute))
+def test_output_computed_outside_triton_is_no_triton(judge, torch_compute):
+    result = judge(small_problem("softmax"), source("numpy_does_the_work"), config(torch_compute=torch_compute))
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback + result.detail
     assert "even when none of the solution's Triton kernels ran" in result.feedback
 
@@ -216,8 +220,8 @@ def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
             private_lock_dir(tmp_path)
 
 
-@pytest.mark.parametrize("settle_s", [0.0, 2.0], ids=["before-hello", "after-hello"])
-def test_a_stopped_spare_is_replaced_not_given_the_job(monkeypatch, tmp_path, settle_s):
+@pytest.mark.parametrize("after_hello", [False, True], ids=["before-hello", "after-hello"])
+def test_a_stopped_spare_is_replaced_not_given_the_job(monkeypatch, tmp_path, after_hello):
     monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")  # no users of their own: the ping must catch it
     env = dict(os.environ) | {"TRITON_INTERPRET": "1", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
     supply = RunnerSupply("cpu", env, str(tmp_path))
@@ -225,7 +229,8 @@ def test_a_stopped_spare_is_replaced_not_given_the_job(monkeypatch, tmp_path, se
         supply.launch()
         supply.start()
         stopped = supply.spare
-        time.sleep(settle_s)
+        if after_hello:  # its Hello is waiting on the socket
+            assert select.select([stopped.sock], [], [], 60)[0]
         os.kill(stopped.pid, signal.SIGSTOP)
         runner = supply.take(time.monotonic() + 60)
         assert runner.pid != stopped.pid and supply.forks == 2

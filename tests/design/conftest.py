@@ -1,19 +1,15 @@
 import pytest
 
-from helpers import DEVICE
 from tritongym.design.language import Design
 from tritongym.design.table import Table, distinct, eval_meta
 from tritongym.design.task import DesignOptions, design_problems
-from tritongym.env.local import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalResult, Verdict
 
 
 @pytest.fixture(scope="session")
-def design_env():
-    """One warm pool for every design-language test that evaluates (its start dominates their cost)."""
-    env = LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=2))
-    yield env
-    env.close()
+def design_env(warm_env):
+    """The design-language tests judge in the session's warm sandbox (a judge's start dominates their cost)."""
+    return warm_env
 
 
 PURPOSE_BUILT = {

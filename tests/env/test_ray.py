@@ -46,7 +46,7 @@ def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):
     marker.chmod(0o666)  # each runner may run as a user of its own: all of them append here
     slow = CORRECT.replace(
         "class ModelNew(nn.Module):",
-        f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(3)\n\nclass ModelNew(nn.Module):",
+        f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(1.5)\n\nclass ModelNew(nn.Module):",
     )
     config = EvalConfig(trials=2, static_checks=False)  # the candidate writes a marker file
     futures = [env.submit(PROBLEM, slow, config) for _ in range(2)]  # one on each actor

@@ -59,8 +59,18 @@ def server(db, jobs=1, env=None, args=()):
             proc.wait(timeout=30)
 
 
-def test_http_env_evaluates_like_a_local_env(tmp_path):
-    with server(tmp_path / "db.sqlite") as (url, _), HttpEnv(url) as env:
+TOKEN = "s3cret"
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One service for the tests that do not stop it: two sandboxes, a bearer token from the environment."""
+    with server(tmp_path_factory.mktemp("service") / "db.sqlite", jobs=2, env={"TRITONGYM_TOKEN": TOKEN}) as (url, _):
+        yield url
+
+
+def test_http_env_evaluates_like_a_local_env(shared):
+    with HttpEnv(shared, token=TOKEN) as env:
         tasks = [Task(PROBLEM, CORRECT, "good"), Task(PROBLEM, MISMATCH, "bad"), Task(PROBLEM, b"", "empty")]
         results = {t.label: r for t, r in env.evaluate_many(tasks, CONFIG)}
         assert results["good"].verdict is Verdict.OK
@@ -79,26 +89,25 @@ def test_http_env_says_what_to_do_when_the_service_is_unreachable():
         env.submit(PROBLEM, CORRECT, CONFIG)
 
 
-def test_concurrent_clients_all_get_correct_results(tmp_path):
-    with server(tmp_path / "db.sqlite", jobs=2) as (url, _):
-        failures = []
+def test_concurrent_clients_all_get_correct_results(shared):
+    failures, done_before = [], httpx.get(f"{shared}/healthz").json()["done"]
 
-        def client(i):
-            with HttpEnv(url, fresh=True) as env:
-                tasks = [Task(PROBLEM, CORRECT if (i + j) % 2 else MISMATCH, f"{i}-{j}") for j in range(5)]
-                for t, r in env.evaluate_many(tasks, CONFIG):
-                    expected = Verdict.OK if t.candidate == CORRECT else Verdict.MISMATCH
-                    if r.verdict is not expected:
-                        failures.append((t.label, r.verdict))
+    def client(i):
+        with HttpEnv(shared, token=TOKEN, fresh=True) as env:
+            tasks = [Task(PROBLEM, CORRECT if (i + j) % 2 else MISMATCH, f"{i}-{j}") for j in range(5)]
+            for t, r in env.evaluate_many(tasks, CONFIG):
+                expected = Verdict.OK if t.candidate == CORRECT else Verdict.MISMATCH
+                if r.verdict is not expected:
+                    failures.append((t.label, r.verdict))
 
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=180)
-        assert failures == []
-        health = httpx.get(f"{url}/healthz").json()
-        assert health["done"] == 20 and health["queued"] == health["running"] == 0
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert failures == []
+    health = httpx.get(f"{shared}/healthz").json()
+    assert health["done"] == done_before + 20 and health["queued"] == health["running"] == 0
 
 
 def slow(seconds: float) -> str:
@@ -111,7 +120,7 @@ def slow(seconds: float) -> str:
 def test_killed_service_resumes_every_task_exactly_once(tmp_path):
     db = tmp_path / "db.sqlite"
     problem = {"name": PROBLEM.name, "source": PROBLEM.source, "entry_point": PROBLEM.entry_point}
-    tasks = [{"problem": problem, "candidate": slow(1.0) + f"\n# {i}\n", "config": {"trials": 2}} for i in range(6)]
+    tasks = [{"problem": problem, "candidate": slow(0.5) + f"\n# {i}\n", "config": {"trials": 2}} for i in range(6)]
     with server(db) as (url, proc):
         ids = httpx.post(f"{url}/v1/tasks", json={"tasks": tasks}).json()["ids"]
         deadline = time.monotonic() + 60
@@ -142,14 +151,12 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path):
     assert "requires a bearer token" in result.stderr
 
 
-def test_token_from_the_environment(tmp_path):
-    token = "s3cret"
-    with server(tmp_path / "db.sqlite", env={"TRITONGYM_TOKEN": token}) as (url, _):
-        assert httpx.post(f"{url}/v1/tasks", json={"tasks": []}).status_code == 401
-        with HttpEnv(url, token="wrong") as env, pytest.raises(ServiceError, match=r"HttpEnv\(url, token=...\)"):
-            env.submit(PROBLEM, CORRECT, CONFIG)
-        with HttpEnv(url, token=token) as env:
-            assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=60).verdict is Verdict.OK
+def test_token_from_the_environment(shared):
+    assert httpx.post(f"{shared}/v1/tasks", json={"tasks": []}).status_code == 401
+    with HttpEnv(shared, token="wrong") as env, pytest.raises(ServiceError, match=r"HttpEnv\(url, token=...\)"):
+        env.submit(PROBLEM, CORRECT, CONFIG)
+    with HttpEnv(shared, token=TOKEN) as env:
+        assert env.submit(PROBLEM, CORRECT, CONFIG).result(timeout=60).verdict is Verdict.OK
 
 
 def test_service_on_the_ray_backend(tmp_path):

@@ -7,7 +7,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from helpers import CANDIDATES, small_problem
-from tritongym.env import LocalEnv, PoolConfig
 from tritongym.env.service import ServiceConfig, create_app
 from tritongym.env.store import TaskStore
 
@@ -21,10 +20,10 @@ def task(candidate=CORRECT, **extra):
     return {"problem": problem, "candidate": candidate, "config": {"trials": 2}} | extra
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=1)) as env:
-        yield env
+@pytest.fixture
+def pool(warm_env):
+    """The session's warm sandbox (the service does not own its pool: it leaves it running)."""
+    return warm_env
 
 
 def make_client(pool, tmp_path, **config):

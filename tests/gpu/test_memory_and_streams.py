@@ -158,7 +158,7 @@ def test_a_problem_of_a_tenth_of_the_gpu_is_judged_correct_with_a_float64_refere
     # about 3 S: both fit beside each other, and the float64 reference stays on the GPU.
     result = evaluate(_elementwise_problem(_numel(1 / 10)), LARGE_CANDIDATE, EvalConfig(**UNTIMED))
     assert result.verdict is Verdict.OK, result.feedback + result.detail
-    assert not any(f["check"] == "tolerance" for f in result.findings), result.findings
+    assert not any(f.check == "tolerance" for f in result.findings), result.findings
 
 
 def test_a_problem_of_a_fortieth_of_the_gpu_is_timed_with_a_batch_that_fits():

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import tritongym.train.step as step_module
-from tritongym.env import LocalEnv, PoolConfig
 from tritongym.policy.scripted import break_solution
 from tritongym.problems import find_problem
 from tritongym.train.config import load_config
@@ -43,13 +42,7 @@ def script(messages, call):
     return f"```python\n{solution}```"
 
 
-@pytest.fixture(scope="module")
-def env():
-    with LocalEnv(PoolConfig(devices="cpu", sandboxes_per_device=2)) as env:
-        yield env
-
-
-def test_drkernel_step_end_to_end(tmp_path, env, monkeypatch):
+def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch):
     (tmp_path / "short.txt").write_text(SHORT)
     config = load_config(
         preset="drkernel",
@@ -73,7 +66,7 @@ def test_drkernel_step_end_to_end(tmp_path, env, monkeypatch):
     model = build_tiny_model(tokenizer)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     engine = HFRollout(ForcedPolicy(model, tokenizer, script))
-    trainer = Trainer(config, env=env, engine=engine, model=model, tokenizer=tokenizer)
+    trainer = Trainer(config, env=warm_env, engine=engine, model=model, tokenizer=tokenizer)
     captured = {}
     real_plan = step_module.plan_update
 
