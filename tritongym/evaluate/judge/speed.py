@@ -273,6 +273,9 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = state.ctx.twin
         self.sample = tensor_leaves(sample_output)
+        # the runner copies the candidate's outputs into contiguous slots: the twin's bracket copies
+        # contiguous ones (a candidate whose output is not contiguous pays its slower copy itself)
+        self.contiguous_sample = [t.contiguous() for t in self.sample]
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
         self.late = 0
@@ -353,7 +356,7 @@ class Bench:
         copies a fixed output into each slot, the twin waits on ``go`` and records ``done``."""
         start, end = self._open("remote", self.shared_in, self.shared_out, sets)
         for k in range(self.count):
-            for slot, value in zip(self.shared_out, self.sample, strict=True):
+            for slot, value in zip(self.shared_out, self.contiguous_sample, strict=True):
                 slot[k].copy_(value)
         self.twin.go.record()
         self.twin.hand_off()
