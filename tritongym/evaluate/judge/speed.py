@@ -276,6 +276,7 @@ class Bench:
         # the runner copies the candidate's outputs into contiguous slots: the twin's bracket copies
         # contiguous ones (a candidate whose output is not contiguous pays its slower copy itself)
         self.contiguous_sample = [t.contiguous() for t in self.sample]
+        self.comparable_empties = all(t.is_contiguous() for t in self.sample)
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
         self.late = 0
@@ -493,7 +494,8 @@ def time_candidate(state, reference, trials: list) -> dict:
             "input_sets": summary.reps * count,
             "flush_bytes": bench.scratch.numel(),
             "late_brackets": bench.late,
-            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2),
+            # the two empty brackets copy the same bytes only when the reference's output is contiguous
+            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2) if bench.comparable_empties else None,
             "clean_hand_off_us": round(state.ctx.hand_off_s * 1e6, 2),
         },
     }
