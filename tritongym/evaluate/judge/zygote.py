@@ -11,9 +11,9 @@ reaps are reported as ``X``, pid and wait status. It is the subreaper of everyth
 start, and kills any such orphan on sight.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
-root: a user of its own), the parent-death signal (then a re-check that the zygote is still the parent), stdin from
-/dev/null, the pipes as stdout and stderr, every other descriptor closed, no core files, a
-file-size limit.
+root: a user of its own; a runner that stays root loses every capability), the parent-death signal
+(then a re-check that the zygote is still the parent), stdin from /dev/null, the pipes as stdout and
+stderr, every other descriptor closed, no core files, a file-size limit.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ from tritongym.evaluate.judge.reaping import kill_trees
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+CAPABILITY_VERSION_3 = 0x20080522
 EVENT = struct.Struct("<cii")
 REQUEST = struct.Struct("<cI")
 """A fork request: ``f`` and the user id the runner runs as (0: the zygote's own)."""
@@ -79,9 +82,32 @@ def drop_privileges(uid: int) -> None:
         os.environ["TMPDIR"] = os.environ["HOME"] = str(home / "tmp")
 
 
+def drop_capabilities() -> None:
+    """A runner that keeps the root user (the judge's, as on a GPU by default) gives up every
+    capability, for itself and for whatever it executes: without CAP_SYS_PTRACE it cannot read or
+    trace the judge (non-dumpable) through /proc, without CAP_DAC_OVERRIDE it reads files only as
+    their permissions allow. It still runs as uid 0 (device files, CUDA IPC and the judge's files
+    work as before) and can still signal processes of that user (environment.md, threat model)."""
+    if os.geteuid() != 0:
+        return
+    try:
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):  # the bounding set first: an execve cannot bring any back
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"dropping capability {cap} from the bounding set failed")
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none, in both 32-bit words
+    if _libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str, uid: int) -> None:
     os.setsid()
     drop_privileges(uid)
+    drop_capabilities()
     die_with_parent(zygote)  # after the change of user, which clears the parent-death signal
     prctl(PR_SET_CHILD_SUBREAPER, 0)
     null = os.open(os.devnull, os.O_RDONLY)
