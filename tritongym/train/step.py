@@ -300,4 +300,7 @@ def rl_step(trainer: Any, step: int, rollout: RolloutBatch | None = None) -> dic
         "time/train": time.monotonic() - train_started,
         "time/step": time.monotonic() - started,
     }
+    device = next(trainer.model.parameters()).device
+    if device.type == "cuda":  # the trainer's own GPU memory (the environment's judges are other processes)
+        metrics["memory/peak_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
     return metrics
