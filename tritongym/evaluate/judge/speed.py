@@ -49,7 +49,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, timing_batch
 from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
-from tritongym.evaluate.judge.twin import wait_for
+from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
 
 TARGET_BATCH_S = 0.01
@@ -271,7 +271,7 @@ class Bench:
         self.shared_in, self.shared_out = shared[: len(specs[0])], shared[len(specs[0]) :]
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
-        self.twin = state.ctx.twin
+        self.twin = ensure_twin(state.ctx)
         self.sample = tensor_leaves(sample_output)
         # the runner copies the candidate's outputs into contiguous slots: the twin's bracket copies
         # contiguous ones (a candidate whose output is not contiguous pays its slower copy itself)
@@ -360,7 +360,16 @@ class Bench:
             for slot, value in zip(self.shared_out, self.contiguous_sample, strict=True):
                 slot[k].copy_(value)
         self.twin.go.record()
-        self.twin.hand_off()
+        try:
+            self.twin.hand_off()
+        except TwinGone:  # started again for the next job (ensure_twin)
+            if self.state.runner.uid:  # a runner of a user of its own cannot signal it: the judge's failure
+                raise
+            raise Failure(
+                Verdict.CRASH,
+                "The judge's timing process was killed while this solution was being timed; only a process of the "
+                "judge's user can do that, and the solution's runner is one. Do not signal other processes.",
+            ) from None
         in_time = self._queued("remote", start)
         self._poll(self.twin.done)
         return self._close(self.shared_out, start, end, in_time)[0]

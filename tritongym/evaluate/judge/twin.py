@@ -68,6 +68,15 @@ class Twin:
             self.process.wait()
 
 
+def ensure_twin(ctx) -> Twin:
+    """The judge's twin, started again if it is gone (a runner of the judge's user may kill it)."""
+    if ctx.twin is None or ctx.twin.process.poll() is not None:
+        if ctx.twin is not None:
+            ctx.twin.close()
+        ctx.twin = Twin(ctx.device)
+    return ctx.twin
+
+
 def serve(index: int) -> None:
     torch.cuda.set_device(index)
     torch.ones(1, device="cuda").add_(1)

@@ -1,0 +1,28 @@
+"""The judge's twin is started again when it is gone (a runner of the judge's user may kill it)."""
+
+from types import SimpleNamespace
+
+from tritongym.evaluate.judge import twin
+
+
+class FakeTwin:
+    started = 0
+
+    def __init__(self, device):
+        FakeTwin.started += 1
+        self.exit_code = None
+        self.closed = False
+        self.process = SimpleNamespace(poll=lambda: self.exit_code)
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_live_twin_is_kept_and_a_gone_one_replaced(monkeypatch):
+    monkeypatch.setattr(twin, "Twin", FakeTwin)
+    ctx = SimpleNamespace(twin=None, device="cuda:0")
+    first = twin.ensure_twin(ctx)
+    assert twin.ensure_twin(ctx) is first and FakeTwin.started == 1
+    first.exit_code = -9  # killed
+    second = twin.ensure_twin(ctx)
+    assert second is not first and ctx.twin is second and first.closed and FakeTwin.started == 2
