@@ -138,21 +138,31 @@ class SharedArena:
         self.buffer: torch.Tensor | None = None
 
     def carve(self, specs: list) -> list[torch.Tensor]:
-        sizes = [_round_up(_storage_bytes(shape, stride, dtype), self.ALIGN) for shape, stride, dtype in specs]
-        need = max(sum(sizes), self.ALIGN)
+        need = max(carved_bytes(specs, self.ALIGN), self.ALIGN)
         if self.buffer is None or self.buffer.numel() < need:
             self.buffer = None
             if self.pool is None:
                 self.pool = torch.cuda.MemPool()
             with torch.cuda.use_mem_pool(self.pool):
                 self.buffer = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
-        slots, offset = [], 0
-        for (shape, stride, dtype), size in zip(specs, sizes, strict=True):
-            itemsize = torch.empty(0, dtype=dtype).element_size()
-            piece = self.buffer[offset : offset + size - size % itemsize].view(dtype)
-            slots.append(torch.as_strided(piece, shape, stride))
-            offset += size
-        return slots
+        return carve_slots(self.buffer, specs, self.ALIGN)
+
+
+def carved_bytes(specs: list, align: int) -> int:
+    """Bytes of a buffer that ``carve_slots`` needs for these (shape, stride, dtype) specs."""
+    return sum(_round_up(_storage_bytes(shape, stride, dtype), align) for shape, stride, dtype in specs)
+
+
+def carve_slots(buffer: torch.Tensor, specs: list, align: int) -> list[torch.Tensor]:
+    """Tensors of the given (shape, stride, dtype) laid out one after another in a uint8 ``buffer``,
+    each starting at a multiple of ``align`` bytes, none overlapping another."""
+    slots, offset = [], 0
+    for shape, stride, dtype in specs:
+        size = _round_up(_storage_bytes(shape, stride, dtype), align)
+        piece = buffer[offset : offset + size].view(dtype)
+        slots.append(torch.as_strided(piece, shape, stride))
+        offset += size
+    return slots
 
 
 def _storage_bytes(shape: tuple, stride: tuple, dtype) -> int:
