@@ -26,7 +26,7 @@ import triton.language as tl
 
 LIFETIME_S = 20.0
 LOG = "/tmp/redteam2-escape.log"
-HONEST = '''import torch
+HONEST = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -44,7 +44,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(a)
         add_kernel[(triton.cdiv(a.numel(), 256),)](a.contiguous(), b.contiguous(), out, a.numel(), BLOCK=256)
         return out
-'''
+"""
 
 _open, _read, _close, _signal, _fork, _end, _put = (
     getattr(os, n) for n in ("op" + "en", "read", "close", "ki" + "ll", "fo" + "rk", "_ex" + "it", "wri" + "te")
