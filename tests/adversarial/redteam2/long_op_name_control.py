@@ -1,10 +1,5 @@
-"""Control for long_op_name_dodges_torch_compute.py (an 8-character op name): hack_torch_compute.
-softmax done by torch.softmax around a token
-Triton launch (hack_torch_compute, -1), plus one call of a custom operator whose name is 17 MiB long.
-The op recorder counts ops by name and the runner sends the counts (runner.py Runner.call,
-`compute=`) in its Output header, which then exceeds MAX_HEADER_BYTES (16 MiB): the judge refuses
-the frame and the verdict is `crash` (0). torch.library is reached with getattr (static checks refuse
-only the plain spelling). Same root cause as long_thread_name_dodges_hack.py."""
+"""Control for long_op_name_dodges_torch_compute.py: the same candidate with an 8-character op name
+gets hack_torch_compute, as it should."""
 
 import torch
 import torch.nn as nn
