@@ -80,6 +80,21 @@ class _Tail(threading.Thread):
         return self.data.decode("utf-8", errors="replace")
 
 
+def remove_tree(path: Path) -> None:
+    """Remove a directory whatever a candidate left in it, never raising: ``shutil.rmtree`` recurses
+    once per level (a chain of thousands of nested directories raises RecursionError, which
+    ``ignore_errors`` does not cover), so what it cannot remove goes to ``rm -rf``, which walks
+    iteratively."""
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except Exception:  # RecursionError, OSError, anything a crafted tree makes it raise
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(["rm", "-rf", "--", str(path)], timeout=120, check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
 @dataclass
 class SandboxOutcome:
     """What happened to one job in a sandbox."""
@@ -233,7 +248,7 @@ class Sandbox:
                 os.close(self._channel)
             self._proc = None
         if self._home is not None:
-            shutil.rmtree(self._home, ignore_errors=True)
+            remove_tree(self._home)
             self._home = None
 
     def __enter__(self) -> Sandbox:
@@ -268,7 +283,7 @@ class Sandbox:
             self._kill()
             outcome.stderr = self._tails[1].text()[-output_limit_bytes:]
         outcome.wall_s = time.monotonic() - start
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_tree(workdir)
         if not self.alive:
             self.close()
         return outcome
