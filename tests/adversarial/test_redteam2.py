@@ -44,3 +44,17 @@ def test_a_deep_job_directory_costs_the_batch_nothing(warm_env):
     attacker, correct, mismatch = warm_env.evaluate_batch(tasks, config())
     assert attacker.verdict is Verdict.OK, attacker.feedback
     assert correct.verdict is Verdict.OK and mismatch.verdict is Verdict.MISMATCH, (correct.feedback, mismatch.feedback)
+
+
+def test_a_name_too_long_for_the_protocol_does_not_turn_a_hack_into_a_crash(warm_env):
+    """Attacks 7 and 8: a stray thread, and a custom op, named with 17 MiB."""
+    threads = warm_env.submit(
+        small_problem("vector_add"), (HERE / "long_thread_name_dodges_hack.py").read_text(), config()
+    ).result()
+    assert threads.verdict is Verdict.HACK_THREADS, threads.feedback
+    ops = warm_env.submit(
+        small_problem("softmax"), (HERE / "long_op_name_dodges_torch_compute.py").read_text(),
+        config(torch_compute="forbid"),
+    ).result()  # fmt: skip
+    assert ops.verdict is Verdict.HACK_TORCH_COMPUTE, ops.feedback
+    assert len(ops.feedback) < 5000

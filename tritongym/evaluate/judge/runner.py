@@ -36,6 +36,11 @@ MAX_INPUT_BYTES = 1 << 40
 """The judge is trusted: what it sends is bounded by its own memory."""
 RELEASE_BYTES = 1 << 30
 """After a call whose inputs are at least this large, the runner's cached GPU memory is given back."""
+MAX_NAME = 200
+"""Longest name (thread, op, kernel, attribute) the runner reports: names are the candidate's to
+choose, and a report too large for the protocol would turn the verdict it supports into a crash."""
+MAX_NAMES = 64
+"""Most names of one kind in a report (the most frequent ops first)."""
 IN_FORWARD = "{where}"
 """Placeholder in a failure's feedback that the judge replaces with the call it knows (trial n)."""
 
@@ -162,7 +167,7 @@ class Runner:
                 self.synchronize()
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        threads = self.baseline.stray_threads()
+        threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         self.send(
             p.Output(
@@ -170,9 +175,9 @@ class Runner:
                 inputs_after=given,
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
-                off_stream_ops=sorted(recorder.off_stream),
-                compute=dict(collections.Counter(recorder.compute)),
-                tampering=self.baseline.tampering(),
+                off_stream_ops=[clip(name) for name in sorted(recorder.off_stream)[:MAX_NAMES]],
+                compute=clipped_counts(recorder.compute),
+                tampering=[clip(reason, 1000) for reason in self.baseline.tampering()],
                 threads=stray,
                 alias=aliasing(got, given, self.model) or "",
             )
@@ -224,7 +229,9 @@ class Runner:
         except BaseException as exc:
             raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage
-        self.send(p.ProfileResult(coverage, attribution.kernels, attribution.foreign_streams))
+        kernels = [k | {"name": clip(str(k.get("name", "")))} for k in attribution.kernels[:MAX_NAMES]]
+        streams = [clip(str(x)) for x in attribution.foreign_streams[:MAX_NAMES]]
+        self.send(p.ProfileResult(coverage, kernels, streams))
 
     def attach(self, message: p.Attach) -> None:
         from tritongym.evaluate.judge.speed import open_slots
@@ -258,6 +265,18 @@ class Runner:
             except Failure as failure:
                 self.fail(failure)
                 return
+
+
+def clip(name: str, limit: int = MAX_NAME) -> str:
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def clipped_counts(names) -> dict[str, int]:
+    """Counts of the most frequent names, each clipped (clipped names that collide add up)."""
+    counts: collections.Counter[str] = collections.Counter()
+    for name, count in collections.Counter(names).most_common(MAX_NAMES):
+        counts[clip(str(name))] += count
+    return dict(counts)
 
 
 def poison(t: torch.Tensor) -> None:
