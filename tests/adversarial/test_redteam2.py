@@ -58,3 +58,21 @@ def test_a_name_too_long_for_the_protocol_does_not_turn_a_hack_into_a_crash(warm
     ).result()  # fmt: skip
     assert ops.verdict is Verdict.HACK_TORCH_COMPUTE, ops.feedback
     assert len(ops.feedback) < 5000
+
+
+def test_torch_on_a_thread_forward_starts_and_joins_is_a_thread_hack(warm_env):
+    """Attack 9: torch.softmax on a helper thread (dispatch modes are per thread), then a Triton copy."""
+    result = warm_env.submit(
+        small_problem("softmax"), (HERE / "torch_on_joined_thread.py").read_text(), config(torch_compute="forbid")
+    ).result()
+    assert result.verdict is Verdict.HACK_THREADS and "forward started 1 thread" in result.feedback, result.feedback
+
+
+def test_torch_called_from_an_interpreted_kernel_body_is_recorded(warm_env):
+    """Attack 3: under the interpreter a @triton.jit body is Python; torch.softmax there is PyTorch compute."""
+    result = warm_env.submit(
+        small_problem("softmax"),
+        (HERE / "torch_inside_interpreted_kernel.py").read_text(),
+        config(torch_compute="forbid"),
+    ).result()
+    assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback

@@ -3,13 +3,16 @@
 * LaunchMonitor wraps Triton's launch path for the duration of a forward. It counts launches of
   kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
   source file is the candidate's, never a name match), and those made on a CUDA stream other than
-  the one forward was called on. Under the interpreter it pauses op recording inside launches (the
-  interpreter runs torch ops of its own; on a GPU a launch runs none, so any there are recorded).
+  the one forward was called on. Op recording goes on inside launches: under the interpreter a
+  kernel's body is Python that could call PyTorch (the interpreter's own tensor handling is glue).
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
   path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
+* count_thread_starts() counts every Python thread started in the process (installed in the zygote,
+  before any candidate): PyTorch's dispatch modes, the op recorder included, are per thread, so work
+  on a thread that forward starts and joins would go unrecorded; the runner reports such a thread.
 * aliasing() says whether an output shares memory with an input, a parameter or a buffer.
 """
 
@@ -103,12 +106,11 @@ class OpRecorder(TorchDispatchMode):
         super().__init__()
         self.compute: collections.Counter[str] = collections.Counter()
         self.off_stream: collections.Counter[str] = collections.Counter()
-        self.paused = 0
         self.stream = current_stream_handle()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
-        if not self.paused and name not in GLUE_OPS:
+        if name not in GLUE_OPS:
             self.compute[name] += 1
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
@@ -154,7 +156,7 @@ class LaunchMonitor:
         for cls in _launch_classes():
             original = cls.__dict__["run"]
             self._saved.append((cls, original))
-            cls.run = self._wrap(original, pause=cls.__name__ == "InterpretedFunction")
+            cls.run = self._wrap(original)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -162,7 +164,7 @@ class LaunchMonitor:
             cls.run = original
         self._saved.clear()
 
-    def _wrap(self, original, pause: bool):
+    def _wrap(self, original):
         monitor = self
 
         def run(kernel, *args, **kwargs):
@@ -179,15 +181,40 @@ class LaunchMonitor:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
                         return original(kernel, *args, **kwargs)
-            if monitor.recorder is None or not pause:
-                return original(kernel, *args, **kwargs)
-            monitor.recorder.paused += 1
-            try:
-                return original(kernel, *args, **kwargs)
-            finally:
-                monitor.recorder.paused -= 1
+            return original(kernel, *args, **kwargs)
 
         return run
+
+
+_thread_starts = [0]
+
+
+def count_thread_starts() -> None:
+    """Count every thread start from now on: each way the standard library starts a thread
+    (``_thread.start_new_thread`` and, on newer Pythons, ``start_joinable_thread``) goes through the
+    counter, under every name the threading module holds it by."""
+    import _thread
+    import threading
+
+    for name in ("start_new_thread", "start_joinable_thread"):
+        original = getattr(_thread, name, None)
+        if original is None or getattr(original, "_tritongym_counted", False):
+            continue
+
+        def start(*args, _original=original, **kwargs):
+            _thread_starts[0] += 1
+            return _original(*args, **kwargs)
+
+        start._tritongym_counted = True
+        setattr(_thread, name, start)
+        for alias in (f"_{name}", name):
+            if getattr(threading, alias, None) is original:
+                setattr(threading, alias, start)
+
+
+def thread_starts() -> int:
+    """Threads started since count_thread_starts()."""
+    return _thread_starts[0]
 
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:

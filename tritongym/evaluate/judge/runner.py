@@ -25,7 +25,14 @@ import traceback
 
 import torch
 
-from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, aliasing, poison_free_memory
+from tritongym.evaluate.guards import (
+    LaunchMonitor,
+    OpRecorder,
+    aliasing,
+    count_thread_starts,
+    poison_free_memory,
+    thread_starts,
+)
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
@@ -161,6 +168,7 @@ class Runner:
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         recorder = OpRecorder()
+        started = thread_starts()
         try:
             with LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
@@ -169,6 +177,9 @@ class Runner:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
+        started = thread_starts() - started
+        if started:  # joined or not: PyTorch ops on another thread escape the op recorder
+            stray.append(f"forward started {started} thread(s)")
         self.send(
             p.Output(
                 value=got,
@@ -311,6 +322,7 @@ def exercise_guards() -> None:
     once (on the CPU: no CUDA), so that no runner pays for it."""
     with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
         torch.ones(1).add(1)
+    count_thread_starts()
 
 
 def warm_up(device: torch.device) -> None:

@@ -91,7 +91,11 @@ def check_output(
         )
     stray = list(out.threads) + (["child processes still running"] if runner_children else [])
     if stray:
-        raise Failure(Verdict.HACK_THREADS, f"Trial {n}: {'; '.join(map(str, stray))} after forward returned.")
+        raise Failure(
+            Verdict.HACK_THREADS,
+            f"Trial {n}: {'; '.join(map(str, stray))} (seen when forward returned). Forward must do its work on its "
+            "own thread and leave nothing running.",
+        )
     if out.launches == 0:
         raise Failure(
             Verdict.HACK_NO_TRITON,
