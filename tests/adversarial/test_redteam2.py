@@ -76,3 +76,43 @@ def test_torch_called_from_an_interpreted_kernel_body_is_recorded(warm_env):
         config(torch_compute="forbid"),
     ).result()
     assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
+
+
+def test_a_zygote_started_again_mid_job_holds_nothing_of_the_judge(monkeypatch):
+    """Attack 2: a runner of the judge's user kills its zygote after its own job; the next job's runner
+    comes from a zygote started again in the middle of that job, which must be a fresh executable (a
+    fork of the judge would carry the job's frames: the reference's trial, the nonce)."""
+    from tritongym.env import LocalEnv, PoolConfig
+
+    if os.geteuid() != 0:
+        monkeypatch.delenv("TRITONGYM_RUNNER_USER", raising=False)  # a non-root judge's runners share its user
+    else:
+        monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")
+    problem = small_problem("vector_add")
+    tasks = [
+        Task(problem, (HERE / name).read_text(), name)
+        for name in ("kills_zygote_after_judged.py", "reads_judges_trial.py")
+    ]
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
+        killer, reader = env.evaluate_batch(tasks, config(static_checks=False))
+    assert killer.verdict is Verdict.OK, killer.feedback
+    assert reader.verdict is Verdict.OK, reader.feedback
+    assert "LEAK" not in reader.stdout and "no judge frame" in reader.stdout, reader.stdout
+
+
+def test_a_zygote_started_again_imports_nothing_from_its_working_directory(tmp_path):
+    """Attack 5: a runner that keeps the judge's user writes a package named tritongym into the judge's
+    home, the working directory of a zygote started again; `-m` would put it first on sys.path."""
+    from tritongym.evaluate.judge.runners import Zygote
+
+    marker = tmp_path / "hijacked"
+    planted = tmp_path / "tritongym"
+    planted.mkdir()
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    zygote = Zygote("cpu", dict(os.environ), str(tmp_path))
+    zygote.starts = 1  # started before: this start is a fresh executable, as after a zygote died
+    try:
+        zygote.start()
+    finally:
+        zygote.close()
+    assert not marker.exists()

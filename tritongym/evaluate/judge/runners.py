@@ -110,7 +110,8 @@ class _Forked:
 
 
 def _fork_zygote(theirs: socket.socket, device: str, env: dict[str, str]) -> _Forked:
-    """The zygote as a fork of this (CUDA-free, job-free) judge: it shares the judge's imports."""
+    """The zygote as a fork of this judge at its start (CUDA-free, job-free): it shares the judge's
+    imports. A zygote started again later is a fresh executable (``Zygote.launch``)."""
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
@@ -152,12 +153,12 @@ class Zygote:
         self.close()
         ours, theirs = socket.socketpair()
         try:
-            if not _cuda_initialized():
+            if self.starts == 0 and not _cuda_initialized():  # the judge is still job-free
                 self.proc = _fork_zygote(theirs, self.device, self.env)
-            else:
+            else:  # a fresh executable: a fork now would carry the judge's job (its stack) or CUDA context
                 self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()), str(os.getpid()),
-                 self.device],
+                [sys.executable, "-s", "-P", "-m", "tritongym.evaluate.judge.zygote", str(theirs.fileno()),
+                 str(os.getpid()), self.device],
                     pass_fds=(theirs.fileno(),),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,

@@ -88,6 +88,7 @@ def drop_capabilities() -> None:
     trace the judge (non-dumpable) through /proc, without CAP_DAC_OVERRIDE it reads files only as
     their permissions allow. It still runs as uid 0 (device files, CUDA IPC and the judge's files
     work as before) and can still signal processes of that user (environment.md, threat model)."""
+    prctl(PR_SET_NO_NEW_PRIVS, 1)  # every runner: no setuid program run later gains a privilege
     if os.geteuid() != 0:
         return
     try:
@@ -97,7 +98,6 @@ def drop_capabilities() -> None:
     for cap in range(last + 1):  # the bounding set first: an execve cannot bring any back
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"dropping capability {cap} from the bounding set failed")
-    prctl(PR_SET_NO_NEW_PRIVS, 1)
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none, in both 32-bit words
     if _libc.capset(header, data) != 0:
