@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import Task
 from tritongym.evaluate import EvalConfig, Verdict
@@ -116,3 +118,31 @@ def test_a_zygote_started_again_imports_nothing_from_its_working_directory(tmp_p
     finally:
         zygote.close()
     assert not marker.exists()
+
+
+def test_memory_held_in_shared_memory_files_counts_against_the_limit(warm_env):
+    """Attack 4: 2.5 GiB held in memfds (pages no resident set shows) under a 1.5 GiB limit."""
+    result = warm_env.submit(
+        small_problem("vector_add"), (HERE / "hides_memory_in_shmem.py").read_text(), config(memory_limit_mb=1536)
+    ).result()
+    assert result.verdict is Verdict.OUT_OF_MEMORY, result.feedback
+
+
+LEAVES_SHM = """
+import os, secrets
+PATH = "/dev/shm/tritongym-test-" + secrets.token_hex(8)
+with open(PATH, "wb") as fh:
+    fh.write(bytes(1 << 20))
+print("LEFT", PATH)
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="a non-root judge's runners share its user: their files look like its own"
+)
+def test_a_runner_users_files_in_shared_memory_go_with_the_job(warm_env):
+    problem = small_problem("vector_add")
+    result = warm_env.submit(problem, LEAVES_SHM + problem.solution, config(static_checks=False)).result()
+    assert result.verdict is Verdict.OK, result.feedback
+    path = next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("LEFT"))
+    assert not os.path.exists(path)
