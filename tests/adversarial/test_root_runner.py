@@ -25,3 +25,16 @@ def test_a_root_runner_cannot_open_the_judges_memory(monkeypatch):
     assert result.verdict is Verdict.OK, result.feedback + result.detail
     assert "JUDGE_MEMORY refused" in result.stdout, result.stdout
     assert "CapEff:\t0000000000000000" in result.stdout, result.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root judge has root runners")
+def test_no_thread_of_a_root_runner_keeps_a_capability(monkeypatch):
+    """Capabilities are per thread: the runner's watchdog thread, made to run the candidate's code
+    (time.sleep replaced), cannot open the judge's memory either."""
+    monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")
+    problem = small_problem("vector_add")
+    config = EvalConfig(device=DEVICE, trials=2, timing_budget_s=1.0, static_checks=False)
+    source = (HERE / "hijacks_watchdog_thread.py").read_text()
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
+        [result] = env.evaluate_batch([Task(problem, source, "hijacker")], config)
+    assert "WATCHDOG_JUDGE_MEMORY refused" in result.stdout, result.stdout

