@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
-# One call on the GPU machine (no package index there): the bundled set on the GPU, the throughput
-# benchmark (warm sandboxes vs a fresh process), timing/coverage/exploits (timing_guards.py), then
-# the test suite with the verdict/sandbox/pool tests on CUDA. The service and Ray tests need packages the GPU image lacks; CI runs them. Logs go to $OUT.
+# The GPU measurements, one stage per call (each fits a 10-minute call on one GPU; no package index is
+# needed there: torch, triton, transformers, rich and typer suffice). Results go to $OUT.
+#
+#   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, memory, streams, exploits, agent replay)
+#   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
+#   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
+#   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
+#   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge the design space once
 set -u
+case "${1:-}" in
+  tests|timing|overhead|train|learning) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|timing|overhead|train|learning" >&2; exit 2 ;;
+esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
 mkdir -p "$OUT"
 python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name(0))"
-python3 -m tritongym demo --device cuda --out "$OUT/bundled_h200.jsonl" 2>&1 | tail -3
-python3 benchmarks/eval_throughput.py --device cuda --jobs 1 2 --rounds 2 --out "$OUT/eval_throughput_cuda.json" 2>&1 | tail -6
-python3 benchmarks/judge_overhead.py --device cuda --rounds 2 --label judge --out "$OUT/judge_overhead_cuda_judge.json" 2>&1 | tail -8
-python3 benchmarks/timing_guards.py --out "$OUT/timing_guards_h200.json" 2>&1 | tail -40
-TRITONGYM_TEST_DEVICE=cuda python3 -m pytest -q -rf -p no:cacheprovider -m "gpu or not gpu" -n 8 --timeout 240 \
-  --ignore=tests/env/test_service.py --ignore=tests/env/test_server_process.py --ignore=tests/env/test_ray.py \
-  tests 2>&1 | grep -v -e PytestBenchmarkWarning -e "warner(" | tee "$OUT/pytest_gpu.log" | tail -40
+case "${1:-}" in
+  tests)
+    timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
+      tests/gpu tests/adversarial/test_gpu_exploits.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      | tee "$OUT/pytest_gpu.log" | tail -40 ;;
+  timing)
+    timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16
+    timeout 260 python3 benchmarks/timing_guards.py --out "$OUT/timing_guards.json" 2>&1 | tail -40 ;;
+  overhead)
+    timeout 280 python3 benchmarks/judge_overhead.py --device cuda --rounds 2 --label judge \
+      --out "$OUT/judge_overhead_cuda.json" 2>&1 | tail -8
+    timeout 280 python3 benchmarks/eval_throughput.py --device cuda --jobs 1 2 --rounds 2 \
+      --out "$OUT/eval_throughput_cuda.json" 2>&1 | tail -6 ;;
+  train)
+    timeout 560 python3 benchmarks/train_step.py --preset drkernel --steps 3 --out "$OUT/train_step.json" \
+      --set rollout.prompts_per_step=2 --set rollout.samples_per_prompt=2 --set run.eval_timing=true \
+      --set run.eval_profile=true --set "model.config_overrides={'hidden_size': 512, 'layers': 8, 'heads': 8}" \
+      --set data.small=false 2>&1 | grep -v shards | tail -5 ;;
+  learning)
+    timeout 560 python3 -m tritongym.design tabulate --config benchmarks/learning/configs/learning.toml \
+      --out benchmarks/results/learning_gpu/table.jsonl --device cuda --sandboxes 4 --time-budget-s 480 2>&1 | tail -5
+    cp benchmarks/results/learning_gpu/table.jsonl "$OUT/" ;;
+esac
