@@ -1,0 +1,87 @@
+"""The GPU timing's bookkeeping, with fake brackets (the brackets themselves need a GPU: tests/gpu)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tritongym.evaluate.judge import speed
+from tritongym.evaluate.judge.feedback import Failure
+
+
+def bench_with_holds():
+    bench = speed.Bench.__new__(speed.Bench)
+    bench.hold_s = {"local": speed.MIN_HOLD_S, "remote": speed.MIN_HOLD_S}
+    bench.late = 0
+    return bench
+
+
+def event(fired: bool):
+    return SimpleNamespace(query=lambda: fired)
+
+
+def test_a_bracket_queued_before_its_hold_ended_counts_and_keeps_the_hold():
+    bench = bench_with_holds()
+    assert bench._queued("remote", event(False)) is True
+    assert bench.hold_s["remote"] == speed.MIN_HOLD_S and bench.late == 0
+
+
+def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_late():
+    bench = bench_with_holds()
+    doublings = 0
+    while not bench._queued("local", event(True)):
+        doublings += 1
+        assert bench.hold_s["local"] == min(speed.MIN_HOLD_S * 2**doublings, speed.MAX_HOLD_S)
+    assert bench.hold_s["local"] == speed.MAX_HOLD_S and bench.late == 1
+    assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
+
+
+class FakeBench:
+    """Brackets of fixed lengths (seconds); None where a bracket was late."""
+
+    def __init__(self, reference, candidate, empty, remote_empty, outputs=("r", "c")):
+        self.values = (reference, candidate, empty, remote_empty)
+        self.outputs = outputs
+        self.order = []
+
+    def fresh_inputs(self):
+        return ["sets"]
+
+    def reference_batch(self, model, sets):
+        self.order.append("reference")
+        return self.values[0], [self.outputs[0]]
+
+    def candidate_batch(self, sets):
+        self.order.append("candidate")
+        return self.values[1], [self.outputs[1]]
+
+    def empty_batch(self, sets):
+        return self.values[2]
+
+    def remote_empty_batch(self, sets):
+        return self.values[3]
+
+
+def test_each_side_loses_its_own_empty_bracket_and_the_order_alternates(monkeypatch):
+    checked = []
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append((expected, got)))
+    bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    reference, candidate, hand_off = speed.repetition(bench, None, rep=0)
+    assert reference == pytest.approx(0.008) and candidate == pytest.approx(0.0055)
+    assert hand_off == pytest.approx(0.0005)
+    speed.repetition(bench, None, rep=1)
+    assert bench.order == ["reference", "candidate", "candidate", "reference"]
+    assert checked == [(["r"], ["c"])] * 2  # outputs are checked every time
+
+
+def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):
+    checked = []
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append(rep))
+    assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, rep=3) is None
+    assert checked == [3]
+
+
+def test_a_wrong_timed_output_fails_the_repetition():
+    import torch
+
+    with pytest.raises(Failure, match="During timing"):
+        speed.check_batch([torch.ones(4)], [torch.zeros(4)], 1)
