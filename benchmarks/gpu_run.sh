@@ -2,15 +2,16 @@
 # The GPU measurements, one stage per call (each fits a 10-minute call on one GPU; no package index is
 # needed there: torch, triton, transformers, rich and typer suffice). Results go to $OUT.
 #
-#   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, memory, streams, exploits, agent replay)
+#   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, exploits, agent replay), three at once
+#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests, one at a time (each sizes from the GPU)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge the design space once
 set -u
 case "${1:-}" in
-  tests|timing|overhead|train|learning) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|timing|overhead|train|learning" >&2; exit 2 ;;
+  tests|memory|timing|overhead|train|learning) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|overhead|train|learning" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -19,8 +20,12 @@ python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__ver
 case "${1:-}" in
   tests)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      tests/gpu tests/adversarial/test_gpu_exploits.py 2>&1 | grep -v -e UserWarning -e _warn_once \
-      | tee "$OUT/pytest_gpu.log" | tail -40 ;;
+      --ignore=tests/gpu/test_memory_and_streams.py tests/gpu tests/adversarial/test_gpu_exploits.py 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
+  memory)
+    timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
+      tests/gpu/test_memory_and_streams.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      | tee "$OUT/pytest_gpu_memory.log" | tail -30 ;;
   timing)
     timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16
     timeout 260 python3 benchmarks/timing_guards.py --out "$OUT/timing_guards.json" 2>&1 | tail -40 ;;

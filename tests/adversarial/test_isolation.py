@@ -113,3 +113,39 @@ def test_victims_after_an_attacker_get_their_solo_verdicts(warm_env, attacker, s
     assert honest.verdict is Verdict.OK, honest.feedback
     assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
     assert warm_env.sandbox_starts == starts  # one warm judge throughout; every candidate had a runner of its own
+
+
+@pytest.mark.skipif(not ROOT, reason="only root hands a runner to a user of its own")
+def test_a_runner_given_its_own_user_forgets_the_zygotes_temporary_directory():
+    """Triton's CUDA driver builds its helper module in a temporary directory when the runner warms
+    up, before any job: the zygote's choice of that directory, made as root, must not follow the
+    runner to its own user (no GPU runner of its own user could start)."""
+    import shutil
+    import tempfile
+
+    from tritongym.evaluate.judge.zygote import drop_privileges
+
+    uid = 1_800_000_123
+    tmp_path = Path(tempfile.mkdtemp())  # pytest's own is private to root: the runner could not reach it
+    tmp_path.chmod(0o755)
+    scratch = tmp_path / f"runner-{uid}" / "tmp"
+    scratch.mkdir(parents=True)
+    os.chown(scratch, uid, uid)
+    root_only = tmp_path / "zygote-tmp"
+    root_only.mkdir(mode=0o700)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.environ["TRITONGYM_RUNNERS_HOME"] = str(tmp_path)
+            tempfile.tempdir = str(root_only)
+            drop_privileges(uid)
+            with tempfile.TemporaryDirectory() as made:
+                os.write(write, made.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    made = os.read(read, 4096).decode()
+    os.waitpid(child, 0)
+    shutil.rmtree(tmp_path)
+    assert made.startswith(str(scratch)), made

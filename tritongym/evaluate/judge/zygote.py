@@ -27,6 +27,7 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 from pathlib import Path
 
 from tritongym.evaluate.judge.reaping import kill_trees
@@ -80,6 +81,7 @@ def drop_privileges(uid: int) -> None:
         home = Path(os.environ["TRITONGYM_RUNNERS_HOME"]) / f"runner-{uid}"
         os.environ["TRITON_CACHE_DIR"] = str(home / "triton")
         os.environ["TMPDIR"] = os.environ["HOME"] = str(home / "tmp")
+        tempfile.tempdir = None  # the zygote's choice, made as root, is not this user's to write in
 
 
 def drop_capabilities() -> None:
