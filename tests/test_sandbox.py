@@ -145,3 +145,13 @@ def test_an_unusable_sandbox_gives_infrastructure_errors_without_running_anythin
     result = evaluate_in(BrokenInterpreter(), small_problem("vector_add"), "x = 1\n", EvalConfig(device="cpu"))
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
     assert "cannot evaluate on cpu: Triton 3.6's interpreter fails" in result.feedback
+
+
+def test_runners_of_their_own_user_are_refused_on_a_gpu(monkeypatch):
+    """CUDA's inter-process handles do not open across users: say so before starting anything."""
+    from tritongym.errors import ConfigError
+    from tritongym.evaluate.sandbox import Sandbox
+
+    monkeypatch.setenv("TRITONGYM_RUNNER_USER", "own")
+    with pytest.raises(ConfigError, match="CPU only"):
+        Sandbox("cuda")

@@ -116,10 +116,12 @@ def test_victims_after_an_attacker_get_their_solo_verdicts(warm_env, attacker, s
 
 
 @pytest.mark.skipif(not ROOT, reason="only root hands a runner to a user of its own")
-def test_a_runner_given_its_own_user_forgets_the_zygotes_temporary_directory():
+def test_a_runner_given_its_own_user_forgets_the_zygotes_temporary_directory_and_has_a_name():
     """Triton's CUDA driver builds its helper module in a temporary directory when the runner warms
     up, before any job: the zygote's choice of that directory, made as root, must not follow the
-    runner to its own user (no GPU runner of its own user could start)."""
+    runner to its own user (no GPU runner of its own user could start). Its user has no passwd entry,
+    so the runner names it in the environment for getpass."""
+    import getpass
     import shutil
     import tempfile
 
@@ -141,11 +143,12 @@ def test_a_runner_given_its_own_user_forgets_the_zygotes_temporary_directory():
             tempfile.tempdir = str(root_only)
             drop_privileges(uid)
             with tempfile.TemporaryDirectory() as made:
-                os.write(write, made.encode())
+                os.write(write, f"{made} {getpass.getuser()}".encode())
         finally:
             os._exit(0)
     os.close(write)
-    made = os.read(read, 4096).decode()
+    made, user = os.read(read, 4096).decode().split()
     os.waitpid(child, 0)
     shutil.rmtree(tmp_path)
     assert made.startswith(str(scratch)), made
+    assert user == f"runner-{uid}"  # Inductor asks getpass for a cache directory: no passwd entry needed

@@ -146,3 +146,25 @@ def test_a_runner_users_files_in_shared_memory_go_with_the_job(warm_env):
     assert result.verdict is Verdict.OK, result.feedback
     path = next(line.split()[1] for line in result.stdout.splitlines() if line.startswith("LEFT"))
     assert not os.path.exists(path)
+
+
+def test_a_runner_of_the_judges_user_cannot_stop_its_zygote_to_rewrite_the_next_jobs(monkeypatch):
+    """Attack 1: a runner that shares the judge's user (the GPU default, where CUDA IPC needs one
+    user; any runner of a judge that is not root) SIGSTOPs its zygote so that a helper escapes every
+    reaper and rewrites later candidates' solution.py. Its seccomp filter refuses signals to any
+    process but itself and its group: the wrong candidate that follows keeps its own verdict."""
+    from tritongym.env import LocalEnv, PoolConfig
+
+    if os.geteuid() == 0:
+        monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")
+    problem = small_problem("vector_add")
+    tasks = [
+        Task(problem, (HERE / "stops_zygote_rewrites_next.py").read_text(), "attacker"),
+        Task(problem, (CANDIDATES / "correct.py").read_text(), "honest"),
+        Task(problem, (CANDIDATES / "mismatch.py").read_text(), "wrong"),
+    ]
+    with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
+        attacker, honest, wrong = env.evaluate_batch(tasks, config(static_checks=False))
+    assert honest.verdict is Verdict.OK, honest.feedback
+    assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
+    assert attacker.verdict is Verdict.OK, attacker.feedback  # its helper got EPERM and ended

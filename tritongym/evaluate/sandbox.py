@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import tritongym
-from tritongym.errors import SandboxError
+from tritongym.errors import ConfigError, SandboxError
 
 MAX_CHANNEL_BYTES = 64 << 20
 """A judge never says more than this per job."""
@@ -174,6 +174,11 @@ class Sandbox:
     with the thread that started it (its parent-death signal): start and use it from one thread."""
 
     def __init__(self, device: str = "cpu", device_env: dict[str, str] | None = None):
+        if device != "cpu" and os.environ.get("TRITONGYM_RUNNER_USER") == "own":
+            raise ConfigError(
+                "TRITONGYM_RUNNER_USER=own works on the CPU only: CUDA's inter-process memory and event "
+                "handles, which the judge and a GPU runner share, do not open across users"
+            )
         self.device = device
         self.device_env = device_env or {}
         self.info: dict = {}

@@ -34,6 +34,7 @@ from tritongym.evaluate.guards import (
     thread_starts,
 )
 from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge import seccomp
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
@@ -348,6 +349,8 @@ def serve(sock: socket.socket, zygote: int, device_name: str) -> None:
         # Capabilities are per thread: dropped after the CUDA context is made (device files open) and
         # before the runner starts a Python thread, so that no thread that runs Python keeps any
         drop_capabilities()
+        if seccomp.supported():  # signals and process access only to itself and its own group
+            seccomp.confine(os.getpid())
         watchdog(zygote, lifetime)
         prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
         p.send(sock, p.Hello(pid=os.getpid()))

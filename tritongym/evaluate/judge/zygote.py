@@ -61,13 +61,13 @@ def die_with_parent(parent: int) -> None:
 
 def runners_unprivileged(device: str) -> bool:
     """Whether runners run as unprivileged users of their own (reaping.py): only when the judge is
-    root, and then by default on the CPU; ``TRITONGYM_RUNNER_USER=own`` or ``same`` decides for
-    every device (on a GPU the device files and CUDA IPC must then work for such a user, which this
-    project has not verified yet)."""
+    root, and then by default on the CPU; ``TRITONGYM_RUNNER_USER=same`` keeps the judge's user there
+    too. A GPU runner always keeps it: CUDA's inter-process handles do not open across users (the
+    sandbox refuses ``own`` on a GPU), and its seccomp filter confines its signals instead."""
     if os.geteuid() != 0:
         return False
     choice = os.environ.get("TRITONGYM_RUNNER_USER", "")
-    return choice == "own" if choice in ("own", "same") else device == "cpu"
+    return device == "cpu" and choice != "same"
 
 
 def drop_privileges(uid: int) -> None:
@@ -82,6 +82,7 @@ def drop_privileges(uid: int) -> None:
         os.environ["TRITON_CACHE_DIR"] = str(home / "triton")
         os.environ["TMPDIR"] = os.environ["HOME"] = str(home / "tmp")
         tempfile.tempdir = None  # the zygote's choice, made as root, is not this user's to write in
+        os.environ["USER"] = os.environ["LOGNAME"] = f"runner-{uid}"  # no passwd entry: getpass asks these
 
 
 def drop_capabilities() -> None:

@@ -1,0 +1,103 @@
+"""The runner's seccomp filter: signals and process access only to itself and its own group."""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import os
+import signal
+
+import pytest
+
+from tritongym.evaluate.judge import seccomp
+
+pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="the filter is written for x86-64 Linux")
+
+
+def confined(probe) -> dict:
+    """Run ``probe(parent)`` in a forked child that leads its own session and installed the filter
+    (no_new_privs first, as a runner does); return what it reports."""
+    parent = os.getpid()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+            seccomp.confine(os.getpid())
+            os.write(write, repr(probe(parent)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.waitpid(child, 0)
+    return ast.literal_eval(b"".join(chunks).decode())
+
+
+def outcome(call) -> str:
+    try:
+        call()
+    except OSError as exc:
+        return os.strerror(exc.errno)
+    return "ok"
+
+
+def test_a_confined_process_signals_itself_and_its_group_but_no_other_process():
+    def probe(parent):
+        me = os.getpid()
+        return {
+            "self": outcome(lambda: os.kill(me, 0)),
+            "group": outcome(lambda: os.kill(0, 0)),
+            "own group by id": outcome(lambda: os.killpg(me, 0)),
+            "thread": outcome(lambda: signal.pthread_kill(__import__("threading").get_ident(), 0)),
+            "parent": outcome(lambda: os.kill(parent, 0)),
+            "stop parent": outcome(lambda: os.kill(parent, signal.SIGSTOP)),
+            "everyone": outcome(lambda: os.kill(-1, 0)),
+            "parent's group": outcome(lambda: os.killpg(os.getpgid(parent), 0)),
+            "pid with high bits": outcome(lambda: ctypes.CDLL(None, use_errno=True).syscall(62, (1 << 32) | parent, 0)),
+        }
+
+    seen = confined(probe)
+    assert seen["self"] == seen["group"] == seen["own group by id"] == seen["thread"] == "ok", seen
+    assert (
+        seen["parent"] == seen["stop parent"] == seen["everyone"] == seen["parent's group"] == "Operation not permitted"
+    ), seen
+
+
+def test_a_confined_process_cannot_read_or_trace_another_and_its_children_inherit_that():
+    def probe(parent):
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def call(number, *args):
+            def run():
+                if libc.syscall(number, *args) == -1:
+                    raise OSError(ctypes.get_errno(), "")
+
+            return run
+
+        local = (ctypes.c_char * 8)()
+        vec = (ctypes.c_void_p * 2)(ctypes.cast(local, ctypes.c_void_p), 8)
+        seen = {
+            "ptrace": outcome(call(101, 16, parent, 0, 0)),  # PTRACE_ATTACH
+            "process_vm_readv": outcome(call(310, parent, vec, 1, vec, 1, 0)),
+            "pidfd_getfd": outcome(call(438, 0, 0, 0)),
+            "pidfd_send_signal": outcome(call(424, 0, 0, 0, 0)),
+        }
+        grandchild = os.fork()
+        if grandchild == 0:
+            os._exit(0 if outcome(lambda: os.kill(parent, 0)) == "Operation not permitted" else 1)
+        seen["child refused too"] = os.waitpid(grandchild, 0)[1] == 0
+        return seen
+
+    seen = confined(probe)
+    assert seen.pop("child refused too") is True
+    assert set(seen.values()) == {"Operation not permitted"}, seen
+
+
+def test_the_program_refuses_bad_pids():
+    with pytest.raises(ValueError):
+        seccomp.program(0)
+    with pytest.raises(ValueError):
+        seccomp.program(1 << 31)
