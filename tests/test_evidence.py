@@ -65,6 +65,8 @@ NO_KERNEL = {
     "jit in a comment": "# @triton.jit would go here\ndef forward(x):\n    return x\n",
     "jit in prose": "NOTE = 'we would use jit here'\ndef forward(x):\n    return x\n",
     "string that is not code": "TEXT = '@triton.jit\\ndef broken(:'\ndef forward(x):\n    return x\n",
+    "string nested too deeply": "TEXT = '@triton.jit\\ndef f():\\n    return " + "(" * 5000 + "'\n",
+    "string with a NUL byte": "TEXT = '@triton.jit\\ndef f(): pass\\x00'\n",
     "undecorated helper": "import triton\n\ndef add(x):\n    return x\n",
 }
 

@@ -26,6 +26,7 @@ Everything here is a pure function of plain values (tested on the CPU with purpo
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -93,8 +94,11 @@ def _mentions_jit(node: ast.AST, aliases: set[str]) -> bool:
 
 
 def _parse(text: str) -> ast.AST | None:
+    """Code in a string literal, or None where it is not code (its warnings are not the judge's)."""
     try:
-        return ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
