@@ -139,7 +139,8 @@ def test_broken_reference_is_infrastructure_error(judge):
 def test_secret_seeds_differ_between_evaluations():
     problem = small_problem("vector_add")
     spy = (
-        "import torch\n"
+        "import torch\nimport triton\n"
+        "@triton.jit\ndef unused_kernel(x_ptr):\n    pass\n"  # the judge runs only a text that defines a kernel
         "class ModelNew(torch.nn.Module):\n"
         "    def forward(self, a, b):\n"
         "        print('FIRST', float(a[0]), flush=True)\n"

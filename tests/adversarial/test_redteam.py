@@ -207,6 +207,26 @@ def test_output_computed_outside_triton_is_no_triton(judge, torch_compute):
     assert "even when none of the solution's Triton kernels ran" in result.feedback
 
 
+def test_a_text_without_a_triton_kernel_is_refused_whatever_its_runner_would_report(judge):
+    result = judge(small_problem("softmax"), source("forges_guard_report_no_triton"), config(torch_compute="forbid"))
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback + result.detail
+    assert "defines no Triton kernel" in result.feedback
+    assert "correctness" not in result.stage_seconds  # it never reached a runner
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="on a GPU its profiled forward gives it away (test_gpu_exploits.py)")
+def test_a_decoy_kernel_and_a_forged_guard_report_still_pass_on_the_cpu(judge):
+    """The limit that remains (docs/environment.md, threat model): with a kernel in its text that it
+    never launches, a candidate that replaces the runner's launch monitor and op recorder passes the
+    trials, the fallback check and the hollow forward, which are the runner's word. Its output is
+    still the judge's to check."""
+    decoy = source("forges_guard_report_decoy_kernel")
+    result = judge(small_problem("softmax"), decoy, config(torch_compute="forbid"))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    wrong = decoy.replace("torch.softmax(x, dim=1)", "torch.softmax(x, dim=0)")
+    assert judge(small_problem("softmax"), wrong, config()).verdict is Verdict.MISMATCH
+
+
 def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
     path = private_lock_dir(tmp_path)
     assert path == private_lock_dir(tmp_path) and (os.stat(path).st_mode & 0o777) == 0o700

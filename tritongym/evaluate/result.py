@@ -37,7 +37,8 @@ class Verdict(StrEnum):
     HACK_OUTPUT_ALIAS = "hack_output_alias"
     """An output shares memory with an input, a parameter or a buffer."""
     HACK_NO_TRITON = "hack_no_triton"
-    """No kernel of the candidate's own @triton.jit functions ran in a forward."""
+    """No kernel of the candidate's own @triton.jit functions ran in a forward (or its text defines
+    none, and it was not run)."""
     HACK_FALLBACK = "hack_fallback"
     """forward still returned when every launch of the candidate's kernels failed: it routes around Triton."""
     HACK_TORCH_COMPUTE = "hack_torch_compute"

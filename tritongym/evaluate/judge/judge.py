@@ -26,6 +26,7 @@ import torch
 
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
 from tritongym.evaluate.judge.memory import (
     Footprint,
@@ -143,6 +144,8 @@ class JobState:
     trials: int = 0
     footprint: Footprint | None = None
     """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
+    kernels: SourceKernels | None = None
+    """The Triton kernels and functions the candidate's text defines (evidence.py), once it was read."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -194,12 +197,14 @@ class JobState:
 # --- the stages -----------------------------------------------------------------------------------
 
 
-def check_text(source: str, path: str, static_checks: bool) -> None:
-    """Syntax and static checks, on the text alone. Whatever parsing or checking the candidate's
-    text raises is the candidate's verdict, never the judge's: a text nested so deeply that the
-    compiler or the checks run out of stack or memory is refused as invalid source."""
+def check_text(source: str, path: str, static_checks: bool) -> SourceKernels:
+    """Syntax and static checks, on the text alone; returns the kernels the text defines (a text
+    that defines none is refused whatever ``static_checks`` says: no forward of it can pass).
+    Whatever parsing or checking the candidate's text raises is the candidate's verdict, never the
+    judge's: a text nested so deeply that the compiler or the checks run out of stack or memory is
+    refused as invalid source."""
     try:
-        _check_text(source, path, static_checks)
+        return _check_text(source, path, static_checks)
     except Failure:
         raise
     except SyntaxError as exc:
@@ -217,7 +222,7 @@ def check_text(source: str, path: str, static_checks: bool) -> None:
         raise Failure(Verdict.INVALID_SOURCE, f"The source cannot be compiled: {type(exc).__name__}: {exc}") from None
 
 
-def _check_text(source: str, path: str, static_checks: bool) -> None:
+def _check_text(source: str, path: str, static_checks: bool) -> SourceKernels:
     compile(source, path, "exec")
     if static_checks:
         from tritongym.evaluate.static_checks import forbidden_constructs
@@ -230,6 +235,11 @@ def _check_text(source: str, path: str, static_checks: bool) -> None:
                 f"The solution uses constructs a kernel has no use for ({listing}). Write the forward with "
                 "Triton kernels and plain tensor glue only.",
             )
+    found = source_kernels(source)
+    failure = no_kernel(found)
+    if failure is not None:
+        raise failure
+    return found
 
 
 def run_trials(
@@ -351,7 +361,7 @@ def judge_candidate(
     job, ctx = state.job, state.ctx
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
-        check_text(source, job.candidate_path, job.static_checks)
+        state.kernels = check_text(source, job.candidate_path, job.static_checks)
         try:
             state.runner = ctx.supply.take(state.deadline)
         except RunnerLost as exc:
@@ -381,6 +391,7 @@ def judge_candidate(
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
         measured = speed_and_coverage(state, reference, [trial])
+        check_profile(state.kernels, measured)  # the runner's profile against the text and the judge's clock
         result["findings"] += measured.pop("findings", [])
         result |= measured
         result["feedback"] += speed_feedback(result)
