@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tritongym.evaluate import EvalConfig, Verdict, evaluate
-from tritongym.problems import Problem
+from tritongym.problems import Problem, find_problem
 
 pytestmark = pytest.mark.gpu
 CUDA = dict(device="cuda", trials=3, timing_budget_s=2.0)
@@ -180,3 +180,24 @@ def test_a_warm_judge_gives_a_large_jobs_gpu_memory_back_when_the_job_ends():
     # The judge is still up, idle, with its spare runner: without the release its cache alone would
     # keep about 2.5 S, a quarter of the GPU.
     assert free > 0.85 * total, f"{free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB after the job"
+
+
+def test_timed_jobs_leave_the_judges_gpu_memory_where_it_was():
+    """Timing shares slots with each job's runner by CUDA IPC, and a killed runner never lets them go:
+    the judge carves them from one buffer it keeps, so twelve timed jobs leave its memory as two did.
+    It reads the device's free memory, so it runs with the memory tests, alone."""
+    from tritongym.env import LocalEnv, PoolConfig, Task
+
+    problem = find_problem("softmax")
+    config = EvalConfig(device="cuda", trials=2, timing_budget_s=0.5, profile=False)
+
+    def free_after(env, jobs: int) -> int:
+        results = env.evaluate_batch([Task(problem, problem.solution, f"softmax {i}") for i in range(jobs)], config)
+        assert all(r.verdict is Verdict.OK for r in results), [r.feedback for r in results]
+        time.sleep(2.0)  # the last runner's context goes with it
+        return torch.cuda.mem_get_info(0)[0]
+
+    with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1)) as env:
+        early = free_after(env, 2)
+        late = free_after(env, 10)
+    assert early - late < 1 << 30, f"{(early - late) / 2**30:.1f} GiB less free after ten more timed jobs"
