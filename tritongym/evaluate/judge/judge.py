@@ -380,7 +380,8 @@ def judge_candidate(
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
-        measured = speed_and_coverage(state, reference, [trial])
+        trial = None  # timing and profiling draw input sets of their own: the trial's memory is the batch's
+        measured = speed_and_coverage(state, reference)
         result["findings"] += measured.pop("findings", [])
         result |= measured
         result["feedback"] += speed_feedback(result)

@@ -198,7 +198,8 @@ class Runner:
         self.release(size)
 
     def release(self, size: int) -> None:
-        """Give a large call's cached GPU memory back, so that the judge can make the next trial."""
+        """Give a large call's cached GPU memory back, so that the judge can make the next trial (or the
+        timing batch: after the guards' calls too)."""
         if self.device.type == "cuda" and size >= RELEASE_BYTES:
             torch.cuda.empty_cache()
 
@@ -220,6 +221,8 @@ class Runner:
         except BaseException:
             got = None
         self.send(p.HollowResult(value=got))
+        given = got = None
+        self.release(_bytes(message.args))
 
     def fallback(self, message: p.Fallback) -> None:
         try:
@@ -231,6 +234,8 @@ class Runner:
             self.send(p.FallbackResult(returned=False))
         else:
             self.send(p.FallbackResult(returned=True))
+        given = None
+        self.release(_bytes(message.args))
 
     def profile(self, message: p.Profile) -> None:
         from tritongym.evaluate.profiling import profile_forward
@@ -276,6 +281,10 @@ class Runner:
             except Failure as failure:
                 self.fail(failure)
                 return
+
+
+def _bytes(value) -> int:
+    return sum(t.nbytes for t in tensor_leaves(value))
 
 
 def clip(name: str, limit: int = MAX_NAME) -> str:
