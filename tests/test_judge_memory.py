@@ -373,3 +373,17 @@ def test_the_pools_watch_on_the_judge_grows_by_the_size_the_judge_announces(anno
         proc.wait()
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_a_large_trial_gives_the_judges_cached_gpu_memory_back_for_the_runner(tmp_path, monkeypatch):
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    memory.give_back(torch.device("cuda"), memory.GIVE_BACK_BYTES - 1)
+    memory.give_back(CPU, 4 * memory.GIVE_BACK_BYTES)
+    assert emptied == []  # a small trial keeps the cache; the CPU has none
+    memory.give_back(torch.device("cuda"), memory.GIVE_BACK_BYTES)
+    assert emptied == [True]
+    given = []
+    monkeypatch.setattr(memory, "give_back", lambda device, size: given.append((device, size)))
+    reference(tmp_path, n=64).trial(1)
+    assert given == [(CPU, 2 * 64 * 4)]  # every trial, with its inputs' and output's bytes

@@ -232,6 +232,19 @@ def free_cached(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+GIVE_BACK_BYTES = 1 << 30
+"""A trial whose inputs and output take this much or more gives the judge's cached GPU memory back
+once it is made (:func:`give_back`)."""
+
+
+def give_back(device: torch.device, size: int) -> None:
+    """After making a trial of ``size`` bytes: the reference's temporaries (the inputs' copy it ran
+    on, their float64 copy) stay in the judge's cache unless given back, and the runner, a process of
+    its own, needs that memory for its copy of the inputs. Small trials keep the cache (cheaper)."""
+    if device.type == "cuda" and size >= GIVE_BACK_BYTES:
+        torch.cuda.empty_cache()
+
+
 def release(device: torch.device) -> None:
     """After a job: drop the job's reference module and free the cache, so that the next runner and
     the other judges on the same GPU find the job's memory free."""
