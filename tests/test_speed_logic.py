@@ -117,3 +117,33 @@ def test_the_timed_check_accepts_loose_rounding_and_matching_nans():
     assert speed.check_batch(expected, [torch.tensor([[1.005, float("nan"), 100.5]])], 1) is None
     with pytest.raises(Failure):
         speed.check_batch(expected, [torch.tensor([[1.0, 0.0, 100.0]])], 1)  # a NaN the reference does not have
+
+
+class WritesItsOwnBuffer(torch.nn.Module):
+    def __init__(self, registered: bool):
+        super().__init__()
+        if registered:
+            self.register_buffer("out", torch.zeros(4))
+        else:
+            self.out = torch.zeros(4)
+
+    def forward(self, x):
+        return self.out.copy_(x * 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "persists"),
+    [
+        (WritesItsOwnBuffer(registered=True), True),
+        (WritesItsOwnBuffer(registered=False), True),
+        (lambda x: torch.tanh(x), False),
+        (lambda x: (x.view(2, 2), x * 2), False),  # a view of its input: every timed call has its own
+        (lambda x: x.relu_(), False),
+    ],
+    ids=["buffer", "plain-attribute", "fresh", "input-view", "in-place-input"],
+)
+def test_a_reference_returning_memory_its_next_call_overwrites_is_told_apart(model, persists):
+    # such outputs are copied as they come in the reference's timed batch, or every call would be
+    # compared with the last call's values
+    inputs = [torch.randn(4)]
+    assert speed.outputs_persist(model, model(*inputs), inputs) is persists
