@@ -1,8 +1,13 @@
 """The timing slots the judge shares with a runner are carved from one buffer (speed.carve_slots):
 every slot has its leaf's shape and strides, a transposed input included, and no two overlap."""
 
+from types import SimpleNamespace
+
+import pytest
 import torch
 
+from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge import shared_inputs, speed
 from tritongym.evaluate.judge.speed import carve_slots, carved_bytes, slot_specs
 
 
@@ -26,3 +31,84 @@ def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
                 span = owner[start : start + element.element_size()]
                 assert bool((span == -1).all()), f"slot {n} call {k} overlaps another element"
                 span.fill_(n * 100 + k)
+
+
+# --- a large trial's inputs through shared slots (shared_inputs.py), with CPU tensors for the GPU's --
+
+
+class FakeArena:
+    """SharedArena's carve on a CPU buffer."""
+
+    def carve(self, specs):
+        self.buffer = torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8)
+        return carve_slots(self.buffer, specs, 512)
+
+
+def fake_state(device: str):
+    asked = []
+    ctx = SimpleNamespace(device=torch.device(device), arena=FakeArena())
+    return SimpleNamespace(ctx=ctx, ask=lambda message, expect: asked.append(message)), asked
+
+
+@pytest.fixture
+def shared(monkeypatch):
+    monkeypatch.setattr(speed, "export", lambda t: ["handle", list(t.shape)])
+    monkeypatch.setattr(shared_inputs, "SHARED_INPUT_BYTES", 64)
+    state, asked = fake_state("cuda")
+    inputs = [torch.randn(4, 5).t(), 3, torch.arange(6)]
+    return shared_inputs.share_inputs(state, inputs), asked, inputs
+
+
+def test_small_inputs_and_the_cpu_keep_the_socket():
+    big = [torch.zeros(shared_inputs.SHARED_INPUT_BYTES // 4 + 1)]
+    assert shared_inputs.share_inputs(fake_state("cpu")[0], big) is None
+    assert shared_inputs.share_inputs(fake_state("cuda")[0], [torch.zeros(16)]) is None
+    message = shared_inputs.inputs_message(None, p.Call, big, poison=True)
+    assert message.args is big and not message.in_slots and message.poison
+
+
+def test_the_runner_maps_one_calls_input_slots_and_no_events(shared):
+    _, asked, _ = shared
+    (attach,) = asked
+    assert isinstance(attach, p.Attach) and attach.outputs == [] and attach.events == []
+    assert attach.inputs == [["handle", [1, 5, 4]], ["handle", [1, 6]]]
+    assert attach.layout == [{"slot": 0}, 3, {"slot": 1}]
+
+
+def test_a_call_loads_the_slots_and_the_judge_judges_its_own_copy_of_them(shared):
+    slots, _, inputs = shared
+    message = shared_inputs.inputs_message(slots, p.Call, inputs, poison=True)
+    assert message.args is None and message.in_slots and message.poison
+    assert torch.equal(slots.slots[0][0], inputs[0]) and torch.equal(slots.slots[1][0], inputs[2])
+    slots.slots[1][0].add_(1)  # forward changed an input in place
+    after = slots.read()
+    assert after[1] == 3 and torch.equal(after[0], inputs[0]) and torch.equal(after[2], inputs[2] + 1)
+    slots.slots[1][0].zero_()  # the runner keeps writing after its answer: the judge's copy stays
+    slots.slots[0][0].fill_(7.0)
+    assert torch.equal(after[2], inputs[2] + 1) and torch.equal(after[0], inputs[0])
+    again = shared_inputs.inputs_message(slots, p.Fallback, inputs)  # the next call gets them as made
+    assert again.in_slots and torch.equal(slots.slots[1][0], inputs[2]) and torch.equal(slots.slots[0][0], inputs[0])
+
+
+def test_inputs_the_slots_do_not_fit_travel_in_the_message(shared):
+    slots, _, inputs = shared
+    other_scalar = [inputs[0], 4, inputs[2]]  # the runner holds the first trial's layout
+    other_shape = [inputs[0], 3, torch.arange(7)]
+    for different in (other_scalar, other_shape):
+        message = shared_inputs.inputs_message(slots, p.Hollow, different)
+        assert message.args is different and not message.in_slots
+
+
+def test_the_runner_runs_forward_on_the_slots_themselves():
+    from tritongym.evaluate.judge.runner import Runner
+
+    runner = Runner.__new__(Runner)
+    runner.device = torch.device("cpu")
+    slot = torch.zeros(1, 3)
+    runner.slots = ([slot], [], [{"slot": 0}, 2])
+    given = runner.inputs(p.Call(args=None, in_slots=True))
+    assert given[1] == 2
+    given[0].add_(5)  # what forward does to its inputs is in the judge's slot
+    assert torch.equal(slot[0], torch.full((3,), 5.0))
+    sent = [torch.ones(2)]
+    assert torch.equal(runner.inputs(p.Call(args=sent))[0], sent[0])

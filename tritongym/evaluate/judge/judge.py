@@ -41,6 +41,7 @@ from tritongym.evaluate.judge.memory import (
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
+from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, share_inputs
 from tritongym.evaluate.judge.speed import gpu_lock
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
@@ -143,6 +144,8 @@ class JobState:
     trials: int = 0
     footprint: Footprint | None = None
     """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
+    shared: SharedInputs | None = None
+    """The input slots the runner maps, where the trials' inputs are large on a GPU (shared_inputs.py)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -250,8 +253,12 @@ def run_trials(
             if n > 1:
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
-            out = state.ask(p.Call(args=trial.inputs, poison=state.ctx.device.type == "cuda"), (p.Output,),
-                            max_payload=answer_bound(trial))  # fmt: skip
+            else:
+                state.shared = share_inputs(state, trial.inputs)
+            call = inputs_message(state.shared, p.Call, trial.inputs, poison=state.ctx.device.type == "cuda")
+            out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+            if call.in_slots:  # the judge's own copy, whatever the runner writes there later
+                out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             state.stages["first_trial"] = round(time.perf_counter() - started, 4)
         compute.update({str(k): int(v) for k, v in out.compute.items() if isinstance(v, int)})
@@ -274,14 +281,15 @@ def run_trials(
 def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
     """Does forward route around failed Triton launches; does its output depend on its Triton
     kernels at all; how much PyTorch compute does it run."""
-    answer = state.ask(p.Fallback(args=trial.inputs), (p.FallbackResult,))
+    answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
             Verdict.HACK_FALLBACK,
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    hollow = state.ask(p.Hollow(args=trial.inputs), (p.HollowResult,), max_payload=answer_bound(trial))
+    hollow = state.ask(inputs_message(state.shared, p.Hollow, trial.inputs), (p.HollowResult,),
+                       max_payload=answer_bound(trial))  # fmt: skip
     without_triton = output_still_correct(hollow.value, trial, tolerance)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(

@@ -201,11 +201,12 @@ def layout(inputs: list) -> Any:
     return map_tensors(inputs, lambda t: {"slot": next(counter)})
 
 
-def _fill(value: Any, views: list) -> Any:
+def fill(value: Any, views: list) -> Any:
+    """A layout (``layout``) with each slot number replaced by its view."""
     if isinstance(value, dict) and set(value) == {"slot"}:
         return views[value["slot"]]
     if isinstance(value, (list, tuple)):
-        return type(value)(_fill(v, views) for v in value)
+        return type(value)(fill(v, views) for v in value)
     return value
 
 
@@ -233,7 +234,7 @@ def run_batch(model, slots, count: int) -> None:
     """Runner: forward on input sets 0..count-1, each output copied into its slot."""
     ins, outs, shape = slots
     for k in range(count):
-        got = tensor_leaves(model(*_fill(shape, [t[k] for t in ins])))
+        got = tensor_leaves(model(*fill(shape, [t[k] for t in ins])))
         if len(got) != len(outs):
             raise ValueError(f"forward returned {len(got)} tensors, expected {len(outs)}")
         for slot, value in zip(outs, got, strict=True):
@@ -345,7 +346,7 @@ class Bench:
         outputs = []
         with torch.no_grad():
             for args in given:
-                leaves = tensor_leaves(model(*_fill(self.shape, tensor_leaves(args))))
+                leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
         return self._close(start, end), outputs
 
