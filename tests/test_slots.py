@@ -1,6 +1,7 @@
 """The timing slots the judge shares with a runner are carved from one buffer (speed.carve_slots):
 every slot has its leaf's shape and strides, a transposed input included, and no two overlap."""
 
+import contextlib
 from types import SimpleNamespace
 
 import pytest
@@ -37,11 +38,14 @@ def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
 
 
 class FakeArena:
-    """SharedArena's carve on a CPU buffer."""
+    """SharedArena's carve on CPU buffers."""
 
-    def carve(self, specs):
-        self.buffer = torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8)
-        return carve_slots(self.buffer, specs, 512)
+    def __init__(self):
+        self.parts = []
+
+    def carve(self, specs, part):
+        self.parts.append(part)
+        return carve_slots(torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8), specs, 512)
 
 
 def fake_state(device: str):
@@ -112,3 +116,25 @@ def test_the_runner_runs_forward_on_the_slots_themselves():
     assert torch.equal(slot[0], torch.full((3,), 5.0))
     sent = [torch.ones(2)]
     assert torch.equal(runner.inputs(p.Call(args=sent))[0], sent[0])
+
+
+def test_a_large_trials_input_slots_are_where_a_timing_batch_of_one_call_puts_its_own(monkeypatch):
+    # the trial's runner maps the inputs buffer: a batch that outgrew it would leave it allocated
+    # for the judge's life (exported memory a killed runner never lets go)
+    monkeypatch.setattr(torch.cuda, "MemPool", lambda: "pool")
+    monkeypatch.setattr(torch.cuda, "use_mem_pool", lambda pool: contextlib.nullcontext())
+    monkeypatch.setattr(speed.SharedArena, "GRAIN", 1024)
+    arena = speed.SharedArena(torch.device("cpu"))
+    inputs, output = [torch.randn(8, 3).t(), 2, torch.arange(5)], torch.zeros(4)
+    state, _ = fake_state("cuda")
+    state.ctx.arena = arena
+    monkeypatch.setattr(speed, "export", lambda t: [])
+    monkeypatch.setattr(shared_inputs, "SHARED_INPUT_BYTES", 1)
+    trial = shared_inputs.share_inputs(state, inputs)
+    specs_in, specs_out = slot_specs(inputs, output, 1)
+    batch_in, batch_out = arena.carve(specs_in, "inputs"), arena.carve(specs_out, "outputs")
+    assert [t.data_ptr() for t in batch_in] == [t.data_ptr() for t in trial.slots]
+    assert arena.buffers["outputs"].data_ptr() != arena.buffers["inputs"].data_ptr() and batch_out[0].shape == (1, 4)
+    kept = arena.buffers["inputs"]
+    arena.carve(slot_specs(inputs, output, 8)[0], "inputs")  # a larger batch: a larger buffer
+    assert arena.buffers["inputs"] is not kept and arena.buffers["outputs"].numel() == 1024

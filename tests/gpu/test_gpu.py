@@ -72,7 +72,7 @@ def test_warm_gpu_pool_serves_the_bundled_set_without_restarts_and_recovers_from
 
 def test_timed_jobs_leave_the_judges_gpu_memory_where_it_was():
     """Timing shares slots with each job's runner by CUDA IPC, and a killed runner never lets them go:
-    the judge carves them from one buffer it keeps, so twelve timed jobs leave its memory as two did."""
+    the judge carves them from buffers it keeps, so twelve timed jobs leave its memory as two did."""
     import time
 
     import torch

@@ -104,7 +104,7 @@ class WorkerContext:
     twin: Any = None
     """The judge's twin process (twin.py) on a GPU; None on the CPU."""
     arena: Any = None
-    """The buffer of the timing slots shared with runners (speed.SharedArena), kept across jobs; None on the CPU."""
+    """The buffers of the slots shared with runners (speed.SharedArena), kept across jobs; None on the CPU."""
     sleep_rate: float = 0.0
     """Cycles per second of the hold kernel (speed.py), measured at start-up; 0 on the CPU."""
     hand_off_s: float = 0.0

@@ -4,8 +4,8 @@ Sent as bytes, every call on a trial's inputs costs a copy to the host, the fram
 copy of the frame and its copy back to the GPU, and the inputs after forward the same way back: about
 ``3 I`` of host memory in each process and seconds per GiB. Where one input set is
 ``SHARED_INPUT_BYTES`` or more, the judge copies the inputs into input slots of one call instead,
-carved from the buffer it already shares with runners for timing (speed.SharedArena, mapped by CUDA
-IPC), before each call (a trial, the fallback and hollow checks: the one before may have changed
+carved from the buffer of input slots it already shares with runners for timing (speed.SharedArena,
+mapped by CUDA IPC), before each call (a trial, the fallback and hollow checks: the one before may have changed
 them); the runner's forward runs on the slots themselves, and after its answer the judge copies the
 slots to its own host memory: those copies are the inputs after forward it judges, whatever the
 runner writes to the slots later. The output still comes as bytes (a copy in the slot would cost the
@@ -38,11 +38,14 @@ class SharedInputs:
 
     @classmethod
     def attach(cls, state, inputs: list) -> SharedInputs:
-        """Carve the slots for inputs like these and have the runner map them."""
+        """Carve the slots for inputs like these from the shared ``inputs`` buffer and have the
+        runner map them. A timing batch of one call (all a batch of inputs this large holds,
+        speed.SLOT_BYTES) carves the same slots there later: the buffer the runner mapped is not
+        outgrown (an outgrown buffer a runner mapped would stay allocated for the judge's life)."""
         from tritongym.evaluate.judge.speed import export, layout, slot_specs
 
         specs, _ = slot_specs(inputs, [], 1)
-        shared = cls(state.ctx.arena.carve(specs), layout(inputs))
+        shared = cls(state.ctx.arena.carve(specs, "inputs"), layout(inputs))
         state.ask(p.Attach([export(t) for t in shared.slots], [], shared.shape, []), (p.Loaded,))
         return shared
 

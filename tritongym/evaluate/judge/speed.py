@@ -116,14 +116,16 @@ def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
 
 
 class SharedArena:
-    """The judge's one buffer for the slots it shares with runners, kept for the judge's life.
+    """The judge's buffers for the slots it shares with runners, kept for the judge's life.
 
     Memory exported to another process by CUDA IPC stays allocated until that process lets it go, and
     a runner killed at the end of its job never does (torch keeps such blocks aside for good): slots
     allocated per job would leak their size at every job. Every job's shared slots are carved out of
-    this one buffer instead, which grows only when a job needs more (the buffer it replaces is the
-    only memory ever left behind). Its memory pool of its own keeps anything else of the judge's out
-    of the exported segment."""
+    buffers kept instead, one per part (``inputs``, ``outputs``), each of which grows only when a job
+    needs more (the buffer it replaces is the only memory ever left behind). A large trial's input
+    slots (shared_inputs.py) and a timing batch of one call on the same inputs are carved from the
+    same ``inputs`` buffer, so that the batch does not outgrow the buffer the trial's runner mapped.
+    Their memory pool of their own keeps anything else of the judge's out of the exported segments."""
 
     ALIGN = 512
     GRAIN = 64 << 20
@@ -131,17 +133,19 @@ class SharedArena:
     def __init__(self, device: torch.device):
         self.device = device
         self.pool: Any = None
-        self.buffer: torch.Tensor | None = None
+        self.buffers: dict[str, torch.Tensor] = {}
 
-    def carve(self, specs: list) -> list[torch.Tensor]:
+    def carve(self, specs: list, part: str) -> list[torch.Tensor]:
         need = max(carved_bytes(specs, self.ALIGN), self.ALIGN)
-        if self.buffer is None or self.buffer.numel() < need:
-            self.buffer = None
+        buffer = self.buffers.get(part)
+        if buffer is None or buffer.numel() < need:
+            self.buffers.pop(part, None)
+            buffer = None
             if self.pool is None:
                 self.pool = torch.cuda.MemPool()
             with torch.cuda.use_mem_pool(self.pool):
-                self.buffer = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
-        return carve_slots(self.buffer, specs, self.ALIGN)
+                self.buffers[part] = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
+        return carve_slots(self.buffers[part], specs, self.ALIGN)
 
 
 def carved_bytes(specs: list, align: int) -> int:
@@ -286,8 +290,8 @@ class Bench:
         l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
         self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
         specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
-        shared = state.ctx.arena.carve(specs_in + specs_out)
-        self.shared_in, self.shared_out = shared[: len(specs_in)], shared[len(specs_in) :]
+        self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
+        self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
         self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
                      for shape, stride, dtype in specs_out]  # fmt: skip
         self.go = torch.cuda.Event(interprocess=True)
