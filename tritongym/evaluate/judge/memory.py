@@ -10,7 +10,9 @@ input set and of the reference's output on it), plus the reference model's param
   output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
   Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
   With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
-  (:attr:`Footprint.correctness`).
+  (:attr:`Footprint.correctness`). Where the inputs go to the runner through shared slots (an input
+  set of 1 GiB or more on a GPU, shared_inputs.py), the slots' ``I`` is the judge's and the runner
+  holds no copy of its own: the same memory in all, the runner's share (RUNNER_FACTOR) less.
 * timing: the last trial is dropped first (timing and profiling draw input sets of their own).
   Per call of a batch of ``N``: the fresh input set (the reference runs on it) and the slot it is
   copied into for the runner, the reference's output, the runner's output slot and the copy the
