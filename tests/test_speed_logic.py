@@ -98,8 +98,9 @@ def test_a_wrong_timed_output_fails_the_repetition():
         speed.check_batch([[torch.ones(4)]], [torch.zeros(1, 4)], 1)
 
 
-def test_the_timed_check_compares_every_call_of_every_output_in_its_own_layout(monkeypatch):
-    monkeypatch.setattr(speed.compare, "CHUNK_ELEMENTS", 5)  # several chunks per call
+@pytest.mark.parametrize("chunk", [5, 30, 1 << 24], ids=["pieces-of-a-call", "two-calls-stacked", "whole-batch"])
+def test_the_timed_check_compares_every_call_of_every_output_in_its_own_layout(monkeypatch, chunk):
+    monkeypatch.setattr(speed.compare, "CHUNK_ELEMENTS", chunk)
     calls = [[torch.randn(4, 3).t(), torch.arange(6)] for _ in range(3)]  # a transposed output and an integer one
     got = [torch.stack([c[0].contiguous() for c in calls]), torch.stack([c[1] for c in calls])]
     speed.check_batch(calls, got, 1)  # equal: passes

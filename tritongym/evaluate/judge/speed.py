@@ -428,12 +428,17 @@ def sleep_rate() -> float:
 def check_batch(expected: list[list], got: list, rep: int) -> None:
     """Every output of a timed batch against the reference's on the same inputs (loose tolerance):
     ``expected`` holds each call's output leaves, ``got`` per leaf one tensor of all the calls.
-    Compared a chunk at a time (compare.CHUNK_ELEMENTS), so that no float64 copy of a whole output
-    is made."""
+    Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit, stacked,
+    or a piece of one call's), so that no float64 copy of a whole output is made and a batch of many
+    small calls costs a few kernels, not a few per call; one synchronisation per output."""
     for m, g in enumerate(got):
-        bad = 0
-        for k, leaves in enumerate(expected):
-            e_flat, g_flat = leaves[m].reshape(-1), g[k].reshape(-1)
+        group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
+        bad = torch.zeros((), dtype=torch.int64, device=g.device)
+        for first in range(0, len(expected), group):
+            last = min(first + group, len(expected))
+            # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
+            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
+            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
             for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
@@ -443,11 +448,11 @@ def check_batch(expected: list[list], got: list, rep: int) -> None:
                     good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
                 else:
                     good = ec == gc
-                bad += int((~good).sum())
-        if bad:
+                bad += (~good).sum()
+        if int(bad):
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {bad} of {g.numel()} elements of output {m} over "
+                f"During timing (batch {rep}, fresh inputs): {int(bad)} of {g.numel()} elements of output {m} over "
                 f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
