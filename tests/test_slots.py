@@ -14,7 +14,7 @@ from tritongym.evaluate.judge.speed import carve_slots, carved_bytes, slot_specs
 
 def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
     inputs = [torch.randn(6, 5).t(), torch.randn(6, 10)[:, ::2], torch.arange(7, dtype=torch.int64)]
-    outputs = (torch.randn(5, 6), torch.zeros(2, dtype=torch.float16))
+    outputs = (torch.randn(5, 7), torch.zeros(3, dtype=torch.float16))  # 140 and 6 bytes a call
     specs_in, specs_out = slot_specs(inputs, outputs, count=3)
     specs = specs_in + specs_out
     buffer = torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8)
@@ -32,6 +32,8 @@ def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
                 span = owner[start : start + element.element_size()]
                 assert bool((span == -1).all()), f"slot {n} call {k} overlaps another element"
                 span.fill_(n * 100 + k)
+            # every call's element is aligned as a tensor of its own would be (fair to the candidate)
+            assert (slot[k].data_ptr() - buffer.data_ptr()) % speed.CALL_ALIGN == 0
 
 
 # --- a large trial's inputs through shared slots (shared_inputs.py), with CPU tensors for the GPU's --

@@ -106,11 +106,23 @@ def _span(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if s > 0) if t.numel() else 0
 
 
+CALL_ALIGN = 256
+"""Bytes each call's element of a slot is aligned to (a multiple of the 16 bytes that vectorised loads
+and Triton's pointer specialisation look for): the candidate's inputs in a slot are as aligned as the
+reference's, which are tensors of their own."""
+
+
 def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
     """(shape, stride, dtype) of ``count`` input and output slots: per tensor leaf one (count, ...)
-    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs)."""
-    ins = [((count, *t.shape), (max(_span(t), 1), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
-    outs = [((count, *t.shape), torch.empty((count, *t.shape), device="meta").stride(), t.dtype)
+    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs), each
+    element starting ``CALL_ALIGN`` bytes after a multiple of it from the slot's start."""
+
+    def per_call(t: torch.Tensor, span: int) -> int:
+        grain = max(CALL_ALIGN // t.element_size(), 1)
+        return _round_up(max(span, 1), grain)
+
+    ins = [((count, *t.shape), (per_call(t, _span(t)), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
+    outs = [((count, *t.shape), (per_call(t, t.numel()), *torch.empty(t.shape, device="meta").stride()), t.dtype)
             for t in tensor_leaves(outputs)]  # fmt: skip
     return ins, outs
 
