@@ -235,14 +235,15 @@ def free_cached(device: torch.device) -> None:
 
 
 GIVE_BACK_BYTES = 1 << 30
-"""A trial whose inputs and output take this much or more gives the judge's cached GPU memory back
-once it is made (:func:`give_back`)."""
+"""A job whose input set and output take this much or more gives the judge's cached GPU memory back
+once it made a trial, and after timing (:func:`give_back`)."""
 
 
 def give_back(device: torch.device, size: int) -> None:
-    """After making a trial of ``size`` bytes: the reference's temporaries (the inputs' copy it ran
-    on, their float64 copy) stay in the judge's cache unless given back, and the runner, a process of
-    its own, needs that memory for its copy of the inputs. Small trials keep the cache (cheaper)."""
+    """After making a trial of ``size`` bytes (an input set and its output), or timing it: the
+    reference's temporaries (the inputs' copy it ran on, their float64 copy) or the batch stay in the
+    judge's cache unless given back, and the runner, a process of its own, needs that memory for its
+    copy of the inputs. Small jobs keep the cache (cheaper)."""
     if device.type == "cuda" and size >= GIVE_BACK_BYTES:
         torch.cuda.empty_cache()
 

@@ -51,7 +51,7 @@ from tritongym.evaluate import compare, timing
 from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
-from tritongym.evaluate.judge.memory import Footprint, available_bytes, free_cached, nbytes, timing_batch
+from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
 from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
@@ -623,7 +623,8 @@ def speed_and_coverage(state, reference) -> dict:
         if state.job.timing:
             with state.timed("timing"):
                 result |= time_candidate(state, reference)
-            free_cached(state.ctx.device)  # the batch's memory goes back before the runner profiles
+            if state.footprint is not None:  # a large batch's memory goes back before the runner profiles
+                give_back(state.ctx.device, state.footprint.inputs + state.footprint.outputs)
         if state.job.profile:
             with state.timed("profiling"):
                 result |= profile_candidate(state, reference)
