@@ -247,6 +247,29 @@ class ModelNew(nn.Module):
     assert result.speedup is not None and result.timing.reps >= 2, result.timing
 
 
+def test_inputs_in_shared_slots_are_judged_as_forward_left_them():
+    # an input set of 1 GiB or more reaches the runner through shared slots (shared_inputs.py): the
+    # judge reads the inputs after forward there, so an input zeroed in place is still caught
+    from tritongym.evaluate.judge.shared_inputs import SHARED_INPUT_BYTES
+
+    problem = _elementwise_problem(SHARED_INPUT_BYTES // 4 + (1 << 20))
+    zeroes_its_input = (
+        TRIVIAL_KERNEL
+        + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = triton_copy(torch.tanh(x))
+        x.zero_()
+        return out
+"""
+    )
+    result = evaluate(problem, zeroes_its_input, EvalConfig(**UNTIMED))
+    assert result.verdict is Verdict.HACK_INPUT_MUTATION, result.feedback + result.detail
+    honest = evaluate(problem, LARGE_CANDIDATE, EvalConfig(**UNTIMED))
+    assert honest.verdict is Verdict.OK, honest.feedback + honest.detail
+
+
 def test_a_warm_judge_gives_a_large_jobs_gpu_memory_back_when_the_job_ends():
     from tritongym.env import LocalEnv, PoolConfig
 
