@@ -10,6 +10,7 @@ import torch
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge import shared_inputs, speed
 from tritongym.evaluate.judge.speed import carve_slots, carved_bytes, slot_specs
+from tritongym.evaluate.judge.tree import tensor_leaves
 
 
 def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
@@ -140,3 +141,13 @@ def test_a_large_trials_input_slots_are_where_a_timing_batch_of_one_call_puts_it
     kept = arena.buffers["inputs"]
     arena.carve(slot_specs(inputs, output, 8)[0], "inputs")  # a larger batch: a larger buffer
     assert arena.buffers["inputs"] is not kept and arena.buffers["outputs"].numel() == 1024
+
+
+def test_a_layout_numbers_its_slots_in_the_order_they_are_filled():
+    # dict entries by key, as tensor_leaves walks them, whatever order they were made in
+    x, y, z = torch.zeros(1), torch.ones(2), torch.full((3,), 2.0)
+    inputs = [{"b": x, "a": (y, 5)}, z]
+    shape = speed.layout(inputs)
+    assert shape == [{"b": {"slot": 1}, "a": ({"slot": 0}, 5)}, {"slot": 2}]
+    filled = speed.fill(shape, tensor_leaves(inputs))
+    assert filled[0]["b"] is x and filled[0]["a"][0] is y and filled[0]["a"][1] == 5 and filled[1] is z

@@ -52,7 +52,7 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
-from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
+from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
 
@@ -212,9 +212,22 @@ def rebuild(spec: list, device) -> torch.Tensor:
 
 
 def layout(inputs: list) -> Any:
-    """The structure of one call's inputs with each tensor leaf replaced by its slot number."""
+    """The structure of one call's inputs with each tensor leaf replaced by its slot number: its place
+    in ``tensor_leaves`` order (a dict's entries by key, as tree.leaves walks them), the order the
+    slots are made and filled in."""
     counter = iter(range(1 << 30))
-    return map_tensors(inputs, lambda t: {"slot": next(counter)})
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return {"slot": next(counter)}
+        if isinstance(value, (list, tuple)):
+            return type(value)(walk(v) for v in value)
+        if isinstance(value, dict):
+            numbered = {k: walk(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
+            return {k: numbered[k] for k in value}
+        return value
+
+    return walk(inputs)
 
 
 def fill(value: Any, views: list) -> Any:
@@ -223,6 +236,8 @@ def fill(value: Any, views: list) -> Any:
         return views[value["slot"]]
     if isinstance(value, (list, tuple)):
         return type(value)(fill(v, views) for v in value)
+    if isinstance(value, dict):
+        return {k: fill(v, views) for k, v in value.items()}
     return value
 
 
