@@ -232,7 +232,7 @@ def layout(inputs: list) -> Any:
 
 def fill(value: Any, views: list) -> Any:
     """A layout (``layout``) with each slot number replaced by its view."""
-    if isinstance(value, dict) and set(value) == {"slot"}:
+    if isinstance(value, dict) and set(value) == {"slot"} and isinstance(value["slot"], int):
         return views[value["slot"]]
     if isinstance(value, (list, tuple)):
         return type(value)(fill(v, views) for v in value)
