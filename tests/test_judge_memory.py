@@ -50,17 +50,19 @@ def test_footprint_is_a_documented_multiple_of_the_problem():
     assert fp.correctness == GIB + 2 * GIB + 2 * 3 * GIB + GIB + 2 * GIB  # P + P64 + 2 I + O + O64
     assert Footprint(3 * GIB, GIB, 0, float64=False).correctness == 7 * GIB
     assert Footprint(3 * GIB, GIB, 0, float64=True, mutates=True).correctness == 9 * GIB + 3 * 3 * GIB  # + I + I64
-    assert fp.timing(2) == 2 * (4 * 3 * GIB + 5 * GIB)
+    assert fp.timing(2) == 2 * (2 * 3 * GIB + 3 * GIB)  # 2 I + 3 O per call
+    assert Footprint(3 * GIB, GIB, 0, float64=False, mutates=True).timing(1) == 3 * 3 * GIB + 3 * GIB  # + I
     assert "3.00 GiB" in fp.describe() and "12.00 GiB while it checks a trial" in fp.describe()
+    assert "9.00 GiB per call of a timing batch" in fp.describe()
 
 
 @pytest.mark.parametrize(
     ("available", "wanted", "calls"),
-    [(200 * GIB, 64, 64), (100 * GIB, 8, 8), (20 * GIB, 64, 8), (1.5 * GIB, 64, 1)],
+    [(200 * GIB, 64, 64), (100 * GIB, 8, 8), (20 * GIB, 64, 16), (GIB, 64, 1)],
     ids=["plenty", "wanted-caps", "half-of-free", "one-fits-whole"],
 )
 def test_timing_batch_is_sized_from_free_memory(available, wanted, calls):
-    fp = Footprint(inputs=GIB // 8, outputs=GIB // 8, params=0, float64=False)  # 1.125 GiB per call
+    fp = Footprint(inputs=GIB // 8, outputs=GIB // 8, params=0, float64=False)  # 0.625 GiB per call
     assert timing_batch(fp, int(available), wanted) == calls
 
 
@@ -69,8 +71,15 @@ def test_a_timing_batch_that_cannot_fit_one_call_is_the_judges_failure_with_size
     with pytest.raises(Failure) as caught:
         timing_batch(fp, 40 * GIB, 64)
     assert caught.value.verdict is Verdict.INFRASTRUCTURE_ERROR
-    assert "144.00 GiB" in caught.value.feedback and "40.00 GiB are available" in caught.value.feedback
+    assert "80.00 GiB" in caught.value.feedback and "40.00 GiB are available" in caught.value.feedback
     assert "not the solution's fault" in caught.value.feedback
+
+
+def test_a_kernelbench_size_problem_gets_a_timing_batch_on_an_h200():
+    # 16 GiB in, 16 GiB out (level 1 activations at their own size): one call holds 80 GiB, which
+    # fits beside the model and the runner on a 141 GB GPU (it needed 144 GiB before)
+    fp = Footprint(inputs=16 * GIB, outputs=16 * GIB, params=0, float64=True)
+    assert timing_batch(fp, 100 * GIB, 64) == 1
 
 
 # --- the reference: one trial at a time, float64 where it fits --------------------------------------
@@ -282,8 +291,13 @@ def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
 
 
 def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
-    small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # 2 + 1 + 2 + timing 9: 14 GiB
-    assert memory.job_bytes(small) == 14 * GIB
+    small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # max(2 + 1 + 2, timing 5) + runner 6
+    assert memory.job_bytes(small) == 11 * GIB
+    # timing beside the model and its float64 copy (3 + 5) ties with the trial (1 + 2 + 2 + 1 + 2)
+    params = Footprint(inputs=GIB, outputs=GIB, params=GIB, float64=True)
+    assert memory.job_bytes(params) == 8 * GIB + 6 * GIB
+    outputs = Footprint(inputs=GIB, outputs=4 * GIB, params=GIB, float64=False)  # model 1 + timing 14 beat the trial 7
+    assert memory.job_bytes(outputs) == 15 * GIB + 15 * GIB
     assert not memory.needs_whole_gpu(small, 80 * GIB, judges=4)  # 20 GiB each
     assert memory.needs_whole_gpu(small, 40 * GIB, judges=4)  # 10 GiB each
     assert not memory.needs_whole_gpu(small, 10 * GIB, judges=1)  # alone on its GPU anyway
@@ -359,3 +373,17 @@ def test_the_pools_watch_on_the_judge_grows_by_the_size_the_judge_announces(anno
         proc.wait()
         os.close(read_fd)
         os.close(write_fd)
+
+
+def test_a_large_trial_gives_the_judges_cached_gpu_memory_back_for_the_runner(tmp_path, monkeypatch):
+    emptied = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(True))
+    memory.give_back(torch.device("cuda"), memory.GIVE_BACK_BYTES - 1)
+    memory.give_back(CPU, 4 * memory.GIVE_BACK_BYTES)
+    assert emptied == []  # a small trial keeps the cache; the CPU has none
+    memory.give_back(torch.device("cuda"), memory.GIVE_BACK_BYTES)
+    assert emptied == [True]
+    given = []
+    monkeypatch.setattr(memory, "give_back", lambda device, size: given.append((device, size)))
+    reference(tmp_path, n=64).trial(1)
+    assert given == [(CPU, 2 * 64 * 4)]  # every trial, with its inputs' and output's bytes

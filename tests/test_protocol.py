@@ -111,3 +111,13 @@ def test_map_tensors_and_leaves_walk_dicts_in_key_order():
     assert [path for path, _ in leaves(value)] == ["output['a'][0]", "output['a'][1]", "output['b']"]
     doubled = map_tensors(value, lambda t: t + 1)
     assert doubled["a"][1] == 3 and float(doubled["b"]) == 2.0
+
+
+@pytest.mark.parametrize("cls", [p.Call, p.Fallback, p.Hollow])
+def test_a_call_on_inputs_in_the_shared_slots_carries_no_inputs(cls):
+    got = roundtrip(cls(args=None, in_slots=True))
+    assert got.args is None and got.in_slots is True
+    assert roundtrip(cls(args=[torch.ones(2)])).in_slots is False
+    fields = {"args": None, "in_slots": "yes"} | ({"poison": False} if cls is p.Call else {})
+    with pytest.raises(p.ProtocolError, match="wrong type"):
+        raw({"kind": cls.KIND, "fields": fields}, expect=(cls,))

@@ -3,6 +3,7 @@
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.feedback import Failure
@@ -36,10 +37,13 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
 
 
 class FakeBench:
-    """Brackets of fixed lengths (seconds); None where a bracket was late."""
+    """Brackets of fixed lengths (seconds); None where a bracket was late. ``order`` records every
+    step of a repetition, so that the check can be seen to come before the empty brackets (which
+    reuse the candidate's copy-out buffers)."""
 
-    def __init__(self, reference, candidate, empty, remote_empty, outputs=("r", "c")):
+    def __init__(self, reference, candidate, empty, remote_empty, hand_off=0.0005, outputs=("r", "c")):
         self.values = (reference, candidate, empty, remote_empty)
+        self.hand_off = hand_off
         self.outputs = outputs
         self.order = []
 
@@ -48,40 +52,99 @@ class FakeBench:
 
     def reference_batch(self, model, sets):
         self.order.append("reference")
-        return self.values[0], [self.outputs[0]]
+        return self.values[0], [[self.outputs[0]]]
 
     def candidate_batch(self, sets):
         self.order.append("candidate")
         return self.values[1], [self.outputs[1]]
 
-    def empty_batch(self, sets):
+    def empty_batch(self):
+        self.order.append("empty")
         return self.values[2]
 
     def remote_empty_batch(self, sets):
-        return self.values[3]
+        self.order.append("remote_empty")
+        return self.values[3], self.hand_off
 
 
 def test_each_side_loses_its_own_empty_bracket_and_the_order_alternates(monkeypatch):
     checked = []
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append((expected, got)))
     bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
+
+    def check(expected, got, rep):
+        checked.append((expected, got))
+        bench.order.append("check")
+
+    monkeypatch.setattr(speed, "check_batch", check)
     reference, candidate, hand_off = speed.repetition(bench, None, rep=0)
     assert reference == pytest.approx(0.008) and candidate == pytest.approx(0.0055)
-    assert hand_off == pytest.approx(0.0005)
+    assert hand_off == pytest.approx(0.0005)  # measured inside the twin's bracket, not between brackets
     speed.repetition(bench, None, rep=1)
-    assert bench.order == ["reference", "candidate", "candidate", "reference"]
-    assert checked == [(["r"], ["c"])] * 2  # outputs are checked every time
+    steps = ["check", "empty", "remote_empty"]  # outputs checked before the empties reuse their buffers
+    assert bench.order == ["reference", "candidate", *steps, "candidate", "reference", *steps]
+    assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):
     checked = []
     monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append(rep))
     assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, rep=3) is None
-    assert checked == [3]
+    assert speed.repetition(FakeBench(0.010, 0.008, 0.002, None), None, rep=4) is None
+    assert checked == [3, 4]
 
 
 def test_a_wrong_timed_output_fails_the_repetition():
-    import torch
-
     with pytest.raises(Failure, match="During timing"):
-        speed.check_batch([torch.ones(4)], [torch.zeros(4)], 1)
+        speed.check_batch([[torch.ones(4)]], [torch.zeros(1, 4)], 1)
+
+
+@pytest.mark.parametrize("chunk", [5, 30, 1 << 24], ids=["pieces-of-a-call", "two-calls-stacked", "whole-batch"])
+def test_the_timed_check_compares_every_call_of_every_output_in_its_own_layout(monkeypatch, chunk):
+    monkeypatch.setattr(speed.compare, "CHUNK_ELEMENTS", chunk)
+    calls = [[torch.randn(4, 3).t(), torch.arange(6)] for _ in range(3)]  # a transposed output and an integer one
+    got = [torch.stack([c[0].contiguous() for c in calls]), torch.stack([c[1] for c in calls])]
+    speed.check_batch(calls, got, 1)  # equal: passes
+    got[0][2, 1, 0] += 1.0  # one element of the last call
+    with pytest.raises(Failure, match="1 of 36 elements of output 0 over 3 calls"):
+        speed.check_batch(calls, got, 2)
+    got[0][2, 1, 0] -= 1.0
+    got[1][1, 5] = 0  # an integer output of the middle call
+    with pytest.raises(Failure, match="1 of 18 elements of output 1 over 3 calls"):
+        speed.check_batch(calls, got, 3)
+
+
+def test_the_timed_check_accepts_loose_rounding_and_matching_nans():
+    expected = [[torch.tensor([1.0, float("nan"), 100.0])]]
+    assert speed.check_batch(expected, [torch.tensor([[1.005, float("nan"), 100.5]])], 1) is None
+    with pytest.raises(Failure):
+        speed.check_batch(expected, [torch.tensor([[1.0, 0.0, 100.0]])], 1)  # a NaN the reference does not have
+
+
+class WritesItsOwnBuffer(torch.nn.Module):
+    def __init__(self, registered: bool):
+        super().__init__()
+        if registered:
+            self.register_buffer("out", torch.zeros(4))
+        else:
+            self.out = torch.zeros(4)
+
+    def forward(self, x):
+        return self.out.copy_(x * 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "persists"),
+    [
+        (WritesItsOwnBuffer(registered=True), True),
+        (WritesItsOwnBuffer(registered=False), True),
+        (lambda x: torch.tanh(x), False),
+        (lambda x: (x.view(2, 2), x * 2), False),  # a view of its input: every timed call has its own
+        (lambda x: x.relu_(), False),
+    ],
+    ids=["buffer", "plain-attribute", "fresh", "input-view", "in-place-input"],
+)
+def test_a_reference_returning_memory_its_next_call_overwrites_is_told_apart(model, persists):
+    # such outputs are copied as they come in the reference's timed batch, or every call would be
+    # compared with the last call's values
+    inputs = [torch.randn(4)]
+    assert speed.outputs_persist(model, model(*inputs), inputs) is persists

@@ -167,6 +167,109 @@ def test_a_problem_of_a_fortieth_of_the_gpu_is_timed_with_a_batch_that_fits():
     assert result.speedup is not None and result.timing.input_sets >= 1
 
 
+ROW_SUM = Problem(
+    name="large_row_sum",
+    source="""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, 1024)]
+
+
+def get_init_inputs():
+    return []
+""",
+)
+ROW_SUM_CANDIDATE = (
+    TRIVIAL_KERNEL
+    + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return triton_copy(torch.sum(x, dim=1))
+"""
+)
+
+
+def test_a_problem_whose_inputs_take_a_fifth_of_the_gpu_is_timed():
+    # I = 1/5 of the GPU, O = I / 1024. One call of a timing batch holds 2 I + 3 O of the judge's
+    # (the input set and the runner's slot), 0.4 of the GPU: it fits once the last trial is dropped.
+    # At 4 I + 5 O beside the trial it was 1.0 of the GPU: an infrastructure_error.
+    rows = torch.cuda.get_device_properties(0).total_memory // (5 * 1024 * 4)
+    problem = Problem(name=ROW_SUM.name, source=ROW_SUM.source.replace("ROWS", str(rows)))
+    config = EvalConfig(device="cuda", trials=2, timing_budget_s=2.0, profile=False, timeout_s=600)
+    result = evaluate(problem, ROW_SUM_CANDIDATE, config)
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert result.speedup is not None and result.timing.input_sets >= 1, result.timing
+    assert 0.5 < result.speedup < 2.0, result.timing  # the same torch.sum on both sides, plus a small copy
+
+
+def test_a_reference_that_changes_its_inputs_in_place_is_timed_on_inputs_as_made():
+    # The reference runs on a copy of each timed input set: were it run on the sets themselves, the
+    # candidate (going second every other repetition) would get doubled inputs and fail the check.
+    problem = Problem(
+        name="double_in_place_then_sin",
+        source="""import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        x.mul_(2.0)
+        return torch.sin(x)
+
+
+def get_inputs():
+    return [torch.randn(1 << 20)]
+
+
+def get_init_inputs():
+    return []
+""",
+    )
+    candidate = (
+        TRIVIAL_KERNEL
+        + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return triton_copy(torch.sin(x * 2.0))
+"""
+    )
+    result = evaluate(problem, candidate, EvalConfig(**CUDA, profile=False))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert result.speedup is not None and result.timing.reps >= 2, result.timing
+
+
+def test_inputs_in_shared_slots_are_judged_as_forward_left_them():
+    # an input set of 1 GiB or more reaches the runner through shared slots (shared_inputs.py): the
+    # judge reads the inputs after forward there, so an input zeroed in place is still caught
+    from tritongym.evaluate.judge.shared_inputs import SHARED_INPUT_BYTES
+
+    problem = _elementwise_problem(SHARED_INPUT_BYTES // 4 + (1 << 20))
+    zeroes_its_input = (
+        TRIVIAL_KERNEL
+        + """
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = triton_copy(torch.tanh(x))
+        x.zero_()
+        return out
+"""
+    )
+    result = evaluate(problem, zeroes_its_input, EvalConfig(**UNTIMED))
+    assert result.verdict is Verdict.HACK_INPUT_MUTATION, result.feedback + result.detail
+    honest = evaluate(problem, LARGE_CANDIDATE, EvalConfig(**UNTIMED))
+    assert honest.verdict is Verdict.OK, honest.feedback + honest.detail
+
+
 def test_a_warm_judge_gives_a_large_jobs_gpu_memory_back_when_the_job_ends():
     from tritongym.env import LocalEnv, PoolConfig
 
@@ -184,7 +287,7 @@ def test_a_warm_judge_gives_a_large_jobs_gpu_memory_back_when_the_job_ends():
 
 def test_timed_jobs_leave_the_judges_gpu_memory_where_it_was():
     """Timing shares slots with each job's runner by CUDA IPC, and a killed runner never lets them go:
-    the judge carves them from one buffer it keeps, so twelve timed jobs leave its memory as two did.
+    the judge carves them from buffers it keeps, so twelve timed jobs leave its memory as two did.
     It reads the device's free memory, so it runs with the memory tests, alone."""
     from tritongym.env import LocalEnv, PoolConfig, Task
 

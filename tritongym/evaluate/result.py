@@ -172,8 +172,9 @@ class TimingStats:
     """Bytes written after the inputs of every timed batch were copied in, to evict the L2 cache."""
     hand_off_us: float | None = 0.0
     """Median cost per batch of handing it to the runner's CUDA context and back, measured with the judge's
-    twin process in every repetition and subtracted from the candidate's time (None where the reference's
-    output is not contiguous: its empty bracket then copies differently from the twin's)."""
+    twin process in every repetition (two events of the judge's around the twin's part of its empty
+    bracket, which is subtracted from the candidate's time). None only in results of earlier versions,
+    which measured it between brackets and could not where the reference's output is not contiguous."""
     clean_hand_off_us: float = 0.0
     """The same cost measured when the judge started, before any candidate ran: a much larger
     ``hand_off_us`` means something else shared the GPU while this candidate was timed."""

@@ -42,6 +42,7 @@ from tritongym.evaluate.judge.memory import (
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
+from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, share_inputs
 from tritongym.evaluate.judge.speed import gpu_lock
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
@@ -104,7 +105,7 @@ class WorkerContext:
     twin: Any = None
     """The judge's twin process (twin.py) on a GPU; None on the CPU."""
     arena: Any = None
-    """The buffer of the timing slots shared with runners (speed.SharedArena), kept across jobs; None on the CPU."""
+    """The buffers of the slots shared with runners (speed.SharedArena), kept across jobs; None on the CPU."""
     sleep_rate: float = 0.0
     """Cycles per second of the hold kernel (speed.py), measured at start-up; 0 on the CPU."""
     hand_off_s: float = 0.0
@@ -146,6 +147,8 @@ class JobState:
     """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
     kernels: SourceKernels | None = None
     """The Triton kernels and functions the candidate's text defines (evidence.py), once it was read."""
+    shared: SharedInputs | None = None
+    """The input slots the runner maps, where the trials' inputs are large on a GPU (shared_inputs.py)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -260,8 +263,12 @@ def run_trials(
             if n > 1:
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
-            out = state.ask(p.Call(args=trial.inputs, poison=state.ctx.device.type == "cuda"), (p.Output,),
-                            max_payload=answer_bound(trial))  # fmt: skip
+            else:
+                state.shared = share_inputs(state, trial.inputs)
+            call = inputs_message(state.shared, p.Call, trial.inputs, poison=state.ctx.device.type == "cuda")
+            out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+            if call.in_slots:  # the judge's own copy, whatever the runner writes there later
+                out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             state.stages["first_trial"] = round(time.perf_counter() - started, 4)
         compute.update({str(k): int(v) for k, v in out.compute.items() if isinstance(v, int)})
@@ -284,14 +291,15 @@ def run_trials(
 def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
     """Does forward route around failed Triton launches; does its output depend on its Triton
     kernels at all; how much PyTorch compute does it run."""
-    answer = state.ask(p.Fallback(args=trial.inputs), (p.FallbackResult,))
+    answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
             Verdict.HACK_FALLBACK,
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    hollow = state.ask(p.Hollow(args=trial.inputs), (p.HollowResult,), max_payload=answer_bound(trial))
+    hollow = state.ask(inputs_message(state.shared, p.Hollow, trial.inputs), (p.HollowResult,),
+                       max_payload=answer_bound(trial))  # fmt: skip
     without_triton = output_still_correct(hollow.value, trial, tolerance)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
@@ -390,7 +398,8 @@ def judge_candidate(
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
-        measured = speed_and_coverage(state, reference, [trial])
+        trial = None  # timing and profiling draw input sets of their own: the trial's memory is the batch's
+        measured = speed_and_coverage(state, reference)
         check_profile(state.kernels, measured)  # the runner's profile against the text and the judge's clock
         result["findings"] += measured.pop("findings", [])
         result |= measured

@@ -10,12 +10,17 @@ input set and of the reference's output on it), plus the reference model's param
   output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
   Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
   With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
-  (:attr:`Footprint.correctness`).
-* timing: per call of a batch of ``N``, the judge's input and output slots, the runner's (mapped from
-  the judge), two generations of fresh inputs (the next batch's are drawn while the last one's are
-  still referenced) and the outputs kept for the check (both sides' and the empty bracket's):
-  ``4 I + 5 O`` per call, with ``N`` chosen so that these fit in ``TIMING_SHARE`` of the memory
-  available at that moment (:func:`timing_batch`, called by ``speed._batch_size``).
+  (:attr:`Footprint.correctness`). Where the inputs go to the runner through shared slots (an input
+  set of 1 GiB or more on a GPU, shared_inputs.py), the slots' ``I`` is the judge's and the runner
+  holds no copy of its own: the same memory in all, the runner's share (RUNNER_FACTOR) less.
+* timing: the last trial is dropped first (timing and profiling draw input sets of their own).
+  Per call of a batch of ``N``: the fresh input set (the reference runs on it) and the slot it is
+  copied into for the runner, the reference's output, the runner's output slot and the copy the
+  judge makes of it inside the bracket: ``2 I + 3 O`` per call, and ``I`` more where the reference
+  mutates its inputs (it runs on a copy, so that the candidate gets them as made). ``N`` is chosen
+  so that these fit in ``TIMING_SHARE`` of the memory available at that moment
+  (:func:`timing_batch`, called by ``speed._batch_size``); the rest is for one forward's output and
+  temporaries, the runner's and the other judges'.
 
 Everything a job allocated is released when it ends (:func:`release`), so the next job, the next
 runner and the other judges on the same GPU find it free.
@@ -47,10 +52,10 @@ OOM killer, not an exception, is what a host that overcommits answers."""
 TIMING_SHARE = 0.5
 """Share of the free GPU memory the timing batch's slots may take (the rest: the forwards' own
 temporaries, the runner's, the other judges')."""
-TIMING_BYTES_PER_CALL = (4, 5)
-"""(inputs, outputs) multiples one call of a timing batch holds: judge slot, runner slot, two
-generations of fresh sets; judge slot, runner slot, the outputs of both sides and of the empty
-bracket kept for the check."""
+TIMING_BYTES_PER_CALL = (2, 3)
+"""(inputs, outputs) multiples one call of a timing batch holds: the input set and the runner's slot
+it is copied into; the reference's output, the runner's output slot and the judge's copy of it (and
+one input set more where the reference mutates its inputs: :meth:`Footprint.timing`)."""
 _OOM_PHRASES = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
 
@@ -98,8 +103,10 @@ class Footprint:
         return held + (self.inputs + self._wide(self.inputs) if self.mutates else 0)
 
     def timing(self, calls: int) -> int:
-        """Bytes of a timing batch of ``calls`` calls (both sides' slots, fresh inputs, kept outputs)."""
+        """Bytes of a timing batch of ``calls`` calls: ``2 I + 3 O`` each (TIMING_BYTES_PER_CALL),
+        ``I`` more where the reference mutates its inputs."""
         per_input, per_output = TIMING_BYTES_PER_CALL
+        per_input += 1 if self.mutates else 0
         return calls * (per_input * self.inputs + per_output * self.outputs)
 
     def describe(self) -> str:
@@ -137,10 +144,12 @@ its output and as much again for the candidate's temporaries (an estimate: the c
 
 
 def job_bytes(footprint: Footprint) -> int:
-    """GPU memory one job takes at its peak, judge and runner: ``correctness + 3 (I + O)``, or a
-    timing batch of one call and its forward beside the trial the judge still holds."""
+    """GPU memory one job takes at its peak, judge and runner (``3 (I + O)``, RUNNER_FACTOR): while
+    a trial is checked, or while a timing batch of one call runs beside the model (the trial is
+    dropped by then)."""
     runner = RUNNER_FACTOR * (footprint.inputs + footprint.outputs)
-    return footprint.correctness + max(runner, footprint.timing(1))
+    model = footprint.params + footprint._wide(footprint.params)
+    return max(footprint.correctness, model + footprint.timing(1)) + runner
 
 
 def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:
@@ -222,6 +231,20 @@ def free_cached(device: torch.device) -> None:
     """Collect cycles and give the allocator's cached GPU memory back to the device."""
     gc.collect()
     if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+GIVE_BACK_BYTES = 1 << 30
+"""A job whose input set and output take this much or more gives the judge's cached GPU memory back
+once it made a trial, and after timing (:func:`give_back`)."""
+
+
+def give_back(device: torch.device, size: int) -> None:
+    """After making a trial of ``size`` bytes (an input set and its output), or timing it: the
+    reference's temporaries (the inputs' copy it ran on, their float64 copy) or the batch stay in the
+    judge's cache unless given back, and the runner, a process of its own, needs that memory for its
+    copy of the inputs. Small jobs keep the cache (cheaper)."""
+    if device.type == "cuda" and size >= GIVE_BACK_BYTES:
         torch.cuda.empty_cache()
 
 

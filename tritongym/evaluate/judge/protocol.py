@@ -145,6 +145,9 @@ class Call(Message):
     args: Tree = None
     poison: bool = False
     """Fill the free GPU memory with the poison byte first (unwritten-output check)."""
+    in_slots: bool = False
+    """The inputs are in the input slots attached before (a large trial on a GPU), not in ``args``;
+    the inputs after forward are then read there by the judge, not sent back."""
 
 
 @dataclass
@@ -170,6 +173,8 @@ class Fallback(Message):
 
     KIND: ClassVar[str] = "fallback"
     args: Tree = None
+    in_slots: bool = False
+    """As for Call."""
 
 
 @dataclass
@@ -186,6 +191,8 @@ class Hollow(Message):
 
     KIND: ClassVar[str] = "hollow"
     args: Tree = None
+    in_slots: bool = False
+    """As for Call."""
 
 
 @dataclass
@@ -215,7 +222,8 @@ class ProfileResult(Message):
 
 @dataclass
 class Attach(Message):
-    """Judge -> runner (GPU): open the judge's exported input and output slots (CUDA IPC handles)."""
+    """Judge -> runner (GPU): open the judge's exported input and output slots (CUDA IPC handles):
+    a timing batch's, or a large trial's input slots (one call, no output slots, no events)."""
 
     KIND: ClassVar[str] = "attach"
     inputs: list = field(default_factory=list)
@@ -223,7 +231,7 @@ class Attach(Message):
     layout: Tree = None
     """The structure of one call's inputs, with slot numbers for tensors (speed.py)."""
     events: list = field(default_factory=list)
-    """CUDA IPC handles (hex) of the judge's ``go`` and ``done`` events."""
+    """CUDA IPC handles (hex) of the judge's ``go`` and ``done`` events (none for a trial's slots)."""
 
 
 @dataclass

@@ -134,6 +134,7 @@ class Reference:
                 raise
             raise self._broken(exc) from exc
         out64, after64 = self._float64(inputs, 2 * (nbytes(inputs) + nbytes(out)))
+        memory.give_back(self.device, nbytes(inputs) + nbytes(out))
         return Trial(inputs, out, out64, after, after64, alias)
 
     def _float64(self, inputs: list, size64: int) -> tuple[Any, list | None]:

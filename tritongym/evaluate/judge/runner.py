@@ -155,6 +155,16 @@ class Runner:
     def to_device(self, value):
         return map_tensors(value, lambda t: t.to(self.device))
 
+    def inputs(self, message: p.Call | p.Fallback | p.Hollow) -> list:
+        """A call's inputs: in the judge's input slots (call 0 of them) where it says so, else the
+        tensors it sent, on the device."""
+        if not message.in_slots:
+            return self.to_device(message.args)
+        from tritongym.evaluate.judge.speed import fill
+
+        ins, _, shape = self.slots
+        return fill(shape, [t[0] for t in ins])
+
     # -- calls ---------------------------------------------------------------------------------
 
     def synchronize(self) -> None:
@@ -163,7 +173,7 @@ class Runner:
 
     def call(self, message: p.Call) -> None:
         try:
-            given = self.to_device(message.args)
+            given = self.inputs(message)
             if message.poison and self.device.type == "cuda":
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
@@ -184,7 +194,7 @@ class Runner:
         self.send(
             p.Output(
                 value=got,
-                inputs_after=given,
+                inputs_after=None if message.in_slots else given,  # the judge reads its slots
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
                 off_stream_ops=[clip(name) for name in sorted(recorder.off_stream)[:MAX_NAMES]],
@@ -199,7 +209,8 @@ class Runner:
         self.release(size)
 
     def release(self, size: int) -> None:
-        """Give a large call's cached GPU memory back, so that the judge can make the next trial."""
+        """Give a large call's cached GPU memory back, so that the judge can make the next trial (or the
+        timing batch: after the guards' calls too)."""
         if self.device.type == "cuda" and size >= RELEASE_BYTES:
             torch.cuda.empty_cache()
 
@@ -211,8 +222,9 @@ class Runner:
                 if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
                     poison(value)
 
+        given = None
         try:
-            given = self.to_device(message.args)
+            given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
             keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
             with LaunchMonitor(self.path, skip=skip), torch.no_grad():
@@ -221,10 +233,13 @@ class Runner:
         except BaseException:
             got = None
         self.send(p.HollowResult(value=got))
+        size, given, got = _bytes(given), None, None
+        self.release(size)
 
     def fallback(self, message: p.Fallback) -> None:
+        given = None
         try:
-            given = self.to_device(message.args)
+            given = self.inputs(message)
             with LaunchMonitor(self.path, block=True), torch.no_grad():
                 self.model(*given)
             self.synchronize()
@@ -232,6 +247,8 @@ class Runner:
             self.send(p.FallbackResult(returned=False))
         else:
             self.send(p.FallbackResult(returned=True))
+        size, given = _bytes(given), None
+        self.release(size)
 
     def profile(self, message: p.Profile) -> None:
         from tritongym.evaluate.profiling import profile_forward
@@ -249,8 +266,9 @@ class Runner:
         from tritongym.evaluate.judge.speed import open_slots
 
         self.slots = open_slots(message, self.device)
-        device = torch.cuda.current_device()  # an index: the event's device is -1 for a bare "cuda"
-        self.go, self.done = (torch.cuda.Event.from_ipc_handle(device, bytes.fromhex(h)) for h in message.events)
+        if message.events:  # a timing batch's (a trial's input slots come without)
+            device = torch.cuda.current_device()  # an index: the event's device is -1 for a bare "cuda"
+            self.go, self.done = (torch.cuda.Event.from_ipc_handle(device, bytes.fromhex(h)) for h in message.events)
         self.send(p.Loaded())
 
     def batch(self, message: p.Batch) -> None:
@@ -277,6 +295,10 @@ class Runner:
             except Failure as failure:
                 self.fail(failure)
                 return
+
+
+def _bytes(value) -> int:
+    return sum(t.nbytes for t in tensor_leaves(value))
 
 
 def clip(name: str, limit: int = MAX_NAME) -> str:

@@ -4,16 +4,19 @@ Timing never trusts the runner's clock: every bracket is timed by two CUDA event
 on the judge's stream, around a batch of ``N`` calls on ``N`` fresh input sets (new secret seeds
 every batch, integer inputs included). A repetition holds four brackets (``Bench`` says how each is
 built): the reference's batch and the candidate's, in alternating order, then the two empty
-brackets (the same copies without forwards) that are subtracted from them.
+brackets (each its side's bracket without forwards) that are subtracted from them.
 
-* The inputs are copied into the slots after ``start``: nothing can work on them ahead of the clock.
-  The candidate's slots are mapped by the runner (CUDA IPC, a memory pool of their own, so no other
-  judge memory shares their segments); its stream waits on the judge's ``go`` event before its
-  forwards run.
-* The outputs are copied out of the slots before ``end``; the slots hold the poison byte before
-  every batch, and every output of every batch is compared with the reference's on the same inputs
-  after the clock stopped: an answer that was not finished inside the bracket, was cached, or was
-  never computed shows up as poison or a wrong value.
+* The candidate's inputs are copied into its slots after ``start``: nothing can work on them ahead
+  of the clock. The slots are mapped by the runner (CUDA IPC, a memory pool of their own, so no
+  other judge memory shares their segments); its stream waits on the judge's ``go`` event before its
+  forwards run. The reference runs on the input sets themselves, in the judge's own memory, which
+  no runner can read or write: the slots never hold the reference's inputs or outputs.
+* The candidate's outputs are copied out of the slots into the judge's memory before ``end``; the
+  slots hold the poison byte before every batch, and every output of every batch is compared with
+  the reference's on the same inputs after the clock stopped: an answer that was not finished
+  inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
+* One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
+  the slot it is copied into, the reference's output, the output slot and the copy out of it.
 * Every bracket's work is queued while a hold (a sleep kernel) keeps the judge's stream waiting, so
   a bracket measures GPU time for both sides alike: neither the host's launch overhead nor the
   message round trip to the runner is in it. Work that waits for the GPU on the host (a
@@ -24,7 +27,8 @@ brackets (the same copies without forwards) that are subtracted from them.
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
 (twin.py), which never runs candidate code, measures it in every repetition: its empty bracket is the
-one subtracted from the candidate's side. What the twin cannot see (the runner's context starting
+one subtracted from the candidate's side, and two events of the judge's around the twin's part give
+the hand-off alone (``hand_off_us``). What the twin cannot see (the runner's context starting
 cold after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``).
 
 Coverage comes from one forward profiled in the runner (profiling.py): it is the runner's word.
@@ -47,8 +51,8 @@ from tritongym.evaluate import compare, timing
 from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
-from tritongym.evaluate.judge.memory import Footprint, available_bytes, timing_batch
-from tritongym.evaluate.judge.tree import clone, map_tensors, tensor_leaves
+from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
+from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
 
@@ -102,32 +106,38 @@ def _span(t: torch.Tensor) -> int:
     return 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride(), strict=True) if s > 0) if t.numel() else 0
 
 
+CALL_ALIGN = 256
+"""Bytes each call's element of a slot is aligned to (a multiple of the 16 bytes that vectorised loads
+and Triton's pointer specialisation look for): the candidate's inputs in a slot are as aligned as the
+reference's, which are tensors of their own."""
+
+
 def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
     """(shape, stride, dtype) of ``count`` input and output slots: per tensor leaf one (count, ...)
-    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs)."""
-    ins = [((count, *t.shape), (max(_span(t), 1), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
-    outs = [((count, *t.shape), torch.empty((count, *t.shape), device="meta").stride(), t.dtype)
+    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs), each
+    element starting ``CALL_ALIGN`` bytes after a multiple of it from the slot's start."""
+
+    def per_call(t: torch.Tensor, span: int) -> int:
+        grain = max(CALL_ALIGN // t.element_size(), 1)
+        return _round_up(max(span, 1), grain)
+
+    ins = [((count, *t.shape), (per_call(t, _span(t)), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
+    outs = [((count, *t.shape), (per_call(t, t.numel()), *torch.empty(t.shape, device="meta").stride()), t.dtype)
             for t in tensor_leaves(outputs)]  # fmt: skip
     return ins, outs
 
 
-def allocate_slots(inputs: list, outputs: Any, count: int, device) -> tuple[list, list]:
-    """The slots of ``slot_specs``, each a tensor of its own."""
-    return tuple(
-        [torch.empty_strided(shape, stride, dtype=dtype, device=device) for shape, stride, dtype in specs]
-        for specs in slot_specs(inputs, outputs, count)
-    )
-
-
 class SharedArena:
-    """The judge's one buffer for the slots it shares with runners, kept for the judge's life.
+    """The judge's buffers for the slots it shares with runners, kept for the judge's life.
 
     Memory exported to another process by CUDA IPC stays allocated until that process lets it go, and
     a runner killed at the end of its job never does (torch keeps such blocks aside for good): slots
     allocated per job would leak their size at every job. Every job's shared slots are carved out of
-    this one buffer instead, which grows only when a job needs more (the buffer it replaces is the
-    only memory ever left behind). Its memory pool of its own keeps anything else of the judge's out
-    of the exported segment."""
+    buffers kept instead, one per part (``inputs``, ``outputs``), each of which grows only when a job
+    needs more (the buffer it replaces is the only memory ever left behind). A large trial's input
+    slots (shared_inputs.py) and a timing batch of one call on the same inputs are carved from the
+    same ``inputs`` buffer, so that the batch does not outgrow the buffer the trial's runner mapped.
+    Their memory pool of their own keeps anything else of the judge's out of the exported segments."""
 
     ALIGN = 512
     GRAIN = 64 << 20
@@ -135,17 +145,19 @@ class SharedArena:
     def __init__(self, device: torch.device):
         self.device = device
         self.pool: Any = None
-        self.buffer: torch.Tensor | None = None
+        self.buffers: dict[str, torch.Tensor] = {}
 
-    def carve(self, specs: list) -> list[torch.Tensor]:
+    def carve(self, specs: list, part: str) -> list[torch.Tensor]:
         need = max(carved_bytes(specs, self.ALIGN), self.ALIGN)
-        if self.buffer is None or self.buffer.numel() < need:
-            self.buffer = None
+        buffer = self.buffers.get(part)
+        if buffer is None or buffer.numel() < need:
+            self.buffers.pop(part, None)
+            buffer = None
             if self.pool is None:
                 self.pool = torch.cuda.MemPool()
             with torch.cuda.use_mem_pool(self.pool):
-                self.buffer = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
-        return carve_slots(self.buffer, specs, self.ALIGN)
+                self.buffers[part] = torch.empty(_round_up(need, self.GRAIN), dtype=torch.uint8, device=self.device)
+        return carve_slots(self.buffers[part], specs, self.ALIGN)
 
 
 def carved_bytes(specs: list, align: int) -> int:
@@ -200,16 +212,32 @@ def rebuild(spec: list, device) -> torch.Tensor:
 
 
 def layout(inputs: list) -> Any:
-    """The structure of one call's inputs with each tensor leaf replaced by its slot number."""
+    """The structure of one call's inputs with each tensor leaf replaced by its slot number: its place
+    in ``tensor_leaves`` order (a dict's entries by key, as tree.leaves walks them), the order the
+    slots are made and filled in."""
     counter = iter(range(1 << 30))
-    return map_tensors(inputs, lambda t: {"slot": next(counter)})
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return {"slot": next(counter)}
+        if isinstance(value, (list, tuple)):
+            return type(value)(walk(v) for v in value)
+        if isinstance(value, dict):
+            numbered = {k: walk(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))}
+            return {k: numbered[k] for k in value}
+        return value
+
+    return walk(inputs)
 
 
-def _fill(value: Any, views: list) -> Any:
-    if isinstance(value, dict) and set(value) == {"slot"}:
+def fill(value: Any, views: list) -> Any:
+    """A layout (``layout``) with each slot number replaced by its view."""
+    if isinstance(value, dict) and set(value) == {"slot"} and isinstance(value["slot"], int):
         return views[value["slot"]]
     if isinstance(value, (list, tuple)):
-        return type(value)(_fill(v, views) for v in value)
+        return type(value)(fill(v, views) for v in value)
+    if isinstance(value, dict):
+        return {k: fill(v, views) for k, v in value.items()}
     return value
 
 
@@ -237,7 +265,7 @@ def run_batch(model, slots, count: int) -> None:
     """Runner: forward on input sets 0..count-1, each output copied into its slot."""
     ins, outs, shape = slots
     for k in range(count):
-        got = tensor_leaves(model(*_fill(shape, [t[k] for t in ins])))
+        got = tensor_leaves(model(*fill(shape, [t[k] for t in ins])))
         if len(got) != len(outs):
             raise ValueError(f"forward returned {len(got)} tensors, expected {len(outs)}")
         for slot, value in zip(outs, got, strict=True):
@@ -248,45 +276,54 @@ def run_batch(model, slots, count: int) -> None:
 
 
 class Bench:
-    """Both sides' slots and the four brackets of a repetition, each timed on the judge's stream.
+    """The slots of a batch and the four brackets of a repetition, each timed on the judge's stream.
 
-    A bracket opens with a hold (a sleep kernel on the judge's stream), then ``start``, the copy of
-    the fresh inputs and the L2 flush; it closes with the copy of the output slots and ``end``, both
-    events of the judge. Everything in between is queued on the host while the hold keeps the GPU
-    waiting, so the bracket measures GPU time, not the host's launch overhead or the message round
-    trip. A bracket is *queued in time* when the hold is still running once its last part is queued
-    (the judge checks ``start``); if not, the hold doubles and the repetition is repeated, up to
-    ``MAX_HOLD_S``, after which a late bracket counts as it is (its host time included).
+    A bracket opens with a hold (a sleep kernel on the judge's stream), then ``start`` and the L2
+    flush; it closes with ``end``, both events of the judge. Everything in between is queued on the
+    host while the hold keeps the GPU waiting, so the bracket measures GPU time, not the host's
+    launch overhead or the message round trip. A bracket is *queued in time* when the hold is still
+    running once its last part is queued (the judge checks ``start``); if not, the hold doubles and
+    the repetition is repeated, up to ``MAX_HOLD_S``, after which a late bracket counts as it is (its
+    host time included).
 
-    * reference: the reference's forwards, queued by the judge.
-    * candidate: after the flush the judge records the shared ``go`` event and sends ``Batch``; the
-      runner's stream waits on ``go``, runs the forwards, copies each output into its slot, records
-      ``done`` and answers ``BatchQueued``. The judge polls ``done`` from the host (a runner whose
-      context dies never fires it: the job's deadline ends the wait; the judge's stream never waits on
-      an event of the runner's) and then queues the output copy and ``end``.
-    * two empty brackets, the same steps without forwards (a fixed output copied into each slot):
-      one queued like the reference's, one closed by a host poll like the candidate's. Each side's
-      empty bracket is subtracted from its bracket.
+    * reference: the reference's forwards on the batch's input sets themselves (the judge's own
+      memory, which no runner maps; a copy of them where the reference changes its inputs in place),
+      each output kept as it is returned.
+    * candidate: after ``start`` the input sets are copied into the slots the runner maps; after the
+      flush the judge records the shared ``go`` event and sends ``Batch``; the runner's stream waits
+      on ``go``, runs the forwards, copies each output into its slot, records ``done`` and answers
+      ``BatchQueued``. The judge polls ``done`` from the host (a runner whose context dies never
+      fires it: the job's deadline ends the wait; the judge's stream never waits on an event of the
+      runner's) and then queues the copy of the output slots into its own memory and ``end``.
+    * two empty brackets, each its side's bracket without forwards, subtracted from it: the
+      reference's holds the flush alone; the candidate's is closed by the judge's twin in the
+      runner's place, with the same copies (a contiguous output, the candidate's last, copied into
+      each slot, as the runner copies a contiguous output of the candidate's). Two more events of
+      the judge's around the twin's go and done measure the hand-off alone.
+
+    What one call holds (memory.TIMING_BYTES_PER_CALL): its input set and the slot it is copied
+    into; the reference's output, the output slot and the copy out of it; and the input set's copy
+    where the reference mutates its inputs. The slots hold nothing of the reference's.
     """
 
-    def __init__(self, state, reference, sample_inputs: list, sample_output: Any, count: int):
-        self.state, self.reference, self.count = state, reference, count
+    def __init__(self, state, reference, sample_inputs: list, sample_output: Any, count: int, mutates: bool,
+                 persistent: bool = False):  # fmt: skip
+        self.state, self.reference, self.count, self.mutates = state, reference, count, mutates
+        # the reference returns memory of its own that its next call overwrites (outputs_persist): each
+        # output is copied as it comes, and as many copies are made in its empty bracket
+        self.persistent = persistent
         self.device = state.ctx.device
         self.shape = layout(sample_inputs)
         l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
         self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
-        self.private_in, self.private_out = allocate_slots(sample_inputs, sample_output, count, self.device)
-        specs = slot_specs(sample_inputs, sample_output, count)
-        shared = state.ctx.arena.carve(specs[0] + specs[1])
-        self.shared_in, self.shared_out = shared[: len(specs[0])], shared[len(specs[0]) :]
+        specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
+        self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
+        self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
+        self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
+                     for shape, stride, dtype in specs_out]  # fmt: skip
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
-        self.sample = tensor_leaves(sample_output)
-        # the runner copies the candidate's outputs into contiguous slots: the twin's bracket copies
-        # contiguous ones (a candidate whose output is not contiguous pays its slower copy itself)
-        self.contiguous_sample = [t.contiguous() for t in self.sample]
-        self.comparable_empties = all(t.is_contiguous() for t in self.sample)
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
         self.late = 0
@@ -295,28 +332,32 @@ class Bench:
                            events), (p.Loaded,))  # fmt: skip
 
     def fresh_inputs(self) -> list[list]:
+        """``count`` input sets from new secret seeds, each as the problem makes it."""
         return [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
 
-    def _copy_in(self, slots: list, sets: list[list]) -> None:
-        for k, inputs in enumerate(sets):
-            for slot, leaf in zip(slots, tensor_leaves(inputs), strict=True):
-                slot[k].copy_(leaf)
-
-    def _open(self, kind: str, inputs: list, outputs: list, sets: list[list]):
-        for t in outputs:
-            t.view(torch.uint8).fill_(POISON)
+    def _open(self, kind: str, sets: list[list] | None):
+        """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), flush."""
+        if sets is not None:
+            for t in self.shared_out:
+                t.view(torch.uint8).fill_(POISON)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(int(self.hold_s[kind] * self.cycles_per_s))
         start.record()
-        self._copy_in(inputs, sets)
+        for k, inputs in enumerate(sets or ()):
+            for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
+                slot[k].copy_(leaf)
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
         return start, end
 
-    def _close(self, outputs: list, start, end, in_time: bool) -> tuple[float | None, list]:
-        kept = [t.clone() for t in outputs]
+    def _close(self, start, end, in_time: bool | None = None) -> float | None:
+        """Record ``end`` and wait for it; the bracket's seconds, or None where it was late. A local
+        bracket's lateness is known once ``end`` is queued; a remote one's (``in_time``) before the
+        judge polled ``done`` (which fires only once the hold is over)."""
         end.record()
+        if in_time is None:
+            in_time = self._queued("local", start)
         end.synchronize()
-        return (start.elapsed_time(end) / 1e3 if in_time else None), kept
+        return start.elapsed_time(end) / 1e3 if in_time else None
 
     def _queued(self, kind: str, start) -> bool:
         """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
@@ -328,25 +369,25 @@ class Bench:
         self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
         return False
 
-    def _local(self, sets: list[list], forward) -> tuple[float | None, list]:
-        start, end = self._open("local", self.private_in, self.private_out, sets)
+    def reference_batch(self, model, sets: list[list]) -> tuple[float | None, list[list]]:
+        """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
+        that the candidate gets them as made); each call's output leaves, kept as returned."""
+        given = clone(sets) if self.mutates else sets
+        start, end = self._open("local", None)
+        outputs = []
         with torch.no_grad():
-            for k in range(self.count):
-                got = forward(_fill(self.shape, [t[k] for t in self.private_in]))
-                for slot, value in zip(self.private_out, got, strict=True):
-                    slot[k].copy_(value)
-        kept = [t.clone() for t in self.private_out]
-        end.record()
-        in_time = self._queued("local", start)
-        end.synchronize()
-        return (start.elapsed_time(end) / 1e3 if in_time else None), kept
+            for args in given:
+                leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
+                outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
+        return self._close(start, end), outputs
 
-    def reference_batch(self, model, sets: list[list]) -> tuple[float | None, list]:
-        return self._local(sets, lambda args: tensor_leaves(model(*args)))
-
-    def empty_batch(self, sets: list[list]) -> float | None:
-        """The reference's bracket without its forwards (a fixed output into each slot)."""
-        return self._local(sets, lambda args: self.sample)[0]
+    def empty_batch(self) -> float | None:
+        """The reference's bracket without its forwards (with its copies, where it makes them)."""
+        start, end = self._open("local", None)
+        copies = [[t[-1].clone() for t in self.kept] for _ in range(self.count)] if self.persistent else []
+        elapsed = self._close(start, end)
+        del copies
+        return elapsed
 
     def _poll(self, event) -> None:
         try:
@@ -354,21 +395,32 @@ class Bench:
         except TimeoutError:
             raise Failure(Verdict.TIMEOUT, f"Timed out after {self.state.job.timeout_s:g} s during timing.") from None
 
+    def _copy_out(self) -> None:
+        for kept, slot in zip(self.kept, self.shared_out, strict=True):
+            kept.copy_(slot)
+
     def candidate_batch(self, sets: list[list]) -> tuple[float | None, list]:
-        start, end = self._open("remote", self.shared_in, self.shared_out, sets)
+        """The runner's forwards on the shared slots; the outputs as copied out of the slots inside
+        the bracket (per leaf, one tensor of ``count`` calls; overwritten by the next bracket)."""
+        start, end = self._open("remote", sets)
         self.go.record()
         self.state.ask(p.Batch(self.count), (p.BatchQueued,))
         in_time = self._queued("remote", start)
         self._poll(self.done)
-        return self._close(self.shared_out, start, end, in_time)
+        self._copy_out()
+        return self._close(start, end, in_time), self.kept
 
-    def remote_empty_batch(self, sets: list[list]) -> float | None:
+    def remote_empty_batch(self, sets: list[list]) -> tuple[float | None, float]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
-        copies a fixed output into each slot, the twin waits on ``go`` and records ``done``."""
-        start, end = self._open("remote", self.shared_in, self.shared_out, sets)
-        for k in range(self.count):
-            for slot, value in zip(self.shared_out, self.contiguous_sample, strict=True):
-                slot[k].copy_(value)
+        copies a contiguous output (the candidate's last, kept) into each slot, the twin waits on
+        ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
+        of the judge's around the twin's go and done)."""
+        start, end = self._open("remote", sets)
+        for kept, slot in zip(self.kept, self.shared_out, strict=True):
+            for k in range(self.count):
+                slot[k].copy_(kept[-1])
+        handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        handed.record()
         self.twin.go.record()
         try:
             self.twin.hand_off()
@@ -382,7 +434,9 @@ class Bench:
             ) from None
         in_time = self._queued("remote", start)
         self._poll(self.twin.done)
-        return self._close(self.shared_out, start, end, in_time)[0]
+        back.record()
+        self._copy_out()
+        return self._close(start, end, in_time), handed.elapsed_time(back) / 1e3
 
 
 def sleep_rate() -> float:
@@ -398,48 +452,71 @@ def sleep_rate() -> float:
     return rate
 
 
-def check_batch(expected: list, got: list, rep: int) -> None:
-    """Every output of a timed batch against the reference's on the same inputs (loose tolerance),
-    a chunk at a time (compare.CHUNK_ELEMENTS), so that no float64 copy of a whole batch is made."""
-    for m, (e, g) in enumerate(zip(expected, got, strict=True)):
-        e_flat, g_flat = e.reshape(-1), g.reshape(-1)
-        bad = 0
-        for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
-            ec, gc = e_flat[start : start + compare.CHUNK_ELEMENTS], g_flat[start : start + compare.CHUNK_ELEMENTS]
-            if ec.is_floating_point() or ec.is_complex():
-                e64, g64 = ec.double(), gc.double()
-                both_nan = torch.isnan(e64) & torch.isnan(g64)
-                good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
-            else:
-                good = ec == gc
-            bad += int((~good).sum())
-        if bad:
+def check_batch(expected: list[list], got: list, rep: int) -> None:
+    """Every output of a timed batch against the reference's on the same inputs (loose tolerance):
+    ``expected`` holds each call's output leaves, ``got`` per leaf one tensor of all the calls.
+    Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit, stacked,
+    or a piece of one call's), so that no float64 copy of a whole output is made and a batch of many
+    small calls costs a few kernels, not a few per call; one synchronisation per output."""
+    for m, g in enumerate(got):
+        group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
+        bad = torch.zeros((), dtype=torch.int64, device=g.device)
+        for first in range(0, len(expected), group):
+            last = min(first + group, len(expected))
+            # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
+            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
+            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
+            for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
+                ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
+                gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
+                if ec.is_floating_point() or ec.is_complex():
+                    e64, g64 = ec.double(), gc.double()
+                    both_nan = torch.isnan(e64) & torch.isnan(g64)
+                    good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
+                else:
+                    good = ec == gc
+                bad += (~good).sum()
+        if int(bad):
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {bad} of {e.numel()} elements of output {m} over "
-                f"{e.shape[0]} calls differ from the reference's. The solution was correct on the trials but not "
+                f"During timing (batch {rep}, fresh inputs): {int(bad)} of {g.numel()} elements of output {m} over "
+                f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
             )
 
 
-def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any) -> int:
-    per_set = sum(t.nbytes for t in tensor_leaves(sample_inputs)) + sum(t.nbytes for t in tensor_leaves(sample_output))
-    fit = max(1, SLOT_BYTES // max(per_set, 1))
-    args = clone(sample_inputs)
+def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
+    """Whether the model returns memory of its own that its next call overwrites (a buffer it writes
+    every call): called once more while ``sample_output`` (its last output) is alive, it returns some
+    of the same storage again. An output that is (a view of) an input is not such memory: every timed
+    call has input sets of its own."""
+    with torch.no_grad():
+        again = tensor_leaves(model(*sample_inputs))
+    inputs = {t.untyped_storage().data_ptr() for t in tensor_leaves(sample_inputs)}
+    before = {t.untyped_storage().data_ptr() for t in tensor_leaves(sample_output) if t.numel()} - inputs
+    return any(t.numel() and t.untyped_storage().data_ptr() in before for t in again)
+
+
+def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any, mutates: bool) -> int:
+    """Calls per batch: enough for ``TARGET_BATCH_S`` of the reference's time, as many as fit in
+    memory (memory.timing_batch), counting the sample's own memory as available: it is dropped
+    before the batch's input sets are made."""
+    sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
+    fit = max(1, SLOT_BYTES // max(sample_bytes, 1))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
-        model(*args)
+        model(*sample_inputs)
         torch.cuda.synchronize(state.ctx.device)
         start.record()
         for _ in range(3):
-            model(*args)
+            model(*sample_inputs)
         end.record()
         end.synchronize()
     one = max(start.elapsed_time(end) / 3e3, 1e-7)
     wanted = int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
-    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False)
-    return timing_batch(footprint, available_bytes(state.ctx.device), wanted)
+    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
+    return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted)
 
 
 def _baseline(reference, baseline: str, sample_inputs: list):
@@ -456,28 +533,37 @@ def _baseline(reference, baseline: str, sample_inputs: list):
 
 
 def repetition(bench: Bench, model, rep: int) -> tuple[float, float, float] | None:
-    """One repetition on fresh inputs: reference and candidate (their order alternates) and the two
-    empty brackets. Each side's time less its empty bracket's, and the hand-off (the twin's empty
-    bracket less the judge's); None when a bracket was not queued in time (its hold is now longer; the
-    caller repeats). Every output is checked either way."""
+    """One repetition on fresh inputs: reference and candidate (their order alternates), the check
+    of every output, and the two empty brackets. Each side's time less its empty bracket's, and the
+    hand-off measured in the twin's; None when a bracket was not queued in time (its hold is now
+    longer; the caller repeats). Every output is checked either way."""
     sets = bench.fresh_inputs()
     outputs: list = [None, None]
     elapsed: list = [None, None]
     for side in (0, 1) if rep % 2 == 0 else (1, 0):
         elapsed[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
-    empty = (bench.empty_batch(sets), bench.remote_empty_batch(sets))
     check_batch(outputs[0], outputs[1], rep)
-    if None in elapsed or None in empty:
+    outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
+    empty, (remote_empty, hand_off) = bench.empty_batch(), bench.remote_empty_batch(sets)
+    if None in elapsed or empty is None or remote_empty is None:
         return None
-    return max(elapsed[0] - empty[0], 1e-9), max(elapsed[1] - empty[1], 1e-9), empty[1] - empty[0]
+    return max(elapsed[0] - empty, 1e-9), max(elapsed[1] - remote_empty, 1e-9), hand_off
 
 
-def time_candidate(state, reference, trials: list) -> dict:
+def time_candidate(state, reference) -> dict:
+    """The speedup, from a sample input set of its own (the trials' are gone: their memory is the
+    batch's) and batches of fresh input sets."""
     job = state.job
-    sample_inputs, sample_output = trials[0].inputs, trials[0].expected
+    mutates = state.footprint is not None and state.footprint.mutates
+    sample_inputs = reference.inputs(secrets.randbits(63))
     model = _baseline(reference, job.baseline, sample_inputs)
-    count = _batch_size(state, reference, model, sample_inputs, sample_output)
-    bench = Bench(state, reference, sample_inputs, sample_output, count)
+    with torch.no_grad():
+        sample_output = model(*sample_inputs)
+    persistent = outputs_persist(model, sample_output, sample_inputs)
+    count = _batch_size(state, reference, model, sample_inputs, sample_output, mutates)
+    bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+    bytes_read = nbytes(sample_inputs)
+    del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
     for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
         if repetition(bench, model, 0) is not None:
             break
@@ -513,20 +599,18 @@ def time_candidate(state, reference, trials: list) -> dict:
             "input_sets": summary.reps * count,
             "flush_bytes": bench.scratch.numel(),
             "late_brackets": bench.late,
-            # the two empty brackets copy the same bytes only when the reference's output is contiguous
-            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2) if bench.comparable_empties else None,
+            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2),
             "clean_hand_off_us": round(state.ctx.hand_off_s * 1e6, 2),
         },
     }
-    bytes_read = sum(t.nbytes for t in tensor_leaves(sample_inputs))
     flag = timing.implausible(summary.candidate_ms, bytes_read, state.ctx.copy_bandwidth)
     if flag:
         result["findings"] = [{"check": "implausible_speedup", "message": flag}]
     return result
 
 
-def profile_candidate(state, trials: list) -> dict:
-    answer = state.ask(p.Profile(args=trials[0].inputs), (p.ProfileResult,))
+def profile_candidate(state, reference) -> dict:
+    answer = state.ask(p.Profile(args=reference.inputs(secrets.randbits(63))), (p.ProfileResult,))
     if answer.foreign_streams:
         names = ", ".join(map(str, answer.foreign_streams[:5]))
         raise Failure(
@@ -546,14 +630,17 @@ def profile_candidate(state, trials: list) -> dict:
     return {"coverage": coverage, "kernels": kernels}
 
 
-def speed_and_coverage(state, reference, trials: list) -> dict:
-    """Timing and profiling of a correct candidate under this GPU's exclusive lock."""
+def speed_and_coverage(state, reference) -> dict:
+    """Timing and profiling of a correct candidate under this GPU's exclusive lock, each on input
+    sets of its own: the caller holds no trial any more, so that its memory is the timing batch's."""
     result: dict[str, Any] = {}
     with gpu_lock(state.ctx.gpu_lock, exclusive=True):
         if state.job.timing:
             with state.timed("timing"):
-                result |= time_candidate(state, reference, trials)
+                result |= time_candidate(state, reference)
+            if state.footprint is not None:  # a large batch's memory goes back before the runner profiles
+                give_back(state.ctx.device, state.footprint.inputs + state.footprint.outputs)
         if state.job.profile:
             with state.timed("profiling"):
-                result |= profile_candidate(state, trials)
+                result |= profile_candidate(state, reference)
     return result
