@@ -151,3 +151,17 @@ def test_a_layout_numbers_its_slots_in_the_order_they_are_filled():
     assert shape == [{"b": {"slot": 1}, "a": ({"slot": 0}, 5)}, {"slot": 2}]
     filled = speed.fill(shape, tensor_leaves(inputs))
     assert filled[0]["b"] is x and filled[0]["a"][0] is y and filled[0]["a"][1] == 5 and filled[1] is z
+
+
+def test_the_output_slots_of_a_scalar_output_are_poisoned_byte_by_byte():
+    """A one-element output's slot strides many elements between calls (each call aligned), so no
+    dtype view of it is contiguous: the poison before a timed batch fills its bytes on the storage
+    (a 0-dim output, mse_loss's, made every timed job an infrastructure_error on a GPU)."""
+    _, outs = slot_specs([torch.ones(4)], torch.ones(()), count=3)
+    buffer = torch.zeros(carved_bytes(outs, 512) + 512, dtype=torch.uint8)
+    [slot] = carve_slots(buffer, outs, 512)
+    assert slot.shape == (3,) and slot.stride()[0] > 1
+    speed.slot_bytes(slot).fill_(speed.POISON)
+    assert torch.isnan(slot).all()
+    size = speed.slot_bytes(slot).numel()
+    assert size == (2 * slot.stride()[0] + 1) * 4 and not buffer[size:].any()

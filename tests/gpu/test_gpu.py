@@ -61,7 +61,12 @@ def test_warm_gpu_pool_serves_the_bundled_set_without_restarts_and_recovers_from
     with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1)) as env:
         tasks = [Task(p, p.solution, p.name) for p in load_bundled()]
         results = {t.label: r for t, r in env.evaluate_many(tasks, CUDA)}
-        assert all(r.verdict is Verdict.OK and not r.findings for r in results.values()), results
+        wrong = {
+            name: (r.verdict, r.findings, r.feedback)
+            for name, r in results.items()
+            if r.verdict is not Verdict.OK or r.findings
+        }
+        assert not wrong, wrong
         assert env.sandbox_starts == [1]
         problem = find_problem("vector_add").small()
         broken = env.submit(problem, ILLEGAL_ACCESS, CUDA).result()

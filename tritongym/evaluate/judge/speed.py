@@ -177,6 +177,14 @@ def carve_slots(buffer: torch.Tensor, specs: list, align: int) -> list[torch.Ten
     return slots
 
 
+def slot_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The bytes a slot covers, as one uint8 tensor on its storage (a slot of one-element outputs has
+    a stride of many elements between calls: no dtype view of it is contiguous)."""
+    size = _storage_bytes(tuple(t.shape), tuple(t.stride()), t.dtype)
+    offset = t.storage_offset() * t.element_size()
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage(), offset, (size,), (1,))
+
+
 def _storage_bytes(shape: tuple, stride: tuple, dtype) -> int:
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if any(s == 0 for s in shape):
@@ -339,7 +347,7 @@ class Bench:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), flush."""
         if sets is not None:
             for t in self.shared_out:
-                t.view(torch.uint8).fill_(POISON)
+                slot_bytes(t).fill_(POISON)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda._sleep(int(self.hold_s[kind] * self.cycles_per_s))
         start.record()
