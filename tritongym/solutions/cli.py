@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from tritongym.errors import TritonGymError
 from tritongym.progress import ProgressReport
-from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, Outcome, generate
+from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, generate, prepare_all
 
 EXIT_OK, EXIT_SKIPPED, EXIT_USAGE = 0, 1, 2
 
@@ -45,8 +45,9 @@ def inductor(
     ids: Annotated[str, typer.Option(help="Keep problems with these leading numbers, e.g. 1-20,25.")] = "",
     device: Annotated[str, typer.Option(help="'auto' (cuda if available, else cpu), 'cuda' or 'cpu'.")] = "auto",
     jobs: Annotated[
-        int, typer.Option(min=1, help="Problems compiled at once, each in a process of its own (default: cores).")
-    ] = 0,
+        int | None,
+        typer.Option(min=1, help="Problems compiled at once, each in a process of its own (default: the cores)."),
+    ] = None,
     small: Annotated[
         bool | None,
         typer.Option("--small/--full", help="Shrink problems to CPU sizes (default: small on the CPU, full on a GPU)."),
@@ -71,12 +72,7 @@ def inductor(
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None
     small = resolved == "cpu" if small is None else small
-    prepared, refused = [], []
-    for problem in chosen:
-        try:
-            prepared.append(problem.prepare(small=small))
-        except TritonGymError as exc:
-            refused.append(Outcome(problem.name, "skipped", str(exc)))
+    prepared, refused = prepare_all(chosen, small)
     workers = jobs or os.cpu_count() or 1
     with ProgressReport(len(prepared), f"compiling on {resolved}", err) as progress:
         outcomes = generate(

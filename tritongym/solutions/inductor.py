@@ -41,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,9 @@ class Argument:
     """The dotted name of a parameter, buffer or attribute."""
     path: tuple[int, ...] = ()
     """An input's position: the forward argument, then indices into nested lists or tuples."""
+    size: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    """An input's layout when it was compiled: ``call`` assumes it (the judge's copies may differ)."""
 
 
 @dataclass
@@ -279,7 +282,20 @@ def _argument_expression(argument: Argument, forward: ast.arguments) -> str:
     if argument.kind == "attribute":
         owner, _, attr = argument.name.rpartition(".")
         return f"self.get_submodule({owner!r}).{attr}" if owner else f"self.{attr}"
-    return _input_expression(argument.path, forward)
+    expression = _input_expression(argument.path, forward)
+    return f"_laid_out({expression}, {argument.size}, {argument.stride})" if argument.size else expression
+
+
+LAID_OUT = '''
+
+def _laid_out(tensor, size, stride):
+    """The input in the layout the compiled code assumes (a copy only where its strides differ)."""
+    if all(have == want for n, have, want in zip(tensor.shape, tensor.stride(), stride) if n > 1):
+        return tensor
+    laid_out = torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device)
+    laid_out.copy_(tensor)
+    return laid_out
+'''
 
 
 def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
@@ -344,6 +360,7 @@ class {problem.solution_class}(torch.nn.Module):
         + problem.source.rstrip()
         + "\n\n# Inductor's generated code: Triton kernels and call().\n"
         + wrapper
+        + (LAID_OUT if any(a.kind == "input" for a in capture.arguments) else "")
         + model_new
     )
     found = forbidden_constructs(text)
@@ -458,7 +475,6 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
             raise Unsupported(f"the problem defines no class {problem.entry_point}")
         model = cls(*_to_device(module.get_init_inputs(), device)).to(device).eval()
         inputs = list(_to_device(module.get_inputs(), device))
-        structure, outputs = _output_structure(model, inputs)
         graphs: list[tuple[Any, list]] = []
         captured: list[dict[str, Any]] = []
 
@@ -495,6 +511,7 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 if not captured:
                     raise Unsupported(f"torch.compile failed: {_first_line(exc)}") from None
         torch._dynamo.reset()
+        structure, outputs = _output_structure(model, inputs)
         if len(graphs) != 1 or len(captured) != 1:
             raise Unsupported(f"torch.compile made {len(graphs)} graphs and {len(captured)} output codes, not one")
         gm, flat = graphs[0]
@@ -512,7 +529,10 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 raise Unsupported(
                     f"graph input {name} has shape {tuple(value.shape)}, its tensor {tuple(tensor.shape)}"
                 )
-            arguments.append(sources[id(tensor)])
+            argument = sources[id(tensor)]
+            if argument.kind == "input":
+                argument = replace(argument, size=tuple(tensor.shape), stride=tuple(tensor.stride()))
+            arguments.append(argument)
         order = _call_order(standalone(captured[0]["code"])[0])
         if order != [name for name, _ in placeholders]:
             raise Unsupported(f"call() unpacks {order}, Inductor's graph has {[n for n, _ in placeholders]}")
@@ -585,6 +605,18 @@ def _run_child(problem: Problem, device: str, out: Path, timeout_s: float) -> Ou
         problem.name, "skipped", f"the compiling process exited with {done.returncode}: {tail}",
         seconds=round(time.monotonic() - started, 2),
     )  # fmt: skip
+
+
+def prepare_all(problems: list[Problem], small: bool) -> tuple[list[Problem], list[Outcome]]:
+    """The problems as compiled (``Problem.prepare``: shrunk when ``small``), and the skipped outcome
+    of each one that cannot be prepared (a package it needs is missing, say)."""
+    prepared, refused = [], []
+    for problem in problems:
+        try:
+            prepared.append(problem.prepare(small=small))
+        except TritonGymError as exc:
+            refused.append(Outcome(problem.name, "skipped", str(exc)))
+    return prepared, refused
 
 
 def generate(
