@@ -38,6 +38,10 @@ from typing import Any
 
 from rich.console import Console
 
+MAX_SOURCE_BYTES = 4 << 20
+"""Inductor's code for a large model (many kernels, each with its metadata) can outgrow the default
+limit on a candidate's source (256 KiB); this check is about the judge, not that limit."""
+
 
 def _run(command: list[str], timeout_s: float) -> tuple[int, float]:
     print("$", " ".join(command), flush=True)
@@ -181,7 +185,8 @@ def bench_step(args: argparse.Namespace) -> None:
     config = BenchConfig(
         policy="scripted", model="inductor", script="replay", problems=args.problems, ids=args.ids,
         solutions=str(args.out / "solutions"), small=args.device == "cpu",
-        eval=EvalConfig(device=args.device, baseline="compile", timing_budget_s=args.timing_budget),
+        eval=EvalConfig(device=args.device, baseline="compile", timing_budget_s=args.timing_budget,
+                        max_source_bytes=MAX_SOURCE_BYTES),
     )  # fmt: skip
     outcome = run_bench(config, args.out / "run", jobs=args.sandboxes)
     print(f"{len(outcome.records)} candidates judged, {outcome.unscored} unscored", flush=True)

@@ -72,6 +72,8 @@ class Outcome:
     """Triton kernels in the solution."""
     extern_calls: int = 0
     """Library calls (``extern_kernels.*``, aten fallbacks) left in ``call``."""
+    bytes: int = 0
+    """Size of the solution file (the environment refuses sources over ``max_source_bytes``)."""
     seconds: float = 0.0
     path: str = ""
 
@@ -304,6 +306,8 @@ def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
     from tritongym.evaluate.static_checks import forbidden_constructs
 
     wrapper, kernels, extern = standalone(capture.code)
+    if not kernels:
+        raise Unsupported(f"Inductor made no Triton kernel: the forward is {extern} library call(s)")
     if len(_call_order(wrapper)) != len(capture.arguments):
         raise Unsupported(
             f"call() unpacks {len(_call_order(wrapper))} arguments but the graph has {len(capture.arguments)} inputs"
@@ -573,7 +577,8 @@ def generate_one(problem: Problem, device: str, out: Path) -> Outcome:
         return Outcome(problem.name, "skipped", reason, seconds=round(time.monotonic() - started, 2))
     path = out / f"{problem.name}.py"
     path.write_text(text, encoding="utf-8")
-    return Outcome(problem.name, "written", "", kernels, extern, round(time.monotonic() - started, 2), str(path))
+    seconds = round(time.monotonic() - started, 2)
+    return Outcome(problem.name, "written", "", kernels, extern, len(text.encode()), seconds, str(path))
 
 
 # ---------------------------------------------------------------------------------------------------
