@@ -27,7 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -44,11 +46,17 @@ limit on a candidate's source (256 KiB); this check is about the judge, not that
 
 
 def _run(command: list[str], timeout_s: float) -> tuple[int, float]:
+    """Run a step in a session of its own; past its time, the whole session (its compiling children
+    included) is killed, and what it wrote so far is summarised."""
     print("$", " ".join(command), flush=True)
     started = time.monotonic()
+    process = subprocess.Popen(command, start_new_session=True)
     try:
-        code = subprocess.run(command, timeout=timeout_s).returncode
+        code = process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        print(f"step stopped after {timeout_s:.0f} s; summarising what it wrote", flush=True)
         code = 124
     return code, time.monotonic() - started
 
@@ -110,6 +118,8 @@ def summarize(solutions: Path, run: Path, generate_s: float, bench_s: float) -> 
     return {
         "machine": platform.node(),
         "generation": {
+            "problems": generation.get("problems_total"),
+            "done": len(generation.get("problems", [])),
             "written": generation.get("written"),
             "skipped": [
                 {"problem": p["problem"], "reason": p["reason"]}
@@ -143,7 +153,8 @@ def report(summary: dict[str, Any], title: str) -> str:
     lines = [f"# {title}", ""]
     g = summary["generation"]
     lines += [
-        f"Generation: {g['written']} solutions written, {len(g['skipped'])} skipped, {g['wall_s']} s "
+        f"Generation: {g['done']} of {g['problems']} problems done: {g['written']} solutions written, "
+        f"{len(g['skipped'])} skipped, {g['wall_s']} s "
         f"({g['per_problem_s']} s per problem).",
         "",
     ]
@@ -163,6 +174,10 @@ def report(summary: dict[str, Any], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _complete(generation: dict[str, Any]) -> bool:
+    return len(generation.get("problems", [])) >= generation.get("problems_total", 0)
+
+
 def generate_step(args: argparse.Namespace) -> None:
     """Step 1, in a process of its own: the solutions (library calls, no CLI: typer is not needed)."""
     from tritongym.bench.run import pick_problems
@@ -170,9 +185,10 @@ def generate_step(args: argparse.Namespace) -> None:
     from tritongym.solutions.inductor import generate, prepare_all
 
     prepared, refused = prepare_all(pick_problems(args.problems, ids=args.ids), small=args.device == "cpu")
+    per_problem = max(30.0, args.generate_timeout - 30.0)  # a compilation that hangs must not hold the step
     with ProgressReport(len(prepared), "compiling", Console(stderr=True)) as progress:
-        outcomes = generate(prepared, args.out / "solutions", args.device, jobs=args.jobs, refused=refused,
-                            on_done=lambda _: progress.advance())  # fmt: skip
+        outcomes = generate(prepared, args.out / "solutions", args.device, jobs=args.jobs, timeout_s=per_problem,
+                            refused=refused, resume=True, on_done=lambda _: progress.advance())  # fmt: skip
     for o in outcomes:
         print(f"{o.problem}: {o.status}" + (f": {o.reason}" if o.reason else ""), flush=True)
 
@@ -219,8 +235,11 @@ def main() -> None:
     timings_file = args.out / "timings.json"
     timings = json.loads(timings_file.read_text()) if timings_file.exists() else {"generate_s": 0.0, "bench_s": 0.0}
     step = [sys.executable, *sys.argv]
-    if not (solutions / "summary.json").exists():
-        _, timings["generate_s"] = _run([*step, "--step", "generate"], args.generate_timeout)
+    summary_file = solutions / "summary.json"
+    complete = summary_file.exists() and _complete(json.loads(summary_file.read_text()))
+    if not complete:  # resumes: problems with an outcome are not compiled again
+        _, seconds = _run([*step, "--step", "generate"], args.generate_timeout)
+        timings["generate_s"] += seconds
     if (solutions / "summary.json").exists():
         _, seconds = _run([*step, "--step", "bench"], args.bench_timeout)
         timings["bench_s"] += seconds  # a resumed run adds its own time

@@ -38,9 +38,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -632,35 +633,56 @@ def generate(
     timeout_s: float = CHILD_TIMEOUT_S,
     on_done: Callable[[Outcome], None] | None = None,
     refused: Iterable[Outcome] = (),
+    resume: bool = False,
 ) -> list[Outcome]:
     """Write ``out/<name>.py`` for every problem Inductor can make a standalone solution of, ``jobs``
-    compilations at once, and ``out/summary.json`` (with the ``refused`` problems first: those that
-    could not be prepared). Problems that ran out of memory while others compiled beside them are
-    tried again one at a time. Returns the outcomes, refused ones included."""
+    compilations at once, and ``out/summary.json``, rewritten as each problem is done (the ``refused``
+    problems first: those that could not be prepared). Problems that ran out of memory while others
+    compiled beside them are tried again one at a time. With ``resume``, problems the summary already
+    has an outcome for (other than running out of memory) are not compiled again. Returns the outcomes,
+    refused ones included, in the problems' order."""
     out.mkdir(parents=True, exist_ok=True)
+    refused = list(refused)
     outcomes: dict[str, Outcome] = {}
+    if resume and (out / SUMMARY).exists():
+        earlier = [Outcome(**row) for row in json.loads((out / SUMMARY).read_text(encoding="utf-8"))["problems"]]
+        outcomes = {o.problem: o for o in earlier if not _oom(o)}
+    names = {p.name for p in problems}
+    lock = threading.Lock()
+
+    def save() -> list[Outcome]:
+        ordered = [*refused, *(outcomes[p.name] for p in problems if p.name in outcomes)]
+        summary = {
+            "device": device,
+            "problems_total": len(refused) + len(problems),
+            "written": sum(o.status == "written" for o in ordered),
+            "skipped": sum(o.status == "skipped" for o in ordered),
+            "problems": [asdict(o) for o in ordered],
+        }
+        (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        return ordered
 
     def run(batch: list[Problem], workers: int, final: bool) -> None:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            for outcome in pool.map(lambda p: _run_child(p, device, out, timeout_s), batch):
-                outcomes[outcome.problem] = outcome
+            futures = [pool.submit(_run_child, p, device, out, timeout_s) for p in batch]
+            for future in as_completed(futures):
+                outcome = future.result()
+                with lock:
+                    outcomes[outcome.problem] = outcome
+                    save()
                 if on_done and (final or not _oom(outcome)):
                     on_done(outcome)
 
-    run(problems, jobs, final=jobs <= 1)
+    if on_done:
+        for outcome in outcomes.values():
+            if outcome.problem in names:
+                on_done(outcome)
+    run([p for p in problems if p.name not in outcomes], jobs, final=jobs <= 1)
     retry = [p for p in problems if _oom(outcomes[p.name])] if jobs > 1 else []
     if retry:
         log.info("%d problems ran out of memory beside others; trying them one at a time", len(retry))
         run(retry, 1, final=True)
-    ordered = [*refused, *(outcomes[p.name] for p in problems)]
-    summary = {
-        "device": device,
-        "written": sum(o.status == "written" for o in ordered),
-        "skipped": sum(o.status == "skipped" for o in ordered),
-        "problems": [asdict(o) for o in ordered],
-    }
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return ordered
+    return save()
 
 
 def _oom(outcome: Outcome) -> bool:
