@@ -109,6 +109,9 @@ def test_standalone_refuses_code_that_is_not_plain_triton():
         standalone(cpp)
     with pytest.raises(Unsupported, match="no call"):
         standalone("import torch\nx = 1\n")
+    constant = OUTPUT_CODE.replace("args.clear()", "args.clear()\n        scale = _tensor_constant0 * 2")
+    with pytest.raises(Unsupported, match="does not define: _tensor_constant0"):
+        standalone(constant)  # Inductor hands such constants to its module from outside the code
 
 
 PROBLEM = Problem(
@@ -374,3 +377,19 @@ def test_bench_solutions_replace_the_known_ones_and_say_what_is_missing(tmp_path
         with_solutions(problems[1:], tmp_path)
     with pytest.raises(ConfigError, match="--policy scripted"):
         run_bench(BenchConfig(policy="openai", model="m", solutions=str(tmp_path)), tmp_path / "run")
+
+
+def test_constant_tensors_are_written_into_the_solution_when_small():
+    import torch
+
+    from tritongym.solutions.inductor import MAX_CONSTANT_ELEMENTS, _constant_expression, _with_constants
+
+    value = torch.tensor([[1.5, -2.0], [3.0, 0.25]])
+    expression = _constant_expression(value, "cpu")
+    assert torch.equal(eval(expression, {"torch": torch}), value)
+    assert _constant_expression(torch.tensor([1.0, float("inf")]), "cpu") is None
+    assert _constant_expression(torch.zeros(MAX_CONSTANT_ELEMENTS + 1), "cpu") is None
+    code = "import torch\n_tensor_constant0 = None  # 3f2a\nx = 1\n"
+    assert f"_tensor_constant0 = {expression}\n" in _with_constants(code, {"_tensor_constant0": expression})
+    with pytest.raises(Unsupported, match="too large"):
+        _with_constants(code, {"_tensor_constant0": None})

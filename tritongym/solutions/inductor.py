@@ -32,9 +32,11 @@ alone.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -106,6 +108,9 @@ class Capture:
     structure: str
     """The forward's output: ``tensor``, ``tuple`` or ``list``."""
     versions: dict[str, str] = field(default_factory=dict)
+    constants: dict[str, str | None] = field(default_factory=dict)
+    """Constant tensors Inductor gives its module from outside the code (``_tensor_constant0 = None``
+    in the text): name -> an expression that rebuilds it, or None when it is too large to embed."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -126,6 +131,39 @@ def _bound(node: ast.stmt) -> set[str]:
 
 def _used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _free(node: ast.AST) -> set[str]:
+    """The global names a module-level statement reads: its loads, less each function's own locals."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = node.args
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        local |= {
+            n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        }
+        for b in body:
+            for n in ast.walk(b):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                    local |= _bound(n)
+                elif isinstance(n, ast.ExceptHandler) and n.name:
+                    local.add(n.name)
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    local |= set(n.names)
+        outer = set().union(*(_free(d) for d in node.decorator_list)) if hasattr(node, "decorator_list") else set()
+        defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        outer |= set().union(*(_used(d) for d in defaults))
+        return outer | (set().union(*(_free(b) for b in body)) - local)
+    if isinstance(node, ast.ClassDef):
+        return set().union(*(_free(b) for b in [*node.bases, *node.decorator_list, *node.body]))
+    found = set()
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+            found.add(child.id)
+        else:
+            found |= _free(child)
+    return found
 
 
 def _async_compile_call(node: ast.stmt) -> ast.Call | None:
@@ -203,6 +241,10 @@ def standalone(code: str) -> tuple[str, int, int]:
                 needed |= _used(node)
                 changed = True
     kept = [node for i, node in enumerate(statements) if i in keep]
+    bound = set().union(*(_bound(n) for n in kept)) | set(dir(builtins)) | {"__file__"}
+    missing = sorted(set().union(*(_free(n) for n in kept)) - bound)
+    if missing:
+        raise Unsupported(f"call() uses names the output code does not define: {', '.join(missing)}")
     imports = list({ast.unparse(n): n for n in kept if isinstance(n, (ast.Import, ast.ImportFrom))}.values())
     rest = [n for n in kept if not isinstance(n, (ast.Import, ast.ImportFrom))]
     text = "\n".join(ast.unparse(n) for n in imports) + "\n\n" + "\n\n\n".join(ast.unparse(n) for n in rest) + "\n"
@@ -215,6 +257,19 @@ def standalone(code: str) -> tuple[str, int, int]:
         and n.func.value.id in ("extern_kernels", "aten")
     )
     return text, kernels, extern
+
+
+def _with_constants(code: str, constants: dict[str, str | None]) -> str:
+    """The output code with each constant's ``NAME = None`` placeholder set to its value."""
+    lines = code.splitlines()
+    for name, expression in constants.items():
+        placeholder = re.compile(rf"{re.escape(name)} = None(\s*#.*)?")
+        for i, line in enumerate(lines):
+            if placeholder.fullmatch(line):
+                if expression is None:
+                    raise Unsupported(f"the code uses constant {name}, a tensor too large to write into the solution")
+                lines[i] = f"{name} = {expression}"
+    return "\n".join(lines) + "\n"
 
 
 def _call_order(text: str) -> list[str]:
@@ -306,7 +361,7 @@ def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
     standalone, and ``ModelNew``. Returns the text, the number of kernels and of library calls."""
     from tritongym.evaluate.static_checks import forbidden_constructs
 
-    wrapper, kernels, extern = standalone(capture.code)
+    wrapper, kernels, extern = standalone(_with_constants(capture.code, capture.constants))
     if not kernels:
         raise Unsupported(f"Inductor made no Triton kernel: the forward is {extern} library call(s)")
     if len(_call_order(wrapper)) != len(capture.arguments):
@@ -447,6 +502,20 @@ def _output_structure(model: Any, inputs: list) -> tuple[str, int]:
     raise Unsupported(f"the forward returns {type(output).__name__}, not a tensor or a flat tuple/list of tensors")
 
 
+MAX_CONSTANT_ELEMENTS = 4096
+"""Largest constant tensor written into a solution as a literal."""
+
+
+def _constant_expression(tensor: Any, device: str) -> str | None:
+    """Python that rebuilds a small, finite, contiguous constant tensor on ``device``; None otherwise."""
+    too_large = tensor.numel() > MAX_CONSTANT_ELEMENTS or not tensor.is_contiguous()
+    if too_large or (tensor.is_floating_point() and not bool(tensor.isfinite().all())):
+        return None
+    values = tensor.detach().cpu().reshape(-1).tolist()
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    return f"torch.tensor({values!r}, dtype=torch.{dtype}, device={device!r}).reshape({tuple(tensor.shape)!r})"
+
+
 class _Captured(Exception):
     """Raised from the output-code hook: compilation stops once the code is known."""
 
@@ -497,6 +566,7 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 "code": code,
                 "placeholders": [(n.name, n.meta.get("val")) for n in placeholders],
                 "outputs": [getattr(o, "get_size", lambda: None)() for o in graph.graph_outputs],
+                "constants": {name: _constant_expression(t, device) for name, t in graph.constants.items()},
             })  # fmt: skip
             raise _Captured
 
@@ -548,7 +618,7 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 f"{len(captured[0]['outputs'])} (an output that is an input or a constant)"
             )
         versions = {"torch": torch.__version__, "triton": triton.__version__, "device": str(device)}
-        return Capture(captured[0]["code"], arguments, outputs, structure, versions)
+        return Capture(captured[0]["code"], arguments, outputs, structure, versions, captured[0]["constants"])
 
 
 def _flat(value: Any) -> Iterable[Any]:
