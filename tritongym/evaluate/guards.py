@@ -1,7 +1,8 @@
 """Runtime guards around the candidate's forward (sandbox side).
 
-* LaunchMonitor wraps Triton's launch path for the duration of a forward. It counts launches of
-  kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
+* LaunchMonitor wraps Triton's launch path (``JITFunction.run``, the interpreter's, and Inductor's
+  ``CachingAutotuner.run`` where candidate code imported it) for the duration of a forward. It
+  counts launches of kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
   source file is the candidate's, never a name match), and those made on a CUDA stream other than
   the one forward was called on. Op recording goes on inside launches: under the interpreter a
   kernel's body is Python that could call PyTorch (the interpreter's own tensor handling is glue).
