@@ -153,6 +153,9 @@ def test_render_refuses_name_clashes_too_many_arguments_and_forbidden_code():
     arguments = [Argument("parameter", "weight"), Argument("input", path=(0,))]
     with pytest.raises(Unsupported, match="both define runner"):
         render(clash, Capture(OUTPUT_CODE, arguments, 1, "tensor"))
+    imported = Problem("r", PROBLEM.source + "\nextern_kernels = 'mine'\n")  # Inductor's code imports the name
+    with pytest.raises(Unsupported, match="both define extern_kernels"):
+        render(imported, Capture(OUTPUT_CODE, arguments, 1, "tensor"))
     forbidden = OUTPUT_CODE.replace("args.clear()", "args.clear()\n        os.system('true')")
     with pytest.raises(Unsupported, match="static checks"):
         render(PROBLEM, Capture(forbidden, arguments, 1, "tensor"))

@@ -368,14 +368,15 @@ def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
         raise Unsupported(
             f"call() unpacks {len(_call_order(wrapper))} arguments but the graph has {len(capture.arguments)} inputs"
         )
-    reference_names = set().union(*(_bound(n) for n in ast.parse(problem.source).body))
-    wrapper_tree = ast.parse(wrapper)
-    clashes = sorted(
+    reference = [(n, ast.unparse(n)) for n in ast.parse(problem.source).body]
+    reference_names = set().union(*(_bound(n) for n, _ in reference))
+    same = {text for _, text in reference}  # ``import torch`` in both binds the same thing
+    clashes = sorted({
         name
-        for node in wrapper_tree.body
-        if not isinstance(node, (ast.Import, ast.ImportFrom))
+        for node in ast.parse(wrapper).body
+        if ast.unparse(node) not in same
         for name in _bound(node) & reference_names
-    )
+    })  # fmt: skip
     if clashes:
         raise Unsupported(f"the reference source and Inductor's code both define {', '.join(clashes)}")
     init = _signature(problem.source, problem.entry_point, "__init__")
