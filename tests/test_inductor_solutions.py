@@ -396,3 +396,32 @@ def test_constant_tensors_are_written_into_the_solution_when_small():
     assert f"_tensor_constant0 = {expression}\n" in _with_constants(code, {"_tensor_constant0": expression})
     with pytest.raises(Unsupported, match="too large"):
         _with_constants(code, {"_tensor_constant0": None})
+
+
+def test_compilations_wait_for_gpu_memory_by_their_inputs_estimate():
+    import threading
+    import time
+
+    from tritongym.solutions.inductor import CHILD_OVERHEAD_BYTES, _DeviceMemory
+
+    memory = _DeviceMemory("cpu")
+    assert memory.budget is None and memory.run(PROBLEM, lambda: "ran") == "ran"
+    assert _DeviceMemory.footprint(PROBLEM) == 4 * 64 + CHILD_OVERHEAD_BYTES
+    memory.budget = 2 * _DeviceMemory.footprint(PROBLEM)  # room for two compilations at once
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def work():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+
+    threads = [threading.Thread(target=memory.run, args=(PROBLEM, work)) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 2 and memory.held == 0

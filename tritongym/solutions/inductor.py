@@ -720,6 +720,7 @@ def generate(
         outcomes = {o.problem: o for o in earlier if not _oom(o)}
     names = {p.name for p in problems}
     lock = threading.Lock()
+    memory = _DeviceMemory(device)
 
     def save() -> list[Outcome]:
         ordered = [*refused, *(outcomes[p.name] for p in problems if p.name in outcomes)]
@@ -735,7 +736,7 @@ def generate(
 
     def run(batch: list[Problem], workers: int, final: bool) -> None:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            futures = [pool.submit(_run_child, p, device, out, timeout_s) for p in batch]
+            futures = [pool.submit(memory.run, p, lambda p=p: _run_child(p, device, out, timeout_s)) for p in batch]
             for future in as_completed(futures):
                 outcome = future.result()
                 with lock:
@@ -754,6 +755,51 @@ def generate(
         log.info("%d problems ran out of memory beside others; trying them one at a time", len(retry))
         run(retry, 1, final=True)
     return save()
+
+
+CHILD_OVERHEAD_BYTES = 1 << 30
+"""A compiling process's own GPU memory (its CUDA context, Inductor's workspace), beside the problem's."""
+BUDGET_SHARE = 0.7
+"""Share of the GPU's free memory the compiling processes may hold at once (by their estimates)."""
+
+
+class _DeviceMemory:
+    """Holds back a compilation while those running would need more GPU memory than the budget: each
+    holds its problem's input bytes (read statically from ``get_inputs()``, as float32) plus
+    :data:`CHILD_OVERHEAD_BYTES`. A problem larger than the budget runs alone. On the CPU, no limit."""
+
+    def __init__(self, device: str):
+        self.budget = None
+        if device.startswith("cuda"):
+            import torch
+
+            self.budget = int(torch.cuda.mem_get_info()[0] * BUDGET_SHARE)
+        self.held = 0
+        self._condition = threading.Condition()
+
+    @staticmethod
+    def footprint(problem: Problem) -> int:
+        from tritongym.problems.sizes import input_elements
+
+        try:
+            elements, _ = input_elements(problem.source)
+        except Exception:  # a source the static reader cannot follow: count only the overhead
+            elements = 0
+        return 4 * elements + CHILD_OVERHEAD_BYTES
+
+    def run(self, problem: Problem, work: Callable[[], Outcome]) -> Outcome:
+        if self.budget is None:
+            return work()
+        need = min(self.footprint(problem), self.budget)
+        with self._condition:
+            self._condition.wait_for(lambda: self.held + need <= self.budget)
+            self.held += need
+        try:
+            return work()
+        finally:
+            with self._condition:
+                self.held -= need
+                self._condition.notify_all()
 
 
 def _oom(outcome: Outcome) -> bool:
