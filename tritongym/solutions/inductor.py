@@ -548,8 +548,9 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
         cls = getattr(module, problem.entry_point, None)
         if cls is None:
             raise Unsupported(f"the problem defines no class {problem.entry_point}")
-        model = cls(*_to_device(module.get_init_inputs(), device)).to(device).eval()
-        inputs = list(_to_device(module.get_inputs(), device))
+        with torch.device(device):  # made where they are used: a CPU randn of 16 GiB takes long
+            model = cls(*_to_device(module.get_init_inputs(), device)).to(device).eval()
+            inputs = list(_to_device(module.get_inputs(), device))
         graphs: list[tuple[Any, list]] = []
         captured: list[dict[str, Any]] = []
 
