@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tritongym.problems import Problem, find_problem
-from tritongym.solutions.inductor import Argument, Capture, Unsupported, render, standalone
+from tritongym.solutions.output_code import Argument, Capture, Unsupported, render, standalone
 
 ROOT = Path(__file__).parent.parent
 
@@ -385,7 +385,8 @@ def test_bench_solutions_replace_the_known_ones_and_say_what_is_missing(tmp_path
 def test_constant_tensors_are_written_into_the_solution_when_small():
     import torch
 
-    from tritongym.solutions.inductor import MAX_CONSTANT_ELEMENTS, _constant_expression, _with_constants
+    from tritongym.solutions.inductor import MAX_CONSTANT_ELEMENTS, _constant_expression
+    from tritongym.solutions.output_code import _with_constants
 
     value = torch.tensor([[1.5, -2.0], [3.0, 0.25]])
     expression = _constant_expression(value, "cpu")
