@@ -175,6 +175,7 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
     from unittest import mock
 
     import torch
+    import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     import triton
     from torch._inductor.graph import GraphLowering
@@ -212,7 +213,13 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
 
         with ExitStack() as stack:
             stack.enter_context(mock.patch.object(GraphLowering, "save_output_code", save_output_code))
-            stack.enter_context(inductor_config.patch(cpu_backend="triton", freezing=False))
+            # No cache may answer instead of a compilation: a graph compiled before (the judge's
+            # torch.compile baseline, say) would come back without its code being written.
+            caches = {"fx_graph_cache": False, "fx_graph_remote_cache": False, "force_disable_caches": True}
+            caches = {k: v for k, v in caches.items() if hasattr(inductor_config, k)}
+            stack.enter_context(inductor_config.patch(cpu_backend="triton", freezing=False, **caches))
+            if hasattr(functorch_config, "enable_autograd_cache"):
+                stack.enter_context(functorch_config.patch(enable_autograd_cache=False))
             if _no_driver():
                 import torch.utils._triton as triton_utils
 
@@ -296,20 +303,22 @@ def generate_one(problem: Problem, device: str, out: Path) -> Outcome:
 # Many problems: one child process each.
 
 
-def _child_environment() -> dict[str, str]:
+def _child_environment(cache: str) -> dict[str, str]:
     env = dict(os.environ)
+    env["TORCHINDUCTOR_CACHE_DIR"] = cache  # Inductor's scratch files, kept when compilation stops early
     env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"  # no compile workers: the kernels are never compiled here
+    env["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"  # a cached graph would come back without its code
     env.setdefault("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     return env
 
 
-def _run_child(problem: Problem, device: str, out: Path, timeout_s: float) -> Outcome:
+def _run_child(problem: Problem, device: str, out: Path, timeout_s: float, cache: str) -> Outcome:
     request = json.dumps({"problem": {**problem.to_dict(), "level": problem.level}, "device": device, "out": str(out)})
     started = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, "-m", "tritongym.solutions.inductor"], input=request, capture_output=True, text=True,
-            timeout=timeout_s, env=_child_environment(),
+            timeout=timeout_s, env=_child_environment(cache),
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return Outcome(problem.name, "skipped", f"compilation took longer than {timeout_s:.0f} s", seconds=timeout_s)
@@ -375,7 +384,9 @@ def generate(
 
     def run(batch: list[Problem], workers: int, final: bool) -> None:
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            futures = [pool.submit(memory.run, p, lambda p=p: _run_child(p, device, out, timeout_s)) for p in batch]
+            futures = [
+                pool.submit(memory.run, p, lambda p=p: _run_child(p, device, out, timeout_s, cache)) for p in batch
+            ]
             for future in as_completed(futures):
                 outcome = future.result()
                 with lock:
@@ -388,11 +399,12 @@ def generate(
         for outcome in outcomes.values():
             if outcome.problem in names:
                 on_done(outcome)
-    run([p for p in problems if p.name not in outcomes], jobs, final=jobs <= 1)
-    retry = [p for p in problems if _oom(outcomes[p.name])] if jobs > 1 else []
-    if retry:
-        log.info("%d problems ran out of memory beside others; trying them one at a time", len(retry))
-        run(retry, 1, final=True)
+    with tempfile.TemporaryDirectory(prefix="tritongym-inductor-cache-", ignore_cleanup_errors=True) as cache:
+        run([p for p in problems if p.name not in outcomes], jobs, final=jobs <= 1)
+        retry = [p for p in problems if _oom(outcomes[p.name])] if jobs > 1 else []
+        if retry:
+            log.info("%d problems ran out of memory beside others; trying them one at a time", len(retry))
+            run(retry, 1, final=True)
     return save()
 
 
