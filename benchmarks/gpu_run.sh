@@ -8,10 +8,14 @@
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge the design space once
+#   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS]   # Inductor's solutions of KernelBench level LEVEL
+#        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile;
+#        about 15 problems fit one call (IDS 1-15, 16-30, ...): each candidate and its torch.compile
+#        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|memory|timing|overhead|train|learning) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|overhead|train|learning" >&2; exit 2 ;;
+  tests|memory|timing|overhead|train|learning|kernelbench) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|overhead|train|learning|kernelbench" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -43,4 +47,10 @@ case "${1:-}" in
     timeout 560 python3 -m tritongym.design tabulate --config benchmarks/learning/configs/learning.toml \
       --out benchmarks/results/learning_gpu/table.jsonl --device cuda --sandboxes 4 --time-budget-s 480 2>&1 | tail -5
     cp benchmarks/results/learning_gpu/table.jsonl "$OUT/" ;;
+  kernelbench)
+    LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS]}
+    IDS=${3:-}
+    timeout 570 python3 benchmarks/kernelbench_inductor.py --problems "build/KernelBench/level$LEVEL" \
+      ${IDS:+--ids "$IDS"} --out "$OUT/kernelbench_l${LEVEL}${IDS:+_$IDS}" --jobs 16 \
+      --generate-timeout 150 --bench-timeout 390 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60 ;;
 esac

@@ -33,6 +33,7 @@ from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems, match_problem
 from tritongym.problems.sizes import parse_size_overrides
 from tritongym.progress import ProgressReport
+from tritongym.solutions.cli import app as solutions_app
 from tritongym.train.cli import register as register_training
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -40,6 +41,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True)
 app.add_typer(problems_app, name="problems")
+app.add_typer(solutions_app, name="solutions")
 app.command("bench")(bench_command)
 out = Console()
 err = Console(stderr=True)

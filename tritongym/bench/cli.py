@@ -131,6 +131,13 @@ def bench(
     problems: Annotated[
         str, typer.Option(help="'bundled', a directory (KernelBench level), a .py file or a .jsonl/.parquet table.")
     ] = "bundled",
+    solutions: Annotated[
+        str,
+        typer.Option(
+            help="Scripted policy: replay the <problem name>.py solutions of this directory (e.g. from "
+            "'tritongym solutions inductor'); problems without one are left out."
+        ),
+    ] = "",
     levels: Annotated[str, typer.Option(help="Keep these KernelBench levels, e.g. 1,2.")] = "",
     ids: Annotated[str, typer.Option(help="Keep problems with these leading numbers, e.g. 1-20,25.")] = "",
     samples: Annotated[int, typer.Option(help="Episodes per problem.")] = 1,
@@ -186,8 +193,8 @@ def bench(
             err.print("[yellow]No GPU in use: kernels run under Triton's interpreter; no timings.[/yellow]")
         bench_config = BenchConfig(
             policy=policy, model=model or (f"scripted-{script}" if policy == "scripted" else ""), base_url=base_url,
-            script=script, problems=problems, levels=_levels(levels), ids=ids, samples=samples, turns=turns,
-            iterations=iterations, history=history, template=template, feedback_template=feedback_template,
+            script=script, problems=problems, solutions=solutions, levels=_levels(levels), ids=ids, samples=samples,
+            turns=turns, iterations=iterations, history=history, template=template, feedback_template=feedback_template,
             extraction=extraction, feedback_style=feedback_style, feedback_chars=feedback_chars,
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small,
             sizes=parse_size_overrides(size or []), eval=config,

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,10 @@ class BenchConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 8192
+    solutions: str = ""
+    """``scripted`` only: a directory of ``<problem name>.py`` solutions replayed instead of the
+    problems' known ones (``tritongym solutions inductor`` writes one); problems without a file there
+    are left out of the run."""
     small: bool = False
     """Problems shrunk to their CPU sizes (``Problem.prepare``)."""
     sizes: dict[str, int] = field(default_factory=dict)
@@ -100,20 +104,46 @@ def _number(name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def pick_problems(source: str, levels: tuple[int, ...] = (), ids: str = "") -> list[Problem]:
+    """The problems of a set (``bundled``, a directory, a file, a table) of these KernelBench levels
+    and leading numbers (empty: all), as loaded."""
+    problems = load_problems(source, TableColumns())
+    if levels:
+        problems = [p for p in problems if p.level in levels]
+        if not problems:
+            raise ConfigError(f"no problem of {source} is in level(s) {list(levels)}")
+    if ids:
+        wanted = parse_ids(ids)
+        problems = [p for p in problems if _number(p.name) in wanted]
+        if not problems:
+            raise ConfigError(f"no problem of {source} has a leading number in --ids {ids}")
+    return problems
+
+
 def select_problems(config: BenchConfig) -> list[Problem]:
     """The run's problems: the set, filtered by level and id, then prepared (``Problem.prepare``:
     missing packages refused by name, shrunk if ``small``, ``sizes`` applied)."""
-    problems = load_problems(config.problems, TableColumns())
-    if config.levels:
-        problems = [p for p in problems if p.level in config.levels]
-        if not problems:
-            raise ConfigError(f"no problem of {config.problems} is in level(s) {list(config.levels)}")
-    if config.ids:
-        wanted = parse_ids(config.ids)
-        problems = [p for p in problems if _number(p.name) in wanted]
-        if not problems:
-            raise ConfigError(f"no problem of {config.problems} has a leading number in --ids {config.ids}")
+    problems = pick_problems(config.problems, config.levels, config.ids)
+    if config.solutions:
+        problems = with_solutions(problems, Path(config.solutions))
     return [p.prepare(small=config.small, sizes=config.sizes) for p in problems]
+
+
+def with_solutions(problems: list[Problem], directory: Path) -> list[Problem]:
+    """The problems that have a solution file ``<name>.py`` in ``directory``, each carrying it as its
+    known solution (what the scripted policy replays); the others are left out, and logged."""
+    if not directory.is_dir():
+        raise ConfigError(f"--solutions {directory}: no such directory")
+    kept = [replace(p, solution=(directory / f"{p.name}.py").read_text(encoding="utf-8")) for p in problems
+            if (directory / f"{p.name}.py").is_file()]  # fmt: skip
+    if not kept:
+        raise ConfigError(f"--solutions {directory}: no <problem name>.py file for any of the {len(problems)} problems")
+    if len(kept) < len(problems):
+        missing = sorted({p.name for p in problems} - {p.name for p in kept})
+        log.warning(
+            "%d problems have no solution in %s and are left out: %s", len(missing), directory, ", ".join(missing)
+        )
+    return kept
 
 
 def episode_config(config: BenchConfig) -> EpisodeConfig:
@@ -177,6 +207,12 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
 
             reasoning = Prompts(config.template, config.feedback_template).prefill.startswith("<think>")
             script = ScriptedPolicy(problems, replay_script(config.script, reasoning), name=config.model)
+            try:
+                import openai  # noqa: F401 - the loopback server is asked through it
+            except ImportError:
+                log.info("the openai client is not installed: the scripted policy answers in-process, not over HTTP")
+                yield script
+                return
             base_url = stack.enter_context(ScriptServer(script)).url
         elif config.policy == "openai":
             if not config.base_url:
@@ -308,6 +344,8 @@ def run_bench(
     done_turns)`` is called once the run is set up, ``progress`` with every new record."""
     if config.samples < 1:
         raise ConfigError(f"--samples must be at least 1, not {config.samples}")
+    if config.solutions and config.policy != "scripted":
+        raise ConfigError("--solutions is for --policy scripted (it replays the solutions of a directory)")
     problems = select_problems(config)
     if shrunk := [p for p in problems if p.shrunk]:
         log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))

@@ -1,7 +1,8 @@
 """Runtime guards around the candidate's forward (sandbox side).
 
-* LaunchMonitor wraps Triton's launch path for the duration of a forward. It counts launches of
-  kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
+* LaunchMonitor wraps Triton's launch path (``JITFunction.run``, the interpreter's, and Inductor's
+  ``CachingAutotuner.run`` where candidate code imported it) for the duration of a forward. It
+  counts launches of kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
   source file is the candidate's, never a name match), and those made on a CUDA stream other than
   the one forward was called on. Op recording goes on inside launches: under the interpreter a
   kernel's body is Python that could call PyTorch (the interpreter's own tensor handling is glue).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import sys
 from collections.abc import Callable
 
 import torch
@@ -117,7 +119,15 @@ class OpRecorder(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+INDUCTOR_LAUNCHER = "torch._inductor.runtime.triton_heuristics"
+"""Inductor's launcher module: its ``CachingAutotuner.run`` compiles and launches a ``@triton.jit``
+kernel through a launcher of its own (or, under the interpreter, through the kernel's ``run``)."""
+
+
 def _launch_classes() -> list[type]:
+    """The classes whose ``run`` launches a kernel: Triton's ``JITFunction`` (and the interpreter's
+    function), and Inductor's ``CachingAutotuner`` where candidate code imported it (KernelBook and
+    ``tritongym solutions inductor`` code launch through it, bypassing ``JITFunction.run``)."""
     from triton.runtime.jit import JITFunction
 
     classes = [JITFunction]
@@ -125,6 +135,10 @@ def _launch_classes() -> list[type]:
         from triton.runtime.interpreter import InterpretedFunction
 
         classes.append(InterpretedFunction)
+    inductor = sys.modules.get(INDUCTOR_LAUNCHER)
+    autotuner = getattr(inductor, "CachingAutotuner", None)
+    if isinstance(autotuner, type) and "run" in autotuner.__dict__:
+        classes.append(autotuner)
     return classes
 
 
@@ -146,11 +160,19 @@ class LaunchMonitor:
         self.off_stream = 0
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, object]] = []
+        self._launching: object | None = None
+        """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
 
     def _own(self, kernel) -> bool:
+        """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
+        does) was compiled from a function defined in the candidate's file."""
         fn = getattr(kernel, "fn", None)
-        code = getattr(fn, "__code__", None)
-        return code is not None and code.co_filename == self.candidate_path
+        for _ in range(3):
+            code = getattr(fn, "__code__", None)
+            if code is not None:
+                return code.co_filename == self.candidate_path
+            fn = getattr(fn, "fn", None)
+        return False
 
     def __enter__(self) -> LaunchMonitor:
         for cls in _launch_classes():
@@ -168,20 +190,27 @@ class LaunchMonitor:
         monitor = self
 
         def run(kernel, *args, **kwargs):
-            own = monitor._own(kernel)
-            if own:
-                monitor.launches += 1
-                if monitor.block:
-                    raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
-                if monitor.skip is not None:
-                    monitor.skip(args, kwargs)
-                    return None
-                if monitor.stream is not None and current_stream_handle() != monitor.stream:
-                    monitor.off_stream += 1
+            outer = monitor._launching
+            if outer is not None and getattr(outer, "fn", None) is kernel:
+                return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
+            if not monitor._own(kernel):
+                return original(kernel, *args, **kwargs)
+            monitor.launches += 1
+            if monitor.block:
+                raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
+            if monitor.skip is not None:
+                monitor.skip(args, kwargs)
+                return None
+            if monitor.stream is not None and current_stream_handle() != monitor.stream:
+                monitor.off_stream += 1
+            monitor._launching = kernel
+            try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
                         return original(kernel, *args, **kwargs)
-            return original(kernel, *args, **kwargs)
+                return original(kernel, *args, **kwargs)
+            finally:
+                monitor._launching = outer
 
         return run
 

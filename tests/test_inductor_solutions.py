@@ -1,0 +1,428 @@
+"""`tritongym solutions inductor`: torch.compile's generated code made into standalone Triton solutions.
+
+The rewrite of Inductor's output code is tested on purpose-written output code (no compilation). The
+whole path runs once, on the CPU (Inductor emits Triton for the CPU, the interpreter runs it), in a
+process where pydantic, fastapi, openai and httpx cannot be imported (as on the GPU machine): the CLI
+compiles a small set of problems, then ``bench --policy scripted --solutions`` judges what it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+from tritongym.problems import Problem, find_problem
+from tritongym.solutions.output_code import Argument, Capture, Unsupported, render, standalone
+
+ROOT = Path(__file__).parent.parent
+
+KERNEL = """
+import triton
+import triton.language as tl
+
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+from torch._inductor.runtime.hints import DeviceProperties
+triton_helpers.set_driver_to_gpu()
+
+@triton_heuristics.pointwise(size_hints={'x': 64}, filename=__file__, triton_meta={}, inductor_meta={})
+@triton.jit
+def triton_poi_fused_add_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:]
+    tl.store(out_ptr0 + xindex, tl.load(in_ptr0 + xindex) + tl.load(in_ptr1 + xindex), xindex < xnumel)
+"""
+
+OUTPUT_CODE = f"""
+# AOT ID: ['0_inference']
+from ctypes import c_void_p, c_long, c_int
+import torch
+import os
+import tempfile
+from torch._inductor.hooks import run_intermediate_hooks
+from torch._inductor.async_compile import AsyncCompile
+from torch._inductor.select_algorithm import extern_kernels
+import triton
+import triton.language as tl
+from torch._C import _cuda_getCurrentRawStream as get_raw_stream
+
+aten = torch.ops.aten
+assert_size_stride = torch._C._dynamo.guards.assert_size_stride
+empty_strided_cuda = torch._C._dynamo.guards._empty_strided_cuda
+async_compile = AsyncCompile()
+empty_strided_p2p = torch._C._distributed_c10d._SymmetricMemory.empty_strided_p2p
+
+triton_poi_fused_add_0 = async_compile.triton('triton_poi_fused_add_0', '''{KERNEL}''', device_str='cuda')
+
+async_compile.wait(globals())
+del async_compile
+
+class Runner:
+    def __init__(self, partitions):
+        self.partitions = partitions
+
+    def call(self, args):
+        arg0_1, arg1_1 = args
+        args.clear()
+        assert_size_stride(arg0_1, (64, ), (1, ), 'input')
+        buf0 = empty_strided_cuda((64, ), (1, ), torch.float32)
+        triton_poi_fused_add_0.run(arg0_1, arg1_1, buf0, 64, stream=get_raw_stream(0))
+        buf1 = empty_strided_cuda((64, ), (1, ), torch.float32)
+        extern_kernels.mm(buf0, arg1_1, out=buf1)
+        return (buf0, buf1)
+
+runner = Runner(partitions=[])
+call = runner.call
+
+def get_args():
+    from torch._dynamo.testing import rand_strided
+    return [rand_strided((64, ), (1, ), device='cuda', dtype=torch.float32)]
+
+def benchmark_compiled_module(args, times=10, repeat=10):
+    from torch._inductor.utils import print_performance
+    return print_performance(lambda: call(list(args)), times=times, repeat=repeat)
+
+if __name__ == "__main__":
+    from torch._inductor.wrapper_benchmark import compiled_module_main
+    compiled_module_main('None', benchmark_compiled_module)
+"""
+
+
+def test_standalone_inlines_the_kernels_and_keeps_only_what_call_needs():
+    text, kernels, extern = standalone(OUTPUT_CODE)
+    assert (kernels, extern) == (1, 1)
+    assert "@triton.jit\ndef triton_poi_fused_add_0(" in text and "async_compile" not in text
+    assert "set_driver_to_gpu" not in text, "the kernel's import-time driver switch is dropped"
+    for gone in ("empty_strided_p2p", "run_intermediate_hooks", "import os", "tempfile", "get_args", "__main__"):
+        assert gone not in text, gone
+    assert "call = runner.call" in text and "extern_kernels.mm(buf0, arg1_1, out=buf1)" in text
+    assert text.count("import triton\n") == 1, "imports of the wrapper and of the kernels are merged"
+
+
+def test_standalone_refuses_code_that_is_not_plain_triton():
+    cpp = OUTPUT_CODE.replace("async_compile.triton(", "async_compile.cpp_pybinding(")
+    with pytest.raises(Unsupported, match="non-Triton kernel"):
+        standalone(cpp)
+    with pytest.raises(Unsupported, match="no call"):
+        standalone("import torch\nx = 1\n")
+    constant = OUTPUT_CODE.replace("args.clear()", "args.clear()\n        scale = _tensor_constant0 * 2")
+    with pytest.raises(Unsupported, match="does not define: _tensor_constant0"):
+        standalone(constant)  # Inductor hands such constants to its module from outside the code
+
+
+PROBLEM = Problem(
+    "p",
+    textwrap.dedent("""
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self, n, scale=2.0):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(n))
+
+        def forward(self, x, *rest):
+            return x + self.weight
+
+    def get_inputs():
+        return [torch.randn(64)]
+
+    def get_init_inputs():
+        return [64]
+    """),
+)
+
+
+def test_render_calls_the_graph_in_its_order_with_the_reference_signatures():
+    arguments = [Argument("input", path=(1, 0), size=(64,), stride=(1,)), Argument("parameter", "weight")]
+    text, _, _ = render(PROBLEM, Capture(OUTPUT_CODE, arguments, outputs=2, structure="tuple"))
+    assert "def __init__(self, n, scale=2.0):" in text and "reference = Model(n, scale)" in text
+    assert "def forward(self, x, *rest):" in text
+    assert "call([_laid_out(rest[0][0], (64,), (1,)), self.get_parameter('weight')])" in text
+    assert "return tuple(outputs[:2])" in text
+    compile(text, "solution.py", "exec")
+
+
+def test_render_refuses_name_clashes_too_many_arguments_and_forbidden_code():
+    with pytest.raises(Unsupported, match="graph has 1 inputs"):
+        render(PROBLEM, Capture(OUTPUT_CODE, [Argument("parameter", "weight")], 1, "tensor"))
+    clash = Problem("q", PROBLEM.source + "\nrunner = None\n")
+    arguments = [Argument("parameter", "weight"), Argument("input", path=(0,))]
+    with pytest.raises(Unsupported, match="both define runner"):
+        render(clash, Capture(OUTPUT_CODE, arguments, 1, "tensor"))
+    imported = Problem("r", PROBLEM.source + "\nextern_kernels = 'mine'\n")  # Inductor's code imports the name
+    with pytest.raises(Unsupported, match="both define extern_kernels"):
+        render(imported, Capture(OUTPUT_CODE, arguments, 1, "tensor"))
+    forbidden = OUTPUT_CODE.replace("args.clear()", "args.clear()\n        os.system('true')")
+    with pytest.raises(Unsupported, match="static checks"):
+        render(PROBLEM, Capture(forbidden, arguments, 1, "tensor"))
+
+
+ORDER = """
+import torch
+
+class Model(torch.nn.Module):
+    \"\"\"Graph inputs in an order no guess gives: the buffer is first used after both inputs.\"\"\"
+
+    def __init__(self, n):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n))
+        self.bias = torch.nn.Parameter(torch.randn(n))
+        self.register_buffer("shift", torch.arange(n, dtype=torch.float32))
+
+    def forward(self, x, y):
+        return (torch.relu(y * self.weight + self.bias) - x) * self.shift
+
+def get_inputs():
+    return [torch.randn(4, 16), torch.randn(4, 16)]
+
+def get_init_inputs():
+    return [16]
+"""
+
+BREAK = """
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        if x.sum().item() > 0:  # data-dependent control flow: Dynamo cannot keep one graph
+            return x * 2
+        return x * 3
+
+def get_inputs():
+    return [torch.randn(64)]
+
+def get_init_inputs():
+    return []
+"""
+
+FAILING = """
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        raise ValueError("this reference cannot be built")
+
+def get_inputs():
+    return [torch.randn(8)]
+
+def get_init_inputs():
+    return []
+"""
+
+BLOCK_IMPORTS = """
+import sys
+
+BLOCKED = {"pydantic", "fastapi", "openai", "httpx"}
+
+
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: the GPU machine has none)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Block())
+"""
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """benchmarks/kernelbench_inductor.py (solutions, then a bench run replaying them) over three
+    problems, in a process that cannot import pydantic, fastapi, openai or httpx (a sitecustomize blocks
+    them, in its children too), as on the GPU machine."""
+    root = tmp_path_factory.mktemp("inductor")
+    problems, out, blocker = root / "problems", root / "out", root / "blocker"
+    problems.mkdir()
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCK_IMPORTS)
+    bundled = find_problem("transposed_broadcast_add")  # its input is a transposed view: call() assumes that layout
+    (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    (problems / "20_order.py").write_text(ORDER)
+    (problems / "21_graph_break.py").write_text(BREAK)
+    env = {"PYTHONPATH": f"{blocker}:{ROOT}", "PATH": "/usr/bin:/bin", "HOME": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+         "--out", str(out), "--device", "cpu", "--jobs", "2", "--sandboxes", "1"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return done, out
+
+
+def test_the_solutions_are_written_and_the_others_skipped_with_their_reason(generated):
+    done, out = generated
+    summary = json.loads((out / "solutions" / "summary.json").read_text())
+    status = {p["problem"]: p for p in summary["problems"]}
+    assert {n for n, p in status.items() if p["status"] == "written"} == {"10_transposed_broadcast_add", "20_order"}
+    assert "torch.compile failed" in status["21_graph_break"]["reason"]
+    assert "21_graph_break: skipped: torch.compile failed" in done.stdout
+    assert status["20_order"]["kernels"] >= 1 and status["20_order"]["extern_calls"] == 0
+
+
+def test_the_arguments_follow_the_graph_and_no_compilation_is_left(generated):
+    _, out = generated
+    text = (out / "solutions" / "20_order.py").read_text()
+    # Dynamo lifts tensors as forward first touches them: the weight, y, the bias, x, then the buffer.
+    expected = (
+        "call([self.get_parameter('weight'), _laid_out(y, (4, 16), (16, 1)), self.get_parameter('bias'), "
+        "_laid_out(x, (4, 16), (16, 1)), self.get_buffer('shift')])"
+    )
+    assert expected in text
+    for compiled in ("torch.compile(", "async_compile", "_dynamo.reset(", "torch._inductor.config"):
+        assert compiled not in text
+
+
+def test_the_written_solutions_are_judged_ok_without_the_service_packages(generated):
+    _, out = generated
+    records = [json.loads(line) for line in (out / "run" / "trajectories.jsonl").read_text().splitlines()]
+    verdicts = {r["problem"]: r["verdict"] for r in records}
+    assert verdicts == {"10_transposed_broadcast_add": "ok", "20_order": "ok"}, [
+        (r["problem"], (r["result"] or {}).get("feedback")) for r in records
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdicts"] == {"ok": 2} and summary["candidates"] == 2
+    assert [s["problem"] for s in summary["generation"]["skipped"]] == ["21_graph_break"]
+    assert summary["cost"]["per_candidate_s"] > 0 and "correctness" in summary["cost"]["stage_mean_s"]
+    assert "| ok | 2 |" in (out / "report.md").read_text()
+
+
+def test_the_cli_prints_a_line_per_problem_and_exits_1_when_some_were_skipped(tmp_path):
+    from typer.testing import CliRunner
+
+    from tritongym.cli import app
+
+    (tmp_path / "22_failing.py").write_text(FAILING)
+    runner = CliRunner()
+    result = runner.invoke(app, ["solutions", "inductor", str(tmp_path / "22_failing.py"), "--out",
+                                 str(tmp_path / "out"), "--device", "cpu", "--jobs", "1"])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "22_failing: skipped: the reference fails to build" in " ".join(result.output.split())
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["skipped"] == 1
+    bad = runner.invoke(app, ["solutions", "inductor", "bundled", "--out", str(tmp_path), "--ids", "x"])
+    assert bad.exit_code == 2 and "--ids" in bad.output
+
+
+def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypatch, tmp_path):
+    """Inductor's CachingAutotuner.run launches through a launcher of its own (on a GPU) or through its
+    kernel's run (under the interpreter): either way one own launch, blocked in the fallback check."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from tritongym.evaluate.guards import INDUCTOR_LAUNCHER, LaunchBlocked, LaunchMonitor
+
+    ran = []
+    monkeypatch.setattr(InterpretedFunction, "run", lambda self, *args, **kwargs: ran.append(args))
+
+    class Kernel(InterpretedFunction):
+        def __init__(self, fn):
+            self.fn = fn
+
+    class CachingAutotuner:
+        def __init__(self, fn, interpret=False):
+            self.fn, self.interpret = fn, interpret
+
+        def run(self, *args, stream=0):
+            if self.interpret:
+                return self.fn.run(*args)
+            ran.append(("launcher", *args))  # a GPU: Inductor's own launcher, JITFunction.run is never called
+
+    launcher = types.ModuleType(INDUCTOR_LAUNCHER)
+    launcher.CachingAutotuner = CachingAutotuner
+    monkeypatch.setitem(sys.modules, INDUCTOR_LAUNCHER, launcher)
+    candidate = tmp_path / "candidate.py"
+    namespace: dict = {}
+    exec(compile("def kernel(x):\n    pass\n", str(candidate), "exec"), namespace)
+    own, foreign = CachingAutotuner(Kernel(namespace["kernel"])), CachingAutotuner(Kernel(lambda x: None))
+    interpreted = CachingAutotuner(own.fn, interpret=True)
+    original = CachingAutotuner.__dict__["run"]
+    with LaunchMonitor(str(candidate)) as monitor:
+        own.run(1, stream=0)
+        foreign.run(2, stream=0)
+        interpreted.run(3, stream=0)  # through the kernel's own run: still one launch
+        own.fn.run(4)  # the kernel launched directly
+    assert monitor.launches == 3 and ran == [("launcher", 1), ("launcher", 2), (3,), (4,)]
+    with pytest.raises(LaunchBlocked), LaunchMonitor(str(candidate), block=True):
+        own.run(5, stream=0)
+    assert ran[-1] == (4,), "a blocked launch does not run"
+    assert CachingAutotuner.__dict__["run"] is original, "the launcher is restored"
+
+
+def test_generate_resumes_from_its_summary_without_compiling_again(tmp_path):
+    from tritongym.solutions.inductor import Outcome, generate
+
+    known = Outcome("p", "skipped", "torch.compile failed: a graph break")
+    (tmp_path / "summary.json").write_text(json.dumps({"problems": [known.__dict__]}))
+    seen = []
+    (outcome,) = generate([PROBLEM], tmp_path, "cpu", resume=True, on_done=seen.append)
+    assert outcome == known and seen == [known]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["problems_total"] == 1 and summary["skipped"] == 1
+
+
+def test_bench_solutions_replace_the_known_ones_and_say_what_is_missing(tmp_path, caplog):
+    from tritongym.bench.run import BenchConfig, run_bench, with_solutions
+    from tritongym.errors import ConfigError
+
+    problems = [find_problem("vector_add"), find_problem("silu")]
+    (tmp_path / "01_vector_add.py").write_text("# mine\n")
+    with caplog.at_level("WARNING"):
+        (kept,) = with_solutions(problems, tmp_path)
+    assert kept.name == "01_vector_add" and kept.solution == "# mine\n"
+    assert "02_silu" in caplog.text
+    with pytest.raises(ConfigError, match="no such directory"):
+        with_solutions(problems, tmp_path / "missing")
+    with pytest.raises(ConfigError, match=r"no <problem name>\.py file"):
+        with_solutions(problems[1:], tmp_path)
+    with pytest.raises(ConfigError, match="--policy scripted"):
+        run_bench(BenchConfig(policy="openai", model="m", solutions=str(tmp_path)), tmp_path / "run")
+
+
+def test_constant_tensors_are_written_into_the_solution_when_small():
+    import torch
+
+    from tritongym.solutions.inductor import MAX_CONSTANT_ELEMENTS, _constant_expression
+    from tritongym.solutions.output_code import _with_constants
+
+    value = torch.tensor([[1.5, -2.0], [3.0, 0.25]])
+    expression = _constant_expression(value, "cpu")
+    assert torch.equal(eval(expression, {"torch": torch}), value)
+    assert _constant_expression(torch.tensor([1.0, float("inf")]), "cpu") is None
+    assert _constant_expression(torch.zeros(MAX_CONSTANT_ELEMENTS + 1), "cpu") is None
+    code = "import torch\n_tensor_constant0 = None  # 3f2a\nx = 1\n"
+    assert f"_tensor_constant0 = {expression}\n" in _with_constants(code, {"_tensor_constant0": expression})
+    with pytest.raises(Unsupported, match="too large"):
+        _with_constants(code, {"_tensor_constant0": None})
+
+
+def test_compilations_wait_for_gpu_memory_by_their_inputs_estimate():
+    import threading
+    import time
+
+    from tritongym.solutions.inductor import CHILD_OVERHEAD_BYTES, _DeviceMemory
+
+    memory = _DeviceMemory("cpu")
+    assert memory.budget is None and memory.run(PROBLEM, lambda: "ran") == "ran"
+    assert _DeviceMemory.footprint(PROBLEM) == 4 * 64 + CHILD_OVERHEAD_BYTES
+    memory.budget = 2 * _DeviceMemory.footprint(PROBLEM)  # room for two compilations at once
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def work():
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+
+    threads = [threading.Thread(target=memory.run, args=(PROBLEM, work)) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 2 and memory.held == 0
