@@ -17,7 +17,15 @@ from tritongym.agent.episodes import EpisodeConfig
 from tritongym.agent.feedback import FeedbackConfig
 from tritongym.agent.prompts import Prompts
 from tritongym.design.language import DesignSpace
-from tritongym.design.problems import KINDS, FusionSpec, bundled_specs, generate_specs, spec_problem, split_specs
+from tritongym.design.problems import (
+    KINDS,
+    FusionSpec,
+    bundled_specs,
+    generate_specs,
+    spec_problem,
+    split_specs,
+    stratified_specs,
+)
 from tritongym.design.render import render
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
@@ -39,6 +47,11 @@ class DesignOptions:
     """Problem kinds to generate (eltwise, reduce, matmul), round-robin."""
     held_out: int = 3
     """Generated problems set aside for evaluation, never trained on."""
+    stratified: int = 0
+    """Extra training problems, one per (kind, shape) cell of ``problems.STRATIFIED_SHAPES`` in turn,
+    with ops drawn from ``problem_seed`` and no op chain of a generated problem: more shapes per kind,
+    so training covers the held-out problems' shape buckets without seeing them. The generated
+    problems and their held-out split are the same with or without them."""
     bundled: bool = False
     """Also train on the bundled problems the language expresses (02_silu, 03_row_sum, 04_softmax, 06_linear_relu)."""
     small: bool = False
@@ -89,6 +102,8 @@ class DesignProblems:
 def design_problems(options: DesignOptions) -> DesignProblems:
     specs = generate_specs(options.generated, options.problem_seed, tuple(options.kinds))
     train, held_out = split_specs(specs, options.held_out, options.problem_seed)
+    if options.stratified:
+        train = train + stratified_specs(options.stratified, options.problem_seed, tuple(options.kinds), tuple(specs))
     if options.bundled:
         train = train + bundled_specs()
     problems = {}
