@@ -18,6 +18,7 @@ PURPOSE_BUILT = {
     "fused": (Verdict.OK, 1.5, 0.95),
     "split": (Verdict.OK, 0.6, 0.9),
     "lazy": (Verdict.OK, 1.4, 0.05),
+    "nomask": (Verdict.CRASH, None, None),
     "badorder": (Verdict.MISMATCH, None, None),
     "fallback": (Verdict.HACK_FALLBACK, None, None),
     "alias": (Verdict.HACK_OUTPUT_ALIAS, None, None),

@@ -305,3 +305,51 @@ def test_the_command_lines(tmp_path, purpose_built, capsys):
                         "--out", str(tmp_path / "f.jsonl")]) == 2  # fmt: skip
     assert design_main(["final", "--designs", str(tmp_path / "none.json"), "--table", str(tmp_path / "no.jsonl"),
                         "--out", str(tmp_path / "f.jsonl")]) == 2  # fmt: skip
+
+
+def test_a_validation_split_picks_the_trained_weights_and_resumes(tmp_path, purpose_built, monkeypatch):
+    from tritongym.design.experiment import fit_selecting, train_run
+    from tritongym.design.task import validation_split
+
+    table = tmp_path / "t.jsonl"
+    opts = options(table, stratified=4, validation=2)
+    purpose_built(table, opts)
+    problems = design_problems(DesignOptions.from_mapping(opts))
+    assert sorted(s.kind for s in problems.validation) == ["eltwise", "reduce"]  # the last of each kind in turn
+    names = {s.name for s in problems.validation}
+    assert not names & {s.name for s in problems.train} and not names & {s.name for s in problems.held_out}
+    with pytest.raises(ConfigError, match="at least one must train"):
+        validation_split(problems.validation, 2)
+    config = train_config(tmp_path, table, steps=4, task={"name": "tritongym.design.task:build", "options": opts})
+    trainer = Trainer(config)
+    assert {p.name for p in trainer.eval_problems} == names  # the trainer's eval/* is the validation split
+    validation = [problems.problems[n] for n in sorted(names)]
+    state = fit_selecting(trainer, validation, every=3)
+    assert state["steps"] == [0, 3, 4] and trainer.step == 4
+    assert state["best"] == max(state["scores"]) and state["chosen"] == max(
+        s for s, v in zip(state["steps"], state["scores"], strict=True) if v == state["best"]
+    )  # the latest of the best
+    chosen = torch.load(tmp_path / "run" / "checkpoints" / "selected.pt")
+    assert all(torch.equal(chosen[k], v) for k, v in trainer.model.state_dict().items())
+    trainer.close()
+    # a validation score that only falls: the initial weights are the ones evaluated after training
+    scores = iter([1.0, 0.5, 0.2])
+    monkeypatch.setattr("tritongym.design.experiment.validation_reward", lambda *args: next(scores))
+    falling = Trainer(train_config(tmp_path, table, out="falling", steps=4, task={"name": "tritongym.design.task:build",
+                                   "options": opts}))  # fmt: skip
+    initial = {k: v.clone() for k, v in falling.model.state_dict().items()}
+    assert fit_selecting(falling, validation, every=2)["chosen"] == 0 and falling.step == 4
+    assert all(torch.equal(initial[k], v) for k, v in falling.model.state_dict().items())
+    falling.close()
+    monkeypatch.undo()
+    # resumed with more steps: the scores so far are kept, only the new ones are added
+    longer = train_config(tmp_path, table, steps=6, task={"name": "tritongym.design.task:build", "options": opts})
+    again = Trainer(longer)
+    again.resume()
+    assert fit_selecting(again, validation, every=3)["steps"] == [0, 3, 4, 6]
+    again.close()
+    # train_run uses it when asked and there is a validation split, and records it
+    final = train_run(train_config(tmp_path, table, out="run2", steps=2, task={"name": "tritongym.design.task:build",
+                                   "options": opts}), eval_samples=1, select_every=1)  # fmt: skip
+    assert final["selection"]["steps"] == [0, 1, 2] and final["steps"] == 2
+    assert {e["problem"] for e in final["trained_greedy"]} == {s.name for s in problems.held_out}
