@@ -105,6 +105,8 @@ def test_reference_sources_follow_kernelbench_and_shrink():
     assert size_token("rows", 64) == "rows:le64.p2" and size_token("cols", 6000) == "cols:gt4k.np2"
     matmul = next(s for s in generate_specs(9, seed=0) if s.kind == "matmul")
     assert [t.split(":")[0] for t in matmul.prompt_tokens()[-3:]] == ["m", "k", "n"]  # a bucket per dimension
+    assert matmul.prompt_tokens(ops=False) == [t for t in matmul.prompt_tokens() if not t.startswith("op:")]
+    assert any(t.startswith("op:") for t in matmul.prompt_tokens())
 
 
 def test_stratified_problems_cover_every_shape_cell_and_keep_the_split():

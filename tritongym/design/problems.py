@@ -80,10 +80,11 @@ class FusionSpec:
             lines.append(f"{indent}x = {REDUCTIONS[self.reduce]}")
         return lines
 
-    def prompt_tokens(self, small: bool = False) -> list[str]:
-        """The problem described in tokens: kind, ops, reduction, and a shape bucket per dimension."""
+    def prompt_tokens(self, small: bool = False, ops: bool = True) -> list[str]:
+        """The problem described in tokens: kind, ops (unless ``ops`` is false), reduction, and a shape
+        bucket per dimension."""
         sizes = self.small_sizes if small else self.sizes
-        tokens = [f"kind:{self.kind}", *(f"op:{op}" for op in self.ops)]
+        tokens = [f"kind:{self.kind}", *(f"op:{op}" for op in self.ops if ops)]
         if self.reduce:
             tokens.append(f"reduce:{self.reduce}")
         if self.kind == "matmul":

@@ -56,6 +56,10 @@ class DesignOptions:
     """Stratified problems set aside as a validation split (the last of each kind in turn): never
     trained on, the trainer's ``eval/*`` problems, and what an experiment's ``select_every`` picks
     the trained policy by. The held-out problems are then seen only before and after training."""
+    describe_ops: bool = True
+    """Whether the policy's problem tokens name the elementwise ops (``op:silu``). They decide no
+    design but ``badorder`` on an elementwise chain (correct where its ops commute), and with few
+    training problems they identify each one: false leaves kind, reduction and shape buckets."""
     bundled: bool = False
     """Also train on the bundled problems the language expresses (02_silu, 03_row_sum, 04_softmax, 06_linear_relu)."""
     small: bool = False
@@ -181,7 +185,7 @@ def build(config: Any, **options: Any) -> TaskParts:
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, ModelShape(**opts.model), opts.design_space(), config.run.seed)
     model = model.to(resolve_model_device(config.model.device)).train()
-    policy = DesignPolicy(model, tokenizer, problems.specs, problems.small)
+    policy = DesignPolicy(model, tokenizer, problems.specs, problems.small, ops=opts.describe_ops)
     return TaskParts(
         problems=[problems.problems[s.name] for s in problems.train],
         eval_problems=[problems.problems[s.name] for s in problems.validation or problems.held_out],
