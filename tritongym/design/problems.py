@@ -95,9 +95,8 @@ class FusionSpec:
 
 
 SIZE_BUCKETS = ((64, "le64"), (256, "le256"), (1024, "le1k"), (4096, "le4k"), (float("inf"), "gt4k"))
-"""Upper bound -> magnitude bucket of a dimension; the bounds are the language's block sizes (a row
-fits one tile of 64, 256 or 1024 elements, or not) and the row length beyond which a whole row in
-registers stops paying."""
+"""Upper bound -> magnitude bucket of a dimension: the language's block sizes (a row fits one tile of
+64, 256 or 1024 elements, or not), then long rows (up to 4096) and longer ones."""
 
 
 def size_token(name: str, value: int) -> str:
