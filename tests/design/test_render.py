@@ -111,6 +111,7 @@ def test_reference_sources_follow_kernelbench_and_shrink():
 
 def test_stratified_problems_cover_every_shape_cell_and_keep_the_split():
     from tritongym.design.problems import STRATIFIED_SHAPES, stratified_specs
+    from tritongym.design.table import distinct
     from tritongym.design.task import DesignOptions, design_problems
 
     base = generate_specs(9, seed=0)
@@ -128,6 +129,10 @@ def test_stratified_problems_cover_every_shape_cell_and_keep_the_split():
     more = design_problems(DesignOptions(generated=9, held_out=3, stratified=cells))
     assert more.held_out == plain.held_out and more.train[: len(plain.train)] == plain.train
     assert len(more.train) == len(plain.train) + cells
+    # the rows a table holds for the generated problems stay valid: only the new problems need judging
+    space = DesignSpace.from_mapping({"strategy": ["fused", "nomask"], "layout": ["row"], "block": ["256"]})
+    keys = [{r.key for r in distinct(p.renderings(space))} for p in (plain, more)]
+    assert keys[0] < keys[1]
     assert [s.kind for s in stratified_specs(2, kinds=("reduce",))] == ["reduce", "reduce"]
     with pytest.raises(ConfigError, match="cannot draw"):
         stratified_specs(500, kinds=("matmul",))
