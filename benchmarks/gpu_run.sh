@@ -7,7 +7,7 @@
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
-#   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge the design space once
+#   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
 #   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS]   # Inductor's solutions of KernelBench level LEVEL
 #        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile;
 #        about 15 problems fit one call (IDS 1-15, 16-30, ...): each candidate and its torch.compile

@@ -18,6 +18,7 @@ PURPOSE_BUILT = {
     "fused": (Verdict.OK, 1.5, 0.95),
     "split": (Verdict.OK, 0.6, 0.9),
     "lazy": (Verdict.OK, 1.4, 0.05),
+    "nomask": (Verdict.CRASH, None, None),
     "badorder": (Verdict.MISMATCH, None, None),
     "fallback": (Verdict.HACK_FALLBACK, None, None),
     "alias": (Verdict.HACK_OUTPUT_ALIAS, None, None),
@@ -26,13 +27,16 @@ PURPOSE_BUILT = {
 
 def write_purpose_built_table(path, options: dict, outcomes=PURPOSE_BUILT) -> Table:
     """A table of made-up results for every rendering of the options' space: the verdict, speedup and
-    coverage of each strategy are ``outcomes[strategy]``."""
+    coverage of each strategy are ``outcomes[strategy]``, or ``outcomes(strategy, spec)`` where
+    ``outcomes`` is a function (results that depend on the problem's shape)."""
     opts = DesignOptions.from_mapping(options)
     table = Table.read(path)
     table.start(eval_meta(opts.eval_config("cpu")))
-    for rendering in distinct(design_problems(opts).renderings(opts.design_space())):
+    problems = design_problems(opts)
+    for rendering in distinct(problems.renderings(opts.design_space())):
         strategy = Design.from_tokens(rendering.designs[0].split()).strategy
-        verdict, speedup, coverage = outcomes[strategy]
+        spec = problems.specs[rendering.problem.name]
+        verdict, speedup, coverage = outcomes(strategy, spec) if callable(outcomes) else outcomes[strategy]
         correct = verdict is Verdict.OK
         result = EvalResult(problem=rendering.problem.name, verdict=verdict, feedback="", compiled=True,
                             correct=correct, speedup=speedup, coverage=coverage)  # fmt: skip

@@ -100,8 +100,42 @@ def test_reference_sources_follow_kernelbench_and_shrink():
         assert tokens[0] == f"kind:{spec.kind}" and set(tokens) <= set(prompt_vocabulary())
     assert [s.bundled for s in bundled_specs()] == ["02_silu", "03_row_sum", "04_softmax", "06_linear_relu"]
     assert spec_problem(bundled_specs()[0]).origin == "bundled" or spec_problem(bundled_specs()[0]).name == "02_silu"
-    assert size_token("cols", 1024) == "cols:m2" and size_token("cols", 1000) == "cols:mx"
-    assert size_token("k", 100) == "k:sx" and size_token("n", 4096) == "n:l2"
+    assert size_token("cols", 1024) == "cols:le1k.p2" and size_token("cols", 1000) == "cols:le1k.np2"
+    assert size_token("k", 100) == "k:le256.np2" and size_token("n", 4096) == "n:le4k.p2"
+    assert size_token("rows", 64) == "rows:le64.p2" and size_token("cols", 6000) == "cols:gt4k.np2"
+    matmul = next(s for s in generate_specs(9, seed=0) if s.kind == "matmul")
+    assert [t.split(":")[0] for t in matmul.prompt_tokens()[-3:]] == ["m", "k", "n"]  # a bucket per dimension
+    assert matmul.prompt_tokens(ops=False) == [t for t in matmul.prompt_tokens() if not t.startswith("op:")]
+    assert any(t.startswith("op:") for t in matmul.prompt_tokens())
+
+
+def test_stratified_problems_cover_every_shape_cell_and_keep_the_split():
+    from tritongym.design.problems import STRATIFIED_SHAPES, stratified_specs
+    from tritongym.design.table import distinct
+    from tritongym.design.task import DesignOptions, design_problems
+
+    base = generate_specs(9, seed=0)
+    cells = sum(len(v) for v in STRATIFIED_SHAPES.values())
+    extra = stratified_specs(cells, seed=0, exclude=tuple(base))
+    assert extra == stratified_specs(cells, seed=0, exclude=tuple(base))
+    assert sorted(tuple(sorted(s.sizes.items())) for s in extra) == sorted(
+        tuple(sorted(sizes.items())) for shapes in STRATIFIED_SHAPES.values() for sizes, _ in shapes
+    )
+    assert [s.kind for s in extra[:3]] == ["eltwise", "reduce", "matmul"]  # a prefix covers every kind
+    chains = {(s.kind, s.ops, s.reduce) for s in base}
+    assert not chains & {(s.kind, s.ops, s.reduce) for s in extra} and len({s.name for s in extra}) == cells
+    assert all(spec_problem(s).small().sizes == s.small_sizes for s in extra)
+    plain = design_problems(DesignOptions(generated=9, held_out=3))
+    more = design_problems(DesignOptions(generated=9, held_out=3, stratified=cells))
+    assert more.held_out == plain.held_out and more.train[: len(plain.train)] == plain.train
+    assert len(more.train) == len(plain.train) + cells
+    # the rows a table holds for the generated problems stay valid: only the new problems need judging
+    space = DesignSpace.from_mapping({"strategy": ["fused", "nomask"], "layout": ["row"], "block": ["256"]})
+    keys = [{r.key for r in distinct(p.renderings(space))} for p in (plain, more)]
+    assert keys[0] < keys[1]
+    assert [s.kind for s in stratified_specs(2, kinds=("reduce",))] == ["reduce", "reduce"]
+    with pytest.raises(ConfigError, match="cannot draw"):
+        stratified_specs(500, kinds=("matmul",))
 
 
 def test_spec_errors():

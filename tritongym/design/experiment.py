@@ -67,6 +67,10 @@ class Experiment:
     question: str = ""
     eval_samples: int = 8
     """Sampled episodes per held-out problem in the final evaluation (besides the greedy one)."""
+    select_every: int = 0
+    """With validation problems (``task.options.validation``): score the greedy policy on them before
+    training and every this many steps, and evaluate the best-scoring weights (the latest on ties) on
+    the held-out problems (early stopping); 0: the weights of the last step."""
 
 
 def deep_merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,7 +92,7 @@ def load_experiments(path: str | Path) -> list[Experiment]:
         raise ConfigError(f"cannot read experiments file {path}: {exc}") from exc
     experiments = []
     for name, table in data.items():
-        known = {"seeds", "arms", "base", "question", "eval_samples"}
+        known = {"seeds", "arms", "base", "question", "eval_samples", "select_every"}
         unknown = sorted(set(table) - known)
         if unknown:
             raise ConfigError(f"experiment {name}: unknown keys {unknown}; known: {', '.join(sorted(known))}")
@@ -103,7 +107,7 @@ def load_experiments(path: str | Path) -> list[Experiment]:
             raise ConfigError(f"experiment {name}: arm names repeat")
         seeds = tuple(table.get("seeds", (0, 1, 2)))
         experiments.append(Experiment(name, seeds, tuple(arms), table.get("base", {}), table.get("question", ""),
-                                      table.get("eval_samples", 8)))  # fmt: skip
+                                      table.get("eval_samples", 8), table.get("select_every", 0)))  # fmt: skip
     return experiments
 
 
@@ -201,14 +205,14 @@ def _episodes_report(episodes: list[Episode]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def held_out_episodes(trainer, samples: int, temperature: float, seed: int) -> list[dict[str, Any]]:
-    """Episodes of the trainer's current policy on its held-out problems, judged by its environment."""
+def held_out_episodes(trainer, problems, samples: int, temperature: float, seed: int) -> list[dict[str, Any]]:
+    """Episodes of the trainer's current policy on ``problems``, judged by its environment."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         batch = run_episodes(
             trainer.engine,
             trainer.env,
-            trainer.eval_problems,
+            problems,
             samples=samples,
             episode=trainer.episode_config,
             sampling=replace(trainer.sampling, temperature=temperature),
@@ -246,10 +250,46 @@ def exhaustive(trainer, options: DesignOptions) -> dict[str, Any]:
     return {"best_fixed": best, "optimum": optimum, "rewards": table}
 
 
-def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) -> dict[str, Any]:
+def validation_reward(trainer, problems, seed: int) -> float:
+    """Mean reward of the greedy policy's episodes (their last turn) on ``problems``, unjudged ones left out."""
+    episodes = held_out_episodes(trainer, problems, 1, 0.0, seed)
+    rewards = [e["turns"][-1]["reward"] for e in episodes if e["turns"][-1]["reward"] is not None]
+    return sum(rewards) / len(rewards) if rewards else -math.inf
+
+
+def fit_selecting(trainer, validation, every: int, progress: bool = False) -> dict[str, Any]:
+    """Train to ``run.steps`` in chunks of ``every`` steps, scoring the greedy policy on the
+    ``validation`` problems before the first and after each (:func:`validation_reward`); the weights
+    of the best score (the latest on ties) are loaded at the end. Resumable: the scores so far are in
+    ``selection.json`` and the chosen weights in ``checkpoints/selected.pt`` of the run directory."""
+    out, seed, total = Path(trainer.config.run.out), trainer.config.run.seed, trainer.config.run.steps
+    record, weights = out / "selection.json", out / "checkpoints" / "selected.pt"
+    state: dict[str, Any] = {"every": every, "steps": [], "scores": [], "chosen": None, "best": None}
+    if record.exists():
+        state = json.loads(record.read_text(encoding="utf-8"))
+    while True:
+        if trainer.step not in state["steps"]:
+            score = validation_reward(trainer, validation, seed + 2)
+            state["steps"].append(trainer.step)
+            state["scores"].append(score)
+            if state["best"] is None or score >= state["best"]:
+                state["best"], state["chosen"] = score, trainer.step
+                weights.parent.mkdir(parents=True, exist_ok=True)
+                torch.save(trainer.model.state_dict(), weights)
+            record.write_text(json.dumps(state), encoding="utf-8")
+        if trainer.step >= total:
+            break
+        trainer.fit(steps=min(trainer.step + every - trainer.step % every, total), progress=progress)
+    trainer.model.load_state_dict(torch.load(weights))
+    trainer.engine.update_weights(trainer.model)
+    return state
+
+
+def train_run(config: TrainConfig, eval_samples: int, progress: bool = False, select_every: int = 0) -> dict[str, Any]:
     """One arm and seed: the initial policy's held-out episodes, training (resumed from the newest
-    checkpoint), the trained policy's, and the exhaustive search; written to ``final.json``, with the
-    training curves in ``curves.jsonl`` (checkpoints and trajectories.jsonl are not needed after)."""
+    checkpoint; with ``select_every`` and validation problems, early-stopped by :func:`fit_selecting`),
+    the trained policy's, and the exhaustive search; written to ``final.json``, with the training
+    curves in ``curves.jsonl`` (checkpoints and trajectories.jsonl are not needed after)."""
     from tritongym.train.trainer import Trainer
 
     out = Path(config.run.out)
@@ -260,17 +300,25 @@ def train_run(config: TrainConfig, eval_samples: int, progress: bool = False) ->
     try:
         seed = config.run.seed
         options = DesignOptions.from_mapping(config.task.options)
+        problems = design_problems(options)
+        held_out = [problems.problems[s.name] for s in problems.held_out]
         final: dict[str, Any] = {
-            "initial_greedy": held_out_episodes(trainer, 1, 0.0, seed),
-            "initial_sampled": held_out_episodes(trainer, eval_samples, 1.0, seed + 1),
+            "initial_greedy": held_out_episodes(trainer, held_out, 1, 0.0, seed),
+            "initial_sampled": held_out_episodes(trainer, held_out, eval_samples, 1.0, seed + 1),
         }
-        trainer.fit(resume=latest_checkpoint(out) is not None, progress=progress)
+        if latest_checkpoint(out) is not None:
+            trainer.resume()
+        if select_every and problems.validation:
+            validation = [problems.problems[s.name] for s in problems.validation]
+            final["selection"] = fit_selecting(trainer, validation, select_every, progress)
+        else:
+            trainer.fit(progress=progress)
         curves = training_curves(out, config.to_dict())
         lines = [json.dumps({k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()})
                  for row in curves]  # fmt: skip
         (out / "curves.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        final["trained_greedy"] = held_out_episodes(trainer, 1, 0.0, seed)
-        final["trained_sampled"] = held_out_episodes(trainer, eval_samples, 1.0, seed + 1)
+        final["trained_greedy"] = held_out_episodes(trainer, held_out, 1, 0.0, seed)
+        final["trained_sampled"] = held_out_episodes(trainer, held_out, eval_samples, 1.0, seed + 1)
         final["exhaustive"] = exhaustive(trainer, options)
         final["steps"] = trainer.step
     finally:
@@ -298,7 +346,7 @@ def run_experiments(
             for seed in experiment.seeds:
                 config = run_config(base, experiment, arm, seed, run_dir(out, experiment.name, arm.name, seed))
                 log.info("%s / %s / seed %d", experiment.name, arm.name, seed)
-                train_run(config, experiment.eval_samples, progress)
+                train_run(config, experiment.eval_samples, progress, experiment.select_every)
         (out / experiment.name / "experiment.json").write_text(
             json.dumps({"name": experiment.name, "question": experiment.question, "seeds": experiment.seeds,
                         "arms": [a.name for a in experiment.arms], "base": str(base_path)}, indent=1),

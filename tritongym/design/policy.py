@@ -137,10 +137,14 @@ def design_answer(design: Design, spec: FusionSpec) -> str:
 class DesignPolicy:
     """The design model as a chat Policy (tritongym.policy.base.Policy), with token ids and behaviour
     log-probs for the trainer. ``specs`` maps each problem name to its spec; ``small`` picks the
-    shape buckets of the problems' small (CPU) sizes."""
+    shape buckets of the problems' small (CPU) sizes; ``ops`` false leaves the elementwise ops out of
+    the problem's tokens."""
 
-    def __init__(self, model, tokenizer, specs: Mapping[str, FusionSpec], small: bool, name: str = "design"):
+    def __init__(self, model, tokenizer, specs: Mapping[str, FusionSpec], small: bool, name: str = "design",
+                 ops: bool = True):  # fmt: skip
         self.model, self.tokenizer, self.specs, self.small, self.name = model, tokenizer, dict(specs), small, name
+        self.ops = ops
+        """Whether the problem's tokens include its elementwise ops."""
 
     def ids(self, tokens: Sequence[str]) -> list[int]:
         return self.tokenizer.convert_tokens_to_ids(list(tokens))
@@ -158,7 +162,7 @@ class DesignPolicy:
         answers = [m["content"] for m in conversation if m["role"] == "assistant"]
         if len(answers) != len(users) - 1:
             raise ConfigError("a design conversation is the problem's name, then (answer, JSON feedback) pairs")
-        tokens = ["<bos>", *self.spec(conversation).prompt_tokens(self.small), "<design>"]
+        tokens = ["<bos>", *self.spec(conversation).prompt_tokens(self.small, self.ops), "<design>"]
         for answer, feedback in zip(answers, users[1:], strict=True):
             tokens += [*answer.splitlines()[0].split(), *feedback_tokens(json.loads(feedback)), "<design>"]
         return tokens
@@ -218,6 +222,6 @@ class DesignPolicy:
 
     def greedy(self, spec: FusionSpec) -> Design:
         """The most likely design for ``spec`` (first turn)."""
-        context = self.ids(["<bos>", *spec.prompt_tokens(self.small), "<design>"])
+        context = self.ids(["<bos>", *spec.prompt_tokens(self.small, self.ops), "<design>"])
         (tokens,), _ = self.sample([context], 0.0)
         return Design.from_tokens(self.tokenizer.convert_ids_to_tokens(tokens))

@@ -80,30 +80,37 @@ class FusionSpec:
             lines.append(f"{indent}x = {REDUCTIONS[self.reduce]}")
         return lines
 
-    def prompt_tokens(self, small: bool = False) -> list[str]:
-        """The problem described in tokens: kind, ops, reduction, and shape buckets."""
+    def prompt_tokens(self, small: bool = False, ops: bool = True) -> list[str]:
+        """The problem described in tokens: kind, ops (unless ``ops`` is false), reduction, and a shape
+        bucket per dimension."""
         sizes = self.small_sizes if small else self.sizes
-        tokens = [f"kind:{self.kind}", *(f"op:{op}" for op in self.ops)]
+        tokens = [f"kind:{self.kind}", *(f"op:{op}" for op in self.ops if ops)]
         if self.reduce:
             tokens.append(f"reduce:{self.reduce}")
         if self.kind == "matmul":
-            tokens += [size_token("k", sizes["in_features"]), size_token("n", sizes["out_features"])]
+            dims = (("m", "batch"), ("k", "in_features"), ("n", "out_features"))
         else:
-            tokens += [size_token("rows", sizes["rows"]), size_token("cols", sizes["cols"])]
-        return tokens
+            dims = (("rows", "rows"), ("cols", "cols"))
+        return tokens + [size_token(name, sizes[key]) for name, key in dims]
+
+
+SIZE_BUCKETS = ((64, "le64"), (256, "le256"), (1024, "le1k"), (4096, "le4k"), (float("inf"), "gt4k"))
+"""Upper bound -> magnitude bucket of a dimension: the language's block sizes (a row fits one tile of
+64, 256 or 1024 elements, or not), then long rows (up to 4096) and longer ones."""
 
 
 def size_token(name: str, value: int) -> str:
-    """A shape bucket: magnitude (s <= 128 < m <= 1024 < l) and whether it is a power of two."""
-    magnitude = "s" if value <= 128 else "m" if value <= 1024 else "l"
-    return f"{name}:{magnitude}{'2' if value & (value - 1) == 0 else 'x'}"
+    """A dimension's bucket: its magnitude (:data:`SIZE_BUCKETS`) and whether it is a power of two
+    (``p2``; ``np2`` when not: bounds masks and tile counts matter)."""
+    magnitude = next(label for bound, label in SIZE_BUCKETS if value <= bound)
+    return f"{name}:{magnitude}.{'p2' if value & (value - 1) == 0 else 'np2'}"
 
 
 def prompt_vocabulary() -> list[str]:
     """Every token a problem description can use."""
     tokens = [f"kind:{k}" for k in KINDS] + [f"op:{op}" for op in ELTWISE_OPS] + [f"reduce:{r}" for r in REDUCTIONS]
-    for name in ("rows", "cols", "k", "n"):
-        tokens += [f"{name}:{m}{p}" for m in "sml" for p in "2x"]
+    for name in ("rows", "cols", "m", "k", "n"):
+        tokens += [f"{name}:{label}.{p}" for _, label in SIZE_BUCKETS for p in ("p2", "np2")]
     return tokens
 
 
@@ -221,6 +228,63 @@ def generate_specs(count: int, seed: int = 0, kinds: tuple[str, ...] = KINDS) ->
         small = SMALL_SHAPES[kind][shape % len(SMALL_SHAPES[kind])]
         name = f"{len(specs):02d}_{kind}_{'_'.join([*ops, *([reduce] if reduce else [])])}"
         specs.append(FusionSpec(name, kind, ops, reduce, dict(SHAPES[kind][shape]), dict(small)))
+    return specs
+
+
+STRATIFIED_SHAPES: dict[str, list[tuple[dict[str, int], dict[str, int]]]] = {
+    "reduce": [({"rows": 16384, "cols": 200}, {"rows": 4, "cols": 20}),
+               ({"rows": 4096, "cols": 2500}, {"rows": 2, "cols": 250}),
+               ({"rows": 8192, "cols": 768}, {"rows": 4, "cols": 48}),
+               ({"rows": 1024, "cols": 6000}, {"rows": 2, "cols": 600}),
+               ({"rows": 8192, "cols": 1000}, {"rows": 3, "cols": 50}),
+               ({"rows": 4096, "cols": 2048}, {"rows": 2, "cols": 128})],
+    "eltwise": [({"rows": 3000, "cols": 3000}, {"rows": 3, "cols": 30}),
+                ({"rows": 8192, "cols": 768}, {"rows": 8, "cols": 48}),
+                ({"rows": 1500, "cols": 3000}, {"rows": 3, "cols": 100})],
+    "matmul": [({"batch": 4096, "in_features": 512, "out_features": 512},
+                {"batch": 32, "in_features": 32, "out_features": 32}),
+               ({"batch": 1000, "in_features": 768, "out_features": 3000},
+                {"batch": 10, "in_features": 48, "out_features": 30})],
+}  # fmt: skip
+"""(real, small) sizes of the stratified training problems, per kind: rows that fit one tile and rows
+that span several, powers of two and not, in every size bucket the generated problems use."""
+
+
+def stratified_specs(
+    count: int, seed: int = 0, kinds: tuple[str, ...] = KINDS, exclude: tuple[FusionSpec, ...] = ()
+) -> list[FusionSpec]:
+    """``count`` training problems, one per (kind, shape) cell of :data:`STRATIFIED_SHAPES` in turn (the
+    kinds interleaved, so a prefix covers every kind), elementwise ops and reduction drawn with
+    ``seed``; none has the op chain of a problem in ``exclude`` (the held-out ones included), so they
+    cover the held-out problems' features without being them."""
+    cells = []
+    for i in range(max(len(v) for v in STRATIFIED_SHAPES.values())):
+        cells += [
+            (kind, STRATIFIED_SHAPES[kind][i]) for kind in KINDS if kind in kinds and i < len(STRATIFIED_SHAPES[kind])
+        ]
+    if not cells:
+        raise ConfigError(f"no stratified shapes for kinds {kinds}")
+    rng = random.Random(f"stratified-{seed}")
+    seen = {(s.kind, s.ops, s.reduce) for s in exclude}
+    specs: list[FusionSpec] = []
+    attempts = 0
+    while len(specs) < count:
+        attempts += 1
+        if attempts > 100 * count:
+            raise ConfigError(f"cannot draw {count} distinct stratified problems of kinds {kinds}")
+        kind, (sizes, small) = cells[len(specs) % len(cells)]
+        ops_pool = list(ELTWISE_OPS)
+        if kind == "eltwise":
+            ops, reduce = tuple(rng.sample(ops_pool, rng.randint(2, 3))), ""
+        elif kind == "reduce":
+            ops, reduce = tuple(rng.sample(ops_pool, rng.randint(0, 2))), rng.choice(list(REDUCTIONS))
+        else:
+            ops, reduce = tuple(rng.sample(ops_pool, rng.randint(1, 2))), ""
+        if (kind, ops, reduce) in seen:
+            continue
+        seen.add((kind, ops, reduce))
+        name = f"s{len(specs):02d}_{kind}_{'_'.join([*ops, *([reduce] if reduce else [])])}"
+        specs.append(FusionSpec(name, kind, ops, reduce, dict(sizes), dict(small)))
     return specs
 
 

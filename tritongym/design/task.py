@@ -17,7 +17,15 @@ from tritongym.agent.episodes import EpisodeConfig
 from tritongym.agent.feedback import FeedbackConfig
 from tritongym.agent.prompts import Prompts
 from tritongym.design.language import DesignSpace
-from tritongym.design.problems import KINDS, FusionSpec, bundled_specs, generate_specs, spec_problem, split_specs
+from tritongym.design.problems import (
+    KINDS,
+    FusionSpec,
+    bundled_specs,
+    generate_specs,
+    spec_problem,
+    split_specs,
+    stratified_specs,
+)
 from tritongym.design.render import render
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
@@ -39,6 +47,19 @@ class DesignOptions:
     """Problem kinds to generate (eltwise, reduce, matmul), round-robin."""
     held_out: int = 3
     """Generated problems set aside for evaluation, never trained on."""
+    stratified: int = 0
+    """Extra training problems, one per (kind, shape) cell of ``problems.STRATIFIED_SHAPES`` in turn,
+    with ops drawn from ``problem_seed`` and no op chain of a generated problem: more shapes per kind,
+    so training covers the held-out problems' shape buckets without seeing them. The generated
+    problems and their held-out split are the same with or without them."""
+    validation: int = 0
+    """Stratified problems set aside as a validation split (the last of each kind in turn): never
+    trained on, the trainer's ``eval/*`` problems, and what an experiment's ``select_every`` picks
+    the trained policy by. The held-out problems are then seen only before and after training."""
+    describe_ops: bool = True
+    """Whether the policy's problem tokens name the elementwise ops (``op:silu``). They decide no
+    design but ``badorder`` on an elementwise chain (correct where its ops commute), and with few
+    training problems they identify each one: false leaves kind, reduction and shape buckets."""
     bundled: bool = False
     """Also train on the bundled problems the language expresses (02_silu, 03_row_sum, 04_softmax, 06_linear_relu)."""
     small: bool = False
@@ -70,32 +91,52 @@ class DesignOptions:
 
 @dataclass(frozen=True)
 class DesignProblems:
-    """Training and held-out specs and their Problems at the task's sizes."""
+    """Training, validation and held-out specs and their Problems at the task's sizes."""
 
     train: list[FusionSpec]
     held_out: list[FusionSpec]
     problems: dict[str, Problem]
     small: bool
+    validation: list[FusionSpec] = field(default_factory=list)
+
+    @property
+    def every(self) -> list[FusionSpec]:
+        return self.train + self.validation + self.held_out
 
     @property
     def specs(self) -> dict[str, FusionSpec]:
-        return {s.name: s for s in self.train + self.held_out}
+        return {s.name: s for s in self.every}
 
     def renderings(self, space: DesignSpace) -> list[tuple[Problem, str, str]]:
         """(problem, design, source) of every design of ``space`` on every problem."""
-        return [(self.problems[s.name], str(d), render(d, s)) for s in self.train + self.held_out for d in space]
+        return [(self.problems[s.name], str(d), render(d, s)) for s in self.every for d in space]
+
+
+def validation_split(specs: list[FusionSpec], count: int) -> tuple[list[FusionSpec], list[FusionSpec]]:
+    """(rest, validation): ``count`` of ``specs`` set aside, the last of each kind in turn (so a
+    validation split of three holds one problem of each kind while the rest keeps the earlier cells)."""
+    if not 0 <= count < len(specs):
+        raise ConfigError(f"validation takes {count} of the {len(specs)} stratified problems: at least one must train")
+    by_kind = {kind: [s for s in specs if s.kind == kind] for kind in KINDS}
+    chosen: list[FusionSpec] = []
+    while len(chosen) < count:
+        for kind in KINDS:
+            if by_kind[kind] and len(chosen) < count:
+                chosen.append(by_kind[kind].pop())
+    return [s for s in specs if s not in chosen], [s for s in specs if s in chosen]
 
 
 def design_problems(options: DesignOptions) -> DesignProblems:
     specs = generate_specs(options.generated, options.problem_seed, tuple(options.kinds))
     train, held_out = split_specs(specs, options.held_out, options.problem_seed)
-    if options.bundled:
-        train = train + bundled_specs()
+    extra = stratified_specs(options.stratified, options.problem_seed, tuple(options.kinds), tuple(specs))
+    extra, validation = validation_split(extra, options.validation) if options.validation else (extra, [])
+    train = train + extra + (bundled_specs() if options.bundled else [])
     problems = {}
-    for spec in train + held_out:
+    for spec in train + validation + held_out:
         problem = spec_problem(spec)
         problems[spec.name] = problem.small() if options.small else problem
-    return DesignProblems(train, held_out, problems, options.small)
+    return DesignProblems(train, held_out, problems, options.small, validation)
 
 
 def open_table(options: DesignOptions, problems: DesignProblems):
@@ -144,10 +185,10 @@ def build(config: Any, **options: Any) -> TaskParts:
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, ModelShape(**opts.model), opts.design_space(), config.run.seed)
     model = model.to(resolve_model_device(config.model.device)).train()
-    policy = DesignPolicy(model, tokenizer, problems.specs, problems.small)
+    policy = DesignPolicy(model, tokenizer, problems.specs, problems.small, ops=opts.describe_ops)
     return TaskParts(
         problems=[problems.problems[s.name] for s in problems.train],
-        eval_problems=[problems.problems[s.name] for s in problems.held_out],
+        eval_problems=[problems.problems[s.name] for s in problems.validation or problems.held_out],
         model=model,
         tokenizer=tokenizer,
         engine=HFRollout(policy),
