@@ -238,6 +238,20 @@ def layout(inputs: list) -> Any:
     return walk(inputs)
 
 
+def same_layout(a: Any, b: Any) -> bool:
+    """Whether two layouts are the same, value for value and type for type (``True`` is not ``1``,
+    nor ``1.0``; a NaN is the same as nothing): what equality of the values forward returned would
+    not tell apart must still come as it was returned."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_layout(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        keys = [(type(k), k) for k in a]
+        return keys == [(type(k), k) for k in b] and all(same_layout(a[k], b[k]) for k in a)
+    return a is None or (type(a) in (bool, int, float, str) and a == b)
+
+
 def fill(value: Any, views: list) -> Any:
     """A layout (``layout``) with each slot number replaced by its view."""
     if isinstance(value, dict) and set(value) == {"slot"} and isinstance(value["slot"], int):
