@@ -62,8 +62,8 @@ def fake_state(device: str, footprint=None):
     return state, asked
 
 
-EXPECTED = (torch.zeros(2, 3), 5, {"b": torch.zeros(4, dtype=torch.int64)})
-"""A reference output of nested structure: a tuple, a scalar, a dict."""
+EXPECTED = (torch.zeros(2, 3), [{"b": torch.zeros(4, dtype=torch.int64)}])
+"""A reference output of nested structure: a tuple, a list, a dict."""
 
 
 @pytest.fixture
@@ -90,7 +90,18 @@ def test_the_runner_maps_one_calls_input_and_output_slots_and_no_events(shared):
     assert attach.inputs == [["handle", [1, 5, 4]], ["handle", [1, 6]]]
     assert attach.layout == [{"slot": 0}, 3, {"slot": 1}]
     assert attach.outputs == [["handle", [1, 2, 3]], ["handle", [1, 4]]]
-    assert attach.output_layout == ({"slot": 0}, 5, {"b": {"slot": 1}}) and slots.on_device
+    assert attach.output_layout == ({"slot": 0}, [{"b": {"slot": 1}}]) and slots.on_device
+
+
+def test_an_output_with_values_besides_tensors_comes_through_the_socket(monkeypatch):
+    # the judge fills the reference's layout with the slots: a scalar there would be the reference's
+    monkeypatch.setattr(speed, "export", lambda t: ["handle"])
+    monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 40)
+    for expected in ((torch.zeros(2), 5), [torch.zeros(2), None], 3.0):
+        state, asked = fake_state("cuda")
+        slots = shared_inputs.share_inputs(state, [torch.ones(3)], expected)
+        assert asked[0].outputs == [] and asked[0].output_layout is None and slots.on_device
+        assert not shared_inputs.inputs_message(slots, p.Call, [torch.ones(3)], expected).out_slots
 
 
 def test_a_problem_too_large_for_its_answer_on_the_device_shares_only_its_inputs(monkeypatch):
@@ -133,10 +144,10 @@ def test_the_output_in_its_slots_is_judged_as_the_judges_own_copy_made_after_the
     out_a[0].copy_(torch.full((2, 3), 2.0))  # the runner's answer
     out_b[0].copy_(torch.arange(4))
     got = shared_inputs.received(slots, message, None, out_slots=True)
-    assert isinstance(got, tuple) and got[1] == 5 and set(got[2]) == {"b"}
+    assert isinstance(got, tuple) and isinstance(got[1], list) and set(got[1][0]) == {"b"}
     out_a[0].fill_(9.0)  # the runner keeps writing after its answer: the judge's copy stays
     out_b[0].zero_()
-    assert torch.equal(got[0], torch.full((2, 3), 2.0)) and torch.equal(got[2]["b"], torch.arange(4))
+    assert torch.equal(got[0], torch.full((2, 3), 2.0)) and torch.equal(got[1][0]["b"], torch.arange(4))
     assert shared_inputs.received(slots, message, "sent", out_slots=False) == "sent"  # it chose the socket
 
 
@@ -154,11 +165,11 @@ def test_an_answer_in_output_slots_it_was_not_asked_for_is_the_candidates_crash(
 def test_outputs_the_slots_do_not_fit_are_not_asked_for(shared):
     slots, _, inputs = shared
     others = [
-        [EXPECTED[0], 5, {"b": EXPECTED[2]["b"]}],  # a list, not a tuple
-        (EXPECTED[0], 6, EXPECTED[2]),  # another value besides tensors
-        (EXPECTED[0], 5.0, EXPECTED[2]),  # 5.0 is not 5
-        (torch.zeros(3, 2), 5, EXPECTED[2]),  # another shape
-        (EXPECTED[0].double(), 5, EXPECTED[2]),  # another dtype
+        [EXPECTED[0], EXPECTED[1]],  # a list, not a tuple
+        (EXPECTED[0], [{"c": EXPECTED[1][0]["b"]}]),  # another key
+        (EXPECTED[0], [{"b": EXPECTED[1][0]["b"]}], 5),  # a value besides tensors
+        (torch.zeros(3, 2), EXPECTED[1]),  # another shape
+        (EXPECTED[0].double(), EXPECTED[1]),  # another dtype
     ]
     for other in others:
         message = shared_inputs.inputs_message(slots, p.Call, inputs, other)

@@ -11,7 +11,8 @@ one call's slots instead from the buffers it already shares with runners for tim
   synchronises; the runner's forward runs on the slots themselves. After the answer the judge copies
   the slots into memory of its own: those copies are the inputs after forward it judges.
 * outputs, where the problem is small enough (memory.answer_on_device) and the reference's output
-  has tensors: the judge sends the reference's output layout with the slots and, before each call
+  is tensors alone (nested in lists, tuples and dicts; a scalar besides would be filled in from the
+  reference's): the judge sends the reference's output layout with the slots and, before each call
   that asks for it, fills the output slots with the poison byte. The runner synchronises its device
   after forward (every stream of its context: a kernel left running on another stream is finished),
   copies the output into the output slots where it has that layout (else it sends the output as
@@ -37,7 +38,7 @@ import torch
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import answer_on_device, available_bytes
-from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
+from tritongym.evaluate.judge.tree import leaves, map_tensors, tensor_leaves
 from tritongym.evaluate.result import Verdict
 
 
@@ -136,9 +137,17 @@ def share_inputs(state, inputs: list, expected: Any = None) -> SharedInputs | No
         return None
     footprint = state.footprint
     on_device = footprint is not None and answer_on_device(footprint, available_bytes(state.ctx.device))
-    if not on_device or not tensor_leaves(expected):
+    if not on_device or not all_tensors(expected):
         expected = None
     return SharedInputs.attach(state, inputs, expected, on_device)
+
+
+def all_tensors(expected: Any) -> bool:
+    """Whether an output is tensors alone, in containers (no scalar or None besides): only such an
+    output goes into output slots. The judge fills the reference's layout with what the slots hold,
+    so a value besides tensors would be the reference's, not the candidate's."""
+    found = leaves(expected)
+    return bool(found) and all(isinstance(leaf, torch.Tensor) for _, leaf in found)
 
 
 def inputs_message(shared: SharedInputs | None, cls: type, inputs: list, expected: Any = None, **fields) -> p.Message:
