@@ -5,9 +5,11 @@ input set and of the reference's output on it), plus the reference model's param
 
 * correctness (one trial at a time): the trial's inputs ``I``, the reference's output ``O`` and its
   float64 copy ``O64`` (twice ``O`` for float32; on the host when the device cannot hold it), the
-  candidate's inputs after forward moved to the device one tensor at a time (``I`` at most), and the
-  comparison's temporaries, bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the
-  output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
+  candidate's inputs after forward (``I`` at most: whole on the GPU where the answer stays on the
+  device, else on the host and moved one tensor at a time), and the comparison's temporaries,
+  bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the output's size); the
+  candidate's output, unless it stays on the device (below), is on the host as read and is moved a
+  chunk at a time.
   Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
   With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
   (:attr:`Footprint.correctness`). On a GPU the inputs go to the runner through shared input slots

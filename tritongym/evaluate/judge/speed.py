@@ -134,9 +134,10 @@ class SharedArena:
     a runner killed at the end of its job never does (torch keeps such blocks aside for good): slots
     allocated per job would leak their size at every job. Every job's shared slots are carved out of
     buffers kept instead, one per part (``inputs``, ``outputs``), each of which grows only when a job
-    needs more (the buffer it replaces is the only memory ever left behind). A large trial's input
-    slots (shared_inputs.py) and a timing batch of one call on the same inputs are carved from the
-    same ``inputs`` buffer, so that the batch does not outgrow the buffer the trial's runner mapped.
+    needs more (the buffer it replaces is the only memory ever left behind). A trial's slots
+    (shared_inputs.py) and a timing batch of one call on the same problem take the same places in
+    the same buffers, so that a large problem's batch does not outgrow the buffers the trial's
+    runner mapped (a small problem's first batch outgrows them once).
     Their memory pool of their own keeps anything else of the judge's out of the exported segments."""
 
     ALIGN = 512
