@@ -309,3 +309,41 @@ def test_the_output_slots_of_a_scalar_output_are_poisoned_byte_by_byte():
     assert torch.isnan(slot).all()
     size = speed.slot_bytes(slot).numel()
     assert size == (2 * slot.stride()[0] + 1) * 4 and not buffer[size:].any()
+
+
+class Doubles(torch.nn.Module):
+    def forward(self, x):
+        return (x * 2, [{"k": x.sum().reshape(1)}])
+
+
+class Listed(torch.nn.Module):
+    def forward(self, x):
+        return [x * 2, [{"k": x.sum().reshape(1)}]]
+
+
+@pytest.mark.parametrize("message", [p.Call(args=None, in_slots=True, out_slots=True),
+                                     p.Hollow(args=None, in_slots=True, out_slots=True)])  # fmt: skip
+def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_the_message(message):
+    from tritongym.evaluate.judge.runner import Runner
+    from tritongym.evaluate.taint import ProcessState
+
+    runner = Runner.__new__(Runner)
+    runner.device, runner.path, runner.pid, runner.baseline = torch.device("cpu"), "candidate.py", 0, ProcessState()
+    x, out, total = torch.arange(3.0).reshape(1, 3), torch.zeros(1, 3), torch.zeros(1, 1)
+    runner.slots = ([x], [out, total], [{"slot": 0}])
+    runner.output_layout = ({"slot": 0}, [{"k": {"slot": 1}}])
+    sent = []
+    runner.send = sent.append
+    handle = runner.call if isinstance(message, p.Call) else runner.hollow
+    runner.model = Doubles()
+    handle(message)
+    assert sent[-1].out_slots is True and sent[-1].value is None
+    assert torch.equal(out[0], torch.tensor([0.0, 2.0, 4.0])) and float(total[0]) == 3.0
+    out.zero_()
+    runner.model = Listed()  # another layout: the output comes in the message, the slots untouched
+    handle(message)
+    assert sent[-1].out_slots is False and isinstance(sent[-1].value, list) and not out.any()
+    if isinstance(message, p.Call):
+        assert sent[-1].inputs_after is None  # the judge reads the input slots itself
+        handle(p.Call(args=None, in_slots=True))  # not asked: never in the slots
+        assert sent[-1].out_slots is False and not out.any()

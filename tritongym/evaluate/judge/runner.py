@@ -188,7 +188,7 @@ class Runner:
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
         try:
-            in_slots = message.out_slots and self.output_in_slots(got)
+            answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -198,8 +198,8 @@ class Runner:
             stray.append(f"forward started {started} thread(s)")
         self.send(
             p.Output(
-                value=None if in_slots else got,  # the judge reads its output slots
-                out_slots=in_slots,
+                value=None if answered else got,  # the judge reads its output slots
+                out_slots=answered,
                 inputs_after=None if message.in_slots else given,  # the judge reads its input slots
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
@@ -261,10 +261,10 @@ class Runner:
             with LaunchMonitor(self.path, skip=skip), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
-            in_slots = message.out_slots and self.output_in_slots(got)
+            answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
-            got, in_slots = None, False
-        self.send(p.HollowResult(value=None if in_slots else got, out_slots=in_slots))
+            got, answered = None, False
+        self.send(p.HollowResult(value=None if answered else got, out_slots=answered))
         size, given, got = _bytes(given), None, None
         self.release(size)
 
