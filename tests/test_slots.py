@@ -347,3 +347,38 @@ def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_
         assert sent[-1].inputs_after is None  # the judge reads the input slots itself
         handle(p.Call(args=None, in_slots=True))  # not asked: never in the slots
         assert sent[-1].out_slots is False and not out.any()
+
+
+def test_the_profiled_forward_gets_fresh_inputs_in_the_slots_the_runner_maps(shared):
+    slots, asked, _ = shared
+    fresh = [torch.randn(4, 5).t(), 3, torch.arange(6) + 10]
+    reference = SimpleNamespace(inputs=lambda seed: fresh)
+    answer = p.ProfileResult(0.5, [], [])
+    state = SimpleNamespace(shared=slots, ask=lambda message, expect: asked.append(message) or answer)
+    assert speed.profile_candidate(state, reference)["coverage"] == 0.5
+    assert asked[-1].in_slots and asked[-1].args is None
+    assert torch.equal(slots.slots[0][0], fresh[0]) and torch.equal(slots.slots[1][0], fresh[2])
+    state.shared = None  # inputs without tensors, or the CPU: in the message
+    speed.profile_candidate(state, reference)
+    assert not asked[-1].in_slots and asked[-1].args is fresh
+
+
+def test_the_runner_profiles_forward_on_its_slots(monkeypatch):
+    from tritongym.evaluate import profiling
+    from tritongym.evaluate.judge.runner import Runner
+
+    seen = []
+    attribution = SimpleNamespace(coverage=0.25, kernels=[], foreign_streams=[])
+    monkeypatch.setattr(
+        profiling, "profile_forward", lambda model, given, path, device: seen.append(given) or attribution
+    )
+    runner = Runner.__new__(Runner)
+    runner.device, runner.path, runner.model = torch.device("cpu"), "candidate.py", None
+    slot = torch.arange(3.0).reshape(1, 3)
+    runner.slots = ([slot], [], [{"slot": 0}, 2])
+    sent = []
+    runner.send = sent.append
+    runner.profile(p.Profile(args=None, in_slots=True))
+    assert seen[-1][1] == 2 and seen[-1][0].data_ptr() == slot.data_ptr() and sent[-1].coverage == 0.25
+    runner.profile(p.Profile(args=[torch.ones(2)]))
+    assert torch.equal(seen[-1][0], torch.ones(2))

@@ -219,6 +219,9 @@ class Profile(Message):
 
     KIND: ClassVar[str] = "profile"
     args: Tree = None
+    in_slots: bool = False
+    """As for Call: the inputs are in the input slots the runner maps now (the timing batch's call 0,
+    or the trials' where the job was not timed)."""
 
 
 @dataclass

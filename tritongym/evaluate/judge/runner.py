@@ -156,7 +156,7 @@ class Runner:
     def to_device(self, value):
         return map_tensors(value, lambda t: t.to(self.device))
 
-    def inputs(self, message: p.Call | p.Fallback | p.Hollow) -> list:
+    def inputs(self, message: p.Call | p.Fallback | p.Hollow | p.Profile) -> list:
         """A call's inputs: in the judge's input slots (call 0 of them) where it says so, else the
         tensors it sent, on the device."""
         if not message.in_slots:
@@ -286,7 +286,7 @@ class Runner:
         from tritongym.evaluate.profiling import profile_forward
 
         try:
-            attribution = profile_forward(self.model, self.to_device(message.args), self.path, self.device)
+            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device)
         except BaseException as exc:
             raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage

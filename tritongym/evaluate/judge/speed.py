@@ -52,6 +52,7 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
+from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
@@ -585,6 +586,7 @@ def time_candidate(state, reference) -> dict:
     persistent = outputs_persist(model, sample_output, sample_inputs)
     count = _batch_size(state, reference, model, sample_inputs, sample_output, mutates)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+    state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     bytes_read = nbytes(sample_inputs)
     del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
     for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
@@ -633,7 +635,11 @@ def time_candidate(state, reference) -> dict:
 
 
 def profile_candidate(state, reference) -> dict:
-    answer = state.ask(p.Profile(args=reference.inputs(secrets.randbits(63))), (p.ProfileResult,))
+    """Coverage from one forward the runner profiles, on fresh inputs: in the input slots it maps
+    (the timing batch's call 0, or the trials' where the job was not timed) where they fit, else in
+    the message."""
+    message = inputs_message(state.shared, p.Profile, reference.inputs(secrets.randbits(63)))
+    answer = state.ask(message, (p.ProfileResult,))
     if answer.foreign_streams:
         names = ", ".join(map(str, answer.foreign_streams[:5]))
         raise Failure(
