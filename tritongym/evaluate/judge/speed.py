@@ -242,7 +242,7 @@ def layout(inputs: list) -> Any:
 
 def same_layout(a: Any, b: Any) -> bool:
     """Whether two layouts are the same, value for value and type for type (``True`` is not ``1``,
-    nor ``1.0``; a NaN is the same as nothing): what equality of the values forward returned would
+    nor ``1.0``; a NaN matches nothing): what equality of the values forward returned would
     not tell apart must still come as it was returned."""
     if type(a) is not type(b):
         return False
