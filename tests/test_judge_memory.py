@@ -290,6 +290,20 @@ def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
     assert memory.judge_host_bytes(fp, CPU, float64_on_host=False) == 2 * memory.answer_bytes(fp) + fp.correctness
 
 
+def test_a_trials_answer_stays_on_the_gpu_only_for_a_problem_of_a_gib_or_less_that_fits_beside_the_rest():
+    mib = 1 << 20
+    small = Footprint(inputs=256 * mib, outputs=128 * mib, params=0, float64=True)
+    assert memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib)  # I + 2 O in half of it
+    assert not memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib - 1)
+    edge = Footprint(inputs=memory.DEVICE_ANSWER_BYTES - 1, outputs=1, params=0, float64=False)
+    assert memory.answer_on_device(edge, available=1 << 50)
+    large = Footprint(inputs=memory.DEVICE_ANSWER_BYTES, outputs=1, params=0, float64=False)
+    assert not memory.answer_on_device(large, available=1 << 50)  # its output comes through the socket
+    # the output slot and the judge's copy of it are the job's: 2 O more while a trial is checked
+    assert memory.job_bytes(small) == small.correctness + 2 * small.outputs + 3 * (256 + 128) * mib
+    assert memory.job_bytes(large) == max(large.correctness, large.timing(1)) + 3 * (large.inputs + 1)
+
+
 def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
     small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # max(2 + 1 + 2, timing 5) + runner 6
     assert memory.job_bytes(small) == 11 * GIB

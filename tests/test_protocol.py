@@ -31,8 +31,8 @@ def raw(header: dict, payload: bytes = b"", magic: bytes = p.MAGIC, expect=(p.Ou
 
 
 def output_fields(**overrides) -> dict:
-    fields = {"value": None, "inputs_after": None, "launches": 1, "off_stream": 0, "off_stream_ops": [],
-              "compute": {}, "tampering": [], "threads": [], "alias": ""}  # fmt: skip
+    fields = {"value": None, "out_slots": False, "inputs_after": None, "launches": 1, "off_stream": 0,
+              "off_stream_ops": [], "compute": {}, "tampering": [], "threads": [], "alias": ""}  # fmt: skip
     return fields | overrides
 
 
@@ -119,5 +119,19 @@ def test_a_call_on_inputs_in_the_shared_slots_carries_no_inputs(cls):
     assert got.args is None and got.in_slots is True
     assert roundtrip(cls(args=[torch.ones(2)])).in_slots is False
     fields = {"args": None, "in_slots": "yes"} | ({"poison": False} if cls is p.Call else {})
+    fields |= {"out_slots": False} if cls is not p.Fallback else {}
     with pytest.raises(p.ProtocolError, match="wrong type"):
         raw({"kind": cls.KIND, "fields": fields}, expect=(cls,))
+
+
+@pytest.mark.parametrize("cls", [p.Call, p.Hollow])
+def test_a_call_may_ask_for_the_output_in_the_shared_slots_and_the_answer_says_it_is_there(cls):
+    assert roundtrip(cls(args=None, in_slots=True, out_slots=True)).out_slots is True
+    assert roundtrip(cls(args=None, in_slots=True)).out_slots is False
+    answer = p.Output if cls is p.Call else p.HollowResult
+    got = roundtrip(answer(value=None, out_slots=True))
+    assert got.out_slots is True and got.value is None
+    attach = roundtrip(p.Attach([], [], [{"slot": 0}], [], output_layout=({"slot": 0}, 2, {"k": {"slot": 1}})))
+    assert attach.output_layout == ({"slot": 0}, 2, {"k": {"slot": 1}})  # tuples stay tuples
+    with pytest.raises(p.ProtocolError, match="wrong type"):
+        raw({"kind": "output", "fields": output_fields(out_slots=1)})

@@ -7,10 +7,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from tritongym.evaluate.judge import memory, shared_inputs, speed
 from tritongym.evaluate.judge import protocol as p
-from tritongym.evaluate.judge import shared_inputs, speed
+from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.memory import Footprint
 from tritongym.evaluate.judge.speed import carve_slots, carved_bytes, slot_specs
 from tritongym.evaluate.judge.tree import tensor_leaves
+from tritongym.evaluate.result import Verdict
 
 
 def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
@@ -37,7 +40,7 @@ def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
             assert (slot[k].data_ptr() - buffer.data_ptr()) % speed.CALL_ALIGN == 0
 
 
-# --- a large trial's inputs through shared slots (shared_inputs.py), with CPU tensors for the GPU's --
+# --- a trial's inputs and output through shared slots (shared_inputs.py), CPU tensors for the GPU's --
 
 
 class FakeArena:
@@ -51,41 +54,75 @@ class FakeArena:
         return carve_slots(torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8), specs, 512)
 
 
-def fake_state(device: str):
+def fake_state(device: str, footprint=None):
     asked = []
     ctx = SimpleNamespace(device=torch.device(device), arena=FakeArena())
-    return SimpleNamespace(ctx=ctx, ask=lambda message, expect: asked.append(message)), asked
+    footprint = footprint or Footprint(inputs=1 << 20, outputs=1 << 20, params=0, float64=False)
+    state = SimpleNamespace(ctx=ctx, footprint=footprint, ask=lambda message, expect: asked.append(message))
+    return state, asked
+
+
+EXPECTED = (torch.zeros(2, 3), [{"b": torch.zeros(4, dtype=torch.int64)}])
+"""A reference output of nested structure: a tuple, a list, a dict."""
 
 
 @pytest.fixture
 def shared(monkeypatch):
     monkeypatch.setattr(speed, "export", lambda t: ["handle", list(t.shape)])
-    monkeypatch.setattr(shared_inputs, "SHARED_INPUT_BYTES", 64)
+    monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 40)
     state, asked = fake_state("cuda")
     inputs = [torch.randn(4, 5).t(), 3, torch.arange(6)]
-    return shared_inputs.share_inputs(state, inputs), asked, inputs
+    return shared_inputs.share_inputs(state, inputs, EXPECTED), asked, inputs
 
 
-def test_small_inputs_and_the_cpu_keep_the_socket():
-    big = [torch.zeros(shared_inputs.SHARED_INPUT_BYTES // 4 + 1)]
-    assert shared_inputs.share_inputs(fake_state("cpu")[0], big) is None
-    assert shared_inputs.share_inputs(fake_state("cuda")[0], [torch.zeros(16)]) is None
-    message = shared_inputs.inputs_message(None, p.Call, big, poison=True)
-    assert message.args is big and not message.in_slots and message.poison
+def test_the_cpu_and_inputs_without_tensors_keep_the_socket():
+    big = [torch.zeros(1 << 20)]
+    assert shared_inputs.share_inputs(fake_state("cpu")[0], big, torch.zeros(1)) is None
+    assert shared_inputs.share_inputs(fake_state("cuda")[0], [3, "x"], torch.zeros(1)) is None
+    message = shared_inputs.inputs_message(None, p.Call, big, torch.zeros(1), poison=True)
+    assert message.args is big and not message.in_slots and not message.out_slots and message.poison
 
 
-def test_the_runner_maps_one_calls_input_slots_and_no_events(shared):
-    _, asked, _ = shared
+def test_the_runner_maps_one_calls_input_and_output_slots_and_no_events(shared):
+    slots, asked, _ = shared
     (attach,) = asked
-    assert isinstance(attach, p.Attach) and attach.outputs == [] and attach.events == []
+    assert isinstance(attach, p.Attach) and attach.events == []
     assert attach.inputs == [["handle", [1, 5, 4]], ["handle", [1, 6]]]
     assert attach.layout == [{"slot": 0}, 3, {"slot": 1}]
+    assert attach.outputs == [["handle", [1, 2, 3]], ["handle", [1, 4]]]
+    assert attach.output_layout == ({"slot": 0}, [{"b": {"slot": 1}}]) and slots.on_device
+
+
+def test_an_output_with_values_besides_tensors_comes_through_the_socket(monkeypatch):
+    # the judge fills the reference's layout with the slots: a scalar there would be the reference's
+    monkeypatch.setattr(speed, "export", lambda t: ["handle"])
+    monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 40)
+    for expected in ((torch.zeros(2), 5), [torch.zeros(2), None], 3.0):
+        state, asked = fake_state("cuda")
+        slots = shared_inputs.share_inputs(state, [torch.ones(3)], expected)
+        assert asked[0].outputs == [] and asked[0].output_layout is None and slots.on_device
+        assert not shared_inputs.inputs_message(slots, p.Call, [torch.ones(3)], expected).out_slots
+
+
+def test_a_problem_too_large_for_its_answer_on_the_device_shares_only_its_inputs(monkeypatch):
+    monkeypatch.setattr(speed, "export", lambda t: ["handle"])
+    monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 40)
+    large = Footprint(inputs=memory.DEVICE_ANSWER_BYTES, outputs=1, params=0, float64=False)
+    for state, asked in (fake_state("cuda", large), fake_state("cuda")):
+        if state.footprint is not large:  # a small problem on a GPU whose memory is nearly full
+            monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 20)
+        slots = shared_inputs.share_inputs(state, [torch.ones(3)], torch.ones(2))
+        (attach,) = asked
+        assert attach.outputs == [] and attach.output_layout is None and not slots.on_device
+        message = shared_inputs.inputs_message(slots, p.Hollow, [torch.ones(3)], torch.ones(2))
+        assert message.in_slots and not message.out_slots
+        assert slots.read()[0].device.type == "cpu"  # the inputs after forward go to the host
 
 
 def test_a_call_loads_the_slots_and_the_judge_judges_its_own_copy_of_them(shared):
     slots, _, inputs = shared
     message = shared_inputs.inputs_message(slots, p.Call, inputs, poison=True)
-    assert message.args is None and message.in_slots and message.poison
+    assert message.args is None and message.in_slots and message.poison and not message.out_slots
     assert torch.equal(slots.slots[0][0], inputs[0]) and torch.equal(slots.slots[1][0], inputs[2])
     slots.slots[1][0].add_(1)  # forward changed an input in place
     after = slots.read()
@@ -97,13 +134,56 @@ def test_a_call_loads_the_slots_and_the_judge_judges_its_own_copy_of_them(shared
     assert again.in_slots and torch.equal(slots.slots[1][0], inputs[2]) and torch.equal(slots.slots[0][0], inputs[0])
 
 
+def test_the_output_in_its_slots_is_judged_as_the_judges_own_copy_made_after_the_answer(shared):
+    slots, _, inputs = shared
+    out_a, out_b = slots.outputs
+    out_a[0].fill_(1.0)  # an earlier call's output
+    message = shared_inputs.inputs_message(slots, p.Call, inputs, EXPECTED, poison=True)
+    assert message.in_slots and message.out_slots
+    assert torch.isnan(out_a[0]).all() and bool((out_b[0] == -1).all())  # poisoned before the call
+    out_a[0].copy_(torch.full((2, 3), 2.0))  # the runner's answer
+    out_b[0].copy_(torch.arange(4))
+    got = shared_inputs.received(slots, message, None, out_slots=True)
+    assert isinstance(got, tuple) and isinstance(got[1], list) and set(got[1][0]) == {"b"}
+    out_a[0].fill_(9.0)  # the runner keeps writing after its answer: the judge's copy stays
+    out_b[0].zero_()
+    assert torch.equal(got[0], torch.full((2, 3), 2.0)) and torch.equal(got[1][0]["b"], torch.arange(4))
+    assert shared_inputs.received(slots, message, "sent", out_slots=False) == "sent"  # it chose the socket
+
+
+def test_an_answer_in_output_slots_it_was_not_asked_for_is_the_candidates_crash(shared):
+    slots, _, inputs = shared
+    unasked = shared_inputs.inputs_message(slots, p.Call, inputs, poison=True)
+    asked = shared_inputs.inputs_message(slots, p.Hollow, inputs, EXPECTED)
+    cases = [(slots, unasked, None), (None, asked, None), (slots, asked, torch.ones(1))]
+    for shared_slots, message, value in cases:
+        with pytest.raises(Failure) as failure:
+            shared_inputs.received(shared_slots, message, value, out_slots=True)
+        assert failure.value.verdict is Verdict.CRASH and "protocol" in failure.value.feedback
+
+
+def test_outputs_the_slots_do_not_fit_are_not_asked_for(shared):
+    slots, _, inputs = shared
+    others = [
+        [EXPECTED[0], EXPECTED[1]],  # a list, not a tuple
+        (EXPECTED[0], [{"c": EXPECTED[1][0]["b"]}]),  # another key
+        (EXPECTED[0], [{"b": EXPECTED[1][0]["b"]}], 5),  # a value besides tensors
+        (torch.zeros(3, 2), EXPECTED[1]),  # another shape
+        (EXPECTED[0].double(), EXPECTED[1]),  # another dtype
+    ]
+    for other in others:
+        message = shared_inputs.inputs_message(slots, p.Call, inputs, other)
+        assert message.in_slots and not message.out_slots, other
+
+
 def test_inputs_the_slots_do_not_fit_travel_in_the_message(shared):
     slots, _, inputs = shared
     other_scalar = [inputs[0], 4, inputs[2]]  # the runner holds the first trial's layout
+    other_type = [inputs[0], 3.0, inputs[2]]
     other_shape = [inputs[0], 3, torch.arange(7)]
-    for different in (other_scalar, other_shape):
-        message = shared_inputs.inputs_message(slots, p.Hollow, different)
-        assert message.args is different and not message.in_slots
+    for different in (other_scalar, other_type, other_shape):
+        message = shared_inputs.inputs_message(slots, p.Hollow, different, EXPECTED)
+        assert message.args is different and not message.in_slots and not message.out_slots
 
 
 def test_the_runner_runs_forward_on_the_slots_themselves():
@@ -121,9 +201,72 @@ def test_the_runner_runs_forward_on_the_slots_themselves():
     assert torch.equal(runner.inputs(p.Call(args=sent))[0], sent[0])
 
 
-def test_a_large_trials_input_slots_are_where_a_timing_batch_of_one_call_puts_its_own(monkeypatch):
-    # the trial's runner maps the inputs buffer: a batch that outgrew it would leave it allocated
-    # for the judge's life (exported memory a killed runner never lets go)
+def runner_with_output_slots(*outs):
+    from tritongym.evaluate.judge.runner import Runner
+
+    runner = Runner.__new__(Runner)
+    runner.device = torch.device("cpu")
+    runner.slots = ([], list(outs), [])
+    runner.output_layout = ({"slot": 0}, 2, {"k": {"slot": 1}})
+    return runner
+
+
+def test_the_runner_copies_an_output_of_the_judges_layout_into_its_slots():
+    a, b = torch.zeros(1, 2, 3), torch.zeros(1, 4, dtype=torch.int64)
+    runner = runner_with_output_slots(a, b)
+    got = (torch.ones(3, 2).t(), 2, {"k": torch.arange(4)})  # a transposed output is copied as values
+    assert runner.output_in_slots(got)
+    assert torch.equal(a[0], torch.ones(2, 3)) and torch.equal(b[0], torch.arange(4))
+
+
+class Marked(torch.Tensor):
+    """A tensor subclass: the socket carries it as an opaque value, so it must not go into a slot."""
+
+
+def test_an_output_of_another_layout_stays_out_of_the_slots():
+    a, b = torch.zeros(1, 2, 3), torch.zeros(1, 4, dtype=torch.int64)
+    runner = runner_with_output_slots(a, b)
+    others = [
+        [torch.ones(2, 3), 2, {"k": torch.arange(4)}],  # a list
+        (torch.ones(2, 3), True, {"k": torch.arange(4)}),  # True is not 2, nor 1
+        (torch.ones(2, 3), 2, {"j": torch.arange(4)}),  # another key
+        (torch.ones(2, 3), 2, {"k": torch.arange(5)}),  # another shape
+        (torch.ones(2, 3), 2, {"k": torch.arange(4.0)}),  # another dtype
+        (torch.ones(2, 3).as_subclass(Marked), 2, {"k": torch.arange(4)}),
+        (torch.ones(2, 3), 2, {"k": torch.arange(4), "l": torch.ones(1)}),  # another tensor
+        None,
+    ]
+    for other in others:
+        assert not runner.output_in_slots(other), other
+    assert not a.any() and not b.any()
+    runner.output_layout = None  # a timing batch's attach: no trial output slots
+    assert not runner.output_in_slots((torch.ones(2, 3), 2, {"k": torch.arange(4)}))
+
+
+def test_layouts_are_the_same_only_value_for_value_and_type_for_type():
+    same = speed.same_layout
+    assert same([{"slot": 0}, (1, "a", None)], [{"slot": 0}, (1, "a", None)])
+    assert not same([1], (1,)) and not same(1, True) and not same(1, 1.0) and not same(float("nan"), float("nan"))
+    assert not same({"a": 1, "b": 2}, {"b": 2, "a": 1})  # the order of a dict's entries is its own
+    assert not same({1: 0}, {True: 0}) and not same([1, 2], [1]) and not same(object(), object())
+
+
+def test_an_output_aliasing_one_of_several_inputs_in_one_buffer_names_that_input():
+    from tritongym.evaluate.guards import aliasing
+
+    buffer = torch.zeros(64)
+    x, y = buffer[:16], buffer[32:48]  # two input slots carved from one buffer
+    model = torch.nn.Linear(2, 2)
+    assert aliasing(y[4:], [x, y], model) == "input argument 1"
+    assert aliasing(x.view(4, 4), [x, y], model) == "input argument 0"
+    assert aliasing(buffer[20:24], [x, y], model) == "input argument 0"  # the buffer between them: still an input's
+    assert aliasing(torch.zeros(3), [x, y], model) is None
+    assert aliasing(model.weight[0], [x, y], model) == "'weight' of the module"
+
+
+def test_a_trials_slots_are_where_a_timing_batch_of_one_call_puts_its_own(monkeypatch):
+    # the trial's runner maps the inputs and outputs buffers: a batch that outgrew them would leave
+    # them allocated for the judge's life (exported memory a killed runner never lets go)
     monkeypatch.setattr(torch.cuda, "MemPool", lambda: "pool")
     monkeypatch.setattr(torch.cuda, "use_mem_pool", lambda pool: contextlib.nullcontext())
     monkeypatch.setattr(speed.SharedArena, "GRAIN", 1024)
@@ -132,11 +275,12 @@ def test_a_large_trials_input_slots_are_where_a_timing_batch_of_one_call_puts_it
     state, _ = fake_state("cuda")
     state.ctx.arena = arena
     monkeypatch.setattr(speed, "export", lambda t: [])
-    monkeypatch.setattr(shared_inputs, "SHARED_INPUT_BYTES", 1)
-    trial = shared_inputs.share_inputs(state, inputs)
+    monkeypatch.setattr(shared_inputs, "available_bytes", lambda device: 1 << 40)
+    trial = shared_inputs.share_inputs(state, inputs, output)
     specs_in, specs_out = slot_specs(inputs, output, 1)
     batch_in, batch_out = arena.carve(specs_in, "inputs"), arena.carve(specs_out, "outputs")
     assert [t.data_ptr() for t in batch_in] == [t.data_ptr() for t in trial.slots]
+    assert [t.data_ptr() for t in batch_out] == [t.data_ptr() for t in trial.outputs]
     assert arena.buffers["outputs"].data_ptr() != arena.buffers["inputs"].data_ptr() and batch_out[0].shape == (1, 4)
     kept = arena.buffers["inputs"]
     arena.carve(slot_specs(inputs, output, 8)[0], "inputs")  # a larger batch: a larger buffer
@@ -165,3 +309,76 @@ def test_the_output_slots_of_a_scalar_output_are_poisoned_byte_by_byte():
     assert torch.isnan(slot).all()
     size = speed.slot_bytes(slot).numel()
     assert size == (2 * slot.stride()[0] + 1) * 4 and not buffer[size:].any()
+
+
+class Doubles(torch.nn.Module):
+    def forward(self, x):
+        return (x * 2, [{"k": x.sum().reshape(1)}])
+
+
+class Listed(torch.nn.Module):
+    def forward(self, x):
+        return [x * 2, [{"k": x.sum().reshape(1)}]]
+
+
+@pytest.mark.parametrize("message", [p.Call(args=None, in_slots=True, out_slots=True),
+                                     p.Hollow(args=None, in_slots=True, out_slots=True)])  # fmt: skip
+def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_the_message(message):
+    from tritongym.evaluate.judge.runner import Runner
+    from tritongym.evaluate.taint import ProcessState
+
+    runner = Runner.__new__(Runner)
+    runner.device, runner.path, runner.pid, runner.baseline = torch.device("cpu"), "candidate.py", 0, ProcessState()
+    x, out, total = torch.arange(3.0).reshape(1, 3), torch.zeros(1, 3), torch.zeros(1, 1)
+    runner.slots = ([x], [out, total], [{"slot": 0}])
+    runner.output_layout = ({"slot": 0}, [{"k": {"slot": 1}}])
+    sent = []
+    runner.send = sent.append
+    handle = runner.call if isinstance(message, p.Call) else runner.hollow
+    runner.model = Doubles()
+    handle(message)
+    assert sent[-1].out_slots is True and sent[-1].value is None
+    assert torch.equal(out[0], torch.tensor([0.0, 2.0, 4.0])) and float(total[0]) == 3.0
+    out.zero_()
+    runner.model = Listed()  # another layout: the output comes in the message, the slots untouched
+    handle(message)
+    assert sent[-1].out_slots is False and isinstance(sent[-1].value, list) and not out.any()
+    if isinstance(message, p.Call):
+        assert sent[-1].inputs_after is None  # the judge reads the input slots itself
+        handle(p.Call(args=None, in_slots=True))  # not asked: never in the slots
+        assert sent[-1].out_slots is False and not out.any()
+
+
+def test_the_profiled_forward_gets_fresh_inputs_in_the_slots_the_runner_maps(shared):
+    slots, asked, _ = shared
+    fresh = [torch.randn(4, 5).t(), 3, torch.arange(6) + 10]
+    reference = SimpleNamespace(inputs=lambda seed: fresh)
+    answer = p.ProfileResult(0.5, [], [])
+    state = SimpleNamespace(shared=slots, ask=lambda message, expect: asked.append(message) or answer)
+    assert speed.profile_candidate(state, reference)["coverage"] == 0.5
+    assert asked[-1].in_slots and asked[-1].args is None
+    assert torch.equal(slots.slots[0][0], fresh[0]) and torch.equal(slots.slots[1][0], fresh[2])
+    state.shared = None  # inputs without tensors, or the CPU: in the message
+    speed.profile_candidate(state, reference)
+    assert not asked[-1].in_slots and asked[-1].args is fresh
+
+
+def test_the_runner_profiles_forward_on_its_slots(monkeypatch):
+    from tritongym.evaluate import profiling
+    from tritongym.evaluate.judge.runner import Runner
+
+    seen = []
+    attribution = SimpleNamespace(coverage=0.25, kernels=[], foreign_streams=[])
+    monkeypatch.setattr(
+        profiling, "profile_forward", lambda model, given, path, device: seen.append(given) or attribution
+    )
+    runner = Runner.__new__(Runner)
+    runner.device, runner.path, runner.model = torch.device("cpu"), "candidate.py", None
+    slot = torch.arange(3.0).reshape(1, 3)
+    runner.slots = ([slot], [], [{"slot": 0}, 2])
+    sent = []
+    runner.send = sent.append
+    runner.profile(p.Profile(args=None, in_slots=True))
+    assert seen[-1][1] == 2 and seen[-1][0].data_ptr() == slot.data_ptr() and sent[-1].coverage == 0.25
+    runner.profile(p.Profile(args=[torch.ones(2)]))
+    assert torch.equal(seen[-1][0], torch.ones(2))

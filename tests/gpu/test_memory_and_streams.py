@@ -248,11 +248,10 @@ class ModelNew(nn.Module):
 
 
 def test_inputs_in_shared_slots_are_judged_as_forward_left_them():
-    # an input set of 1 GiB or more reaches the runner through shared slots (shared_inputs.py): the
-    # judge reads the inputs after forward there, so an input zeroed in place is still caught
-    from tritongym.evaluate.judge.shared_inputs import SHARED_INPUT_BYTES
-
-    problem = _elementwise_problem(SHARED_INPUT_BYTES // 4 + (1 << 20))
+    # an input set of 1 GiB or more reaches the runner through shared slots (shared_inputs.py), its
+    # output through the socket: the judge reads the inputs after forward in the slots (copied to the
+    # host), so an input zeroed in place is still caught
+    problem = _elementwise_problem((1 << 30) // 4 + (1 << 20))
     zeroes_its_input = (
         TRIVIAL_KERNEL
         + """

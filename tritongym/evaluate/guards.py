@@ -247,17 +247,30 @@ def thread_starts() -> int:
 
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:
-    """Which input, parameter or buffer an output shares memory with, if any."""
-    owners = {}
-    for i, t in enumerate(tensor_leaves(inputs)):
-        owners.setdefault(t.untyped_storage().data_ptr(), f"input argument {i}")
-    for name, t in [*module.named_parameters(), *module.named_buffers()]:
-        owners.setdefault(t.untyped_storage().data_ptr(), f"{name!r} of the module")
+    """Which input, parameter or buffer an output shares memory with, if any. Where several share
+    one storage (inputs in the judge's shared slots, carved from one buffer), the one whose bytes
+    the output overlaps is named (else the first)."""
+    owners: dict[int, list[tuple[tuple[int, int], str]]] = {}
+    named = [(t, f"input argument {i}") for i, t in enumerate(tensor_leaves(inputs))]
+    named += [(t, f"{name!r} of the module") for name, t in [*module.named_parameters(), *module.named_buffers()]]
+    for t, name in named:
+        owners.setdefault(t.untyped_storage().data_ptr(), []).append((_byte_range(t), name))
     for t in tensor_leaves(output):
-        owner = owners.get(t.untyped_storage().data_ptr())
-        if owner is not None and t.numel():
-            return owner
+        sharing = owners.get(t.untyped_storage().data_ptr())
+        if sharing is None or not t.numel():
+            continue
+        start, end = _byte_range(t)
+        overlapping = [name for (first, last), name in sharing if first < end and start < last]
+        return (overlapping or [sharing[0][1]])[0]
     return None
+
+
+def _byte_range(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last) addresses of the bytes a tensor covers (its data pointer to its furthest element)."""
+    if not t.numel():
+        return t.data_ptr(), t.data_ptr()
+    span = 1 + sum((s - 1) * abs(st) for s, st in zip(t.shape, t.stride(), strict=True))
+    return t.data_ptr(), t.data_ptr() + span * t.element_size()
 
 
 POISON_BYTE = 0xFF

@@ -42,7 +42,7 @@ from tritongym.evaluate.judge.memory import (
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
-from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, share_inputs
+from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import gpu_lock
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
@@ -148,7 +148,7 @@ class JobState:
     kernels: SourceKernels | None = None
     """The Triton kernels and functions the candidate's text defines (evidence.py), once it was read."""
     shared: SharedInputs | None = None
-    """The input slots the runner maps, where the trials' inputs are large on a GPU (shared_inputs.py)."""
+    """The slots of one call the runner maps, on a GPU (shared_inputs.py)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -264,10 +264,13 @@ def run_trials(
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
             else:
-                state.shared = share_inputs(state, trial.inputs)
-            call = inputs_message(state.shared, p.Call, trial.inputs, poison=state.ctx.device.type == "cuda")
+                state.shared = share_inputs(state, trial.inputs, trial.expected)
+            call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
+                                  poison=state.ctx.device.type == "cuda")  # fmt: skip
             out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
-            if call.in_slots:  # the judge's own copy, whatever the runner writes there later
+            # the judge's own copies, made after the answer: whatever the runner writes there later
+            out.value = received(state.shared, call, out.value, out.out_slots)
+            if call.in_slots:
                 out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
             state.stages["first_trial"] = round(time.perf_counter() - started, 4)
@@ -298,9 +301,11 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    hollow = state.ask(inputs_message(state.shared, p.Hollow, trial.inputs), (p.HollowResult,),
-                       max_payload=answer_bound(trial))  # fmt: skip
-    without_triton = output_still_correct(hollow.value, trial, tolerance)
+    asked = inputs_message(state.shared, p.Hollow, trial.inputs, trial.expected)
+    hollow = state.ask(asked, (p.HollowResult,), max_payload=answer_bound(trial))
+    without_triton = output_still_correct(
+        received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance
+    )
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
             Verdict.HACK_NO_TRITON,

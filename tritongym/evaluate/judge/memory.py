@@ -5,14 +5,19 @@ input set and of the reference's output on it), plus the reference model's param
 
 * correctness (one trial at a time): the trial's inputs ``I``, the reference's output ``O`` and its
   float64 copy ``O64`` (twice ``O`` for float32; on the host when the device cannot hold it), the
-  candidate's inputs after forward moved to the device one tensor at a time (``I`` at most), and the
-  comparison's temporaries, bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the
-  output's size); the candidate's output stays on the host as read and is moved a chunk at a time.
+  candidate's inputs after forward (``I`` at most: whole on the GPU where the answer stays on the
+  device, else on the host and moved one tensor at a time), and the comparison's temporaries,
+  bounded (``compare.CHUNK_ELEMENTS`` elements at a time, whatever the output's size); the
+  candidate's output, unless it stays on the device (below), is on the host as read and is moved a
+  chunk at a time.
   Where the reference changes its inputs in place, the changed copies ``I`` and ``I64`` are kept too.
   With the model and its float64 copy: ``P + P64 + 2 I + O + O64 (+ I + I64)``
-  (:attr:`Footprint.correctness`). Where the inputs go to the runner through shared slots (an input
-  set of 1 GiB or more on a GPU, shared_inputs.py), the slots' ``I`` is the judge's and the runner
-  holds no copy of its own: the same memory in all, the runner's share (RUNNER_FACTOR) less.
+  (:attr:`Footprint.correctness`). On a GPU the inputs go to the runner through shared input slots
+  (shared_inputs.py): the slots' ``I`` is the judge's and the runner holds no copy of its own, the
+  same memory in all. Where the answer stays on the device as well (:func:`answer_on_device`: a
+  problem of ``I + O <= DEVICE_ANSWER_BYTES``), the judge holds the output slot and its copy of it
+  (``2 O``) and the inputs after forward whole on the GPU (the ``I`` counted above): ``2 O`` more
+  than the socket's path (:data:`DEVICE_ANSWER_FACTOR`), at most 2 GiB.
 * timing: the last trial is dropped first (timing and profiling draw input sets of their own).
   Per call of a batch of ``N``: the fresh input set (the reference runs on it) and the slot it is
   copied into for the runner, the reference's output, the runner's output slot and the copy the
@@ -56,6 +61,16 @@ TIMING_BYTES_PER_CALL = (2, 3)
 """(inputs, outputs) multiples one call of a timing batch holds: the input set and the runner's slot
 it is copied into; the reference's output, the runner's output slot and the judge's copy of it (and
 one input set more where the reference mutates its inputs: :meth:`Footprint.timing`)."""
+DEVICE_ANSWER_BYTES = 1 << 30
+"""A problem whose input set and output take at most this many bytes gets its trials' answers on the
+GPU (output slots, the inputs after forward copied on the device): its output slot is no larger than
+what a timing batch keeps in the same buffer (speed.SLOT_BYTES), so the shared buffers do not grow
+for it beyond timing's; a larger one's output comes through the socket."""
+DEVICE_ANSWER_FACTOR = (1, 2)
+"""(inputs, outputs) multiples of device memory the judge allocates for an answer on the device: its
+copy of the inputs after forward (whole; counted in :attr:`Footprint.correctness` already, where the
+socket's are moved one tensor at a time), the output slot and its copy of the output (``2 O``
+beyond :attr:`Footprint.correctness`, :func:`job_bytes`)."""
 _OOM_PHRASES = ("out of memory", "can't allocate memory", "cannot allocate memory")
 
 
@@ -117,6 +132,15 @@ class Footprint:
         )
 
 
+def answer_on_device(footprint: Footprint, available: int) -> bool:
+    """Whether a job's trial answers stay on the GPU (output slots, inputs after forward copied on
+    the device): a problem of at most ``DEVICE_ANSWER_BYTES`` whose extra device memory for it
+    (``DEVICE_ANSWER_FACTOR``) fits in ``TIMING_SHARE`` of the ``available`` bytes; else the socket."""
+    per_input, per_output = DEVICE_ANSWER_FACTOR
+    extra = per_input * footprint.inputs + per_output * footprint.outputs
+    return footprint.inputs + footprint.outputs <= DEVICE_ANSWER_BYTES and extra <= TIMING_SHARE * available
+
+
 def available_bytes(device: torch.device) -> int:
     """Memory this process could still allocate on a GPU: free on the device plus what its own
     allocator holds unused. On the CPU: the host's available memory."""
@@ -145,11 +169,13 @@ its output and as much again for the candidate's temporaries (an estimate: the c
 
 def job_bytes(footprint: Footprint) -> int:
     """GPU memory one job takes at its peak, judge and runner (``3 (I + O)``, RUNNER_FACTOR): while
-    a trial is checked, or while a timing batch of one call runs beside the model (the trial is
-    dropped by then)."""
+    a trial is checked (with the output slot and its copy, ``2 O``, where the answer may stay on the
+    device: :func:`answer_on_device`), or while a timing batch of one call runs beside the model
+    (the trial is dropped by then)."""
     runner = RUNNER_FACTOR * (footprint.inputs + footprint.outputs)
     model = footprint.params + footprint._wide(footprint.params)
-    return max(footprint.correctness, model + footprint.timing(1)) + runner
+    answer = 2 * footprint.outputs if footprint.inputs + footprint.outputs <= DEVICE_ANSWER_BYTES else 0
+    return max(footprint.correctness + answer, model + footprint.timing(1)) + runner
 
 
 def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:

@@ -146,8 +146,12 @@ class Call(Message):
     poison: bool = False
     """Fill the free GPU memory with the poison byte first (unwritten-output check)."""
     in_slots: bool = False
-    """The inputs are in the input slots attached before (a large trial on a GPU), not in ``args``;
-    the inputs after forward are then read there by the judge, not sent back."""
+    """The inputs are in the input slots attached before (a trial on a GPU), not in ``args``; the
+    inputs after forward are then read there by the judge, not sent back."""
+    out_slots: bool = False
+    """Where forward's output has the output layout attached before (the reference's: the same
+    structure and values besides tensors, every tensor its slot's shape and dtype), copy it into the
+    output slots, synchronise the device, and answer with ``out_slots`` set instead of the value."""
 
 
 @dataclass
@@ -157,6 +161,9 @@ class Output(Message):
 
     KIND: ClassVar[str] = "output"
     value: Tree = None
+    """forward's output; None where it is in the output slots (``out_slots``)."""
+    out_slots: bool = False
+    """The output was copied into the output slots (asked by the Call) and the device synchronised."""
     inputs_after: Tree = None
     launches: int = 0
     off_stream: int = 0
@@ -193,13 +200,17 @@ class Hollow(Message):
     args: Tree = None
     in_slots: bool = False
     """As for Call."""
+    out_slots: bool = False
+    """As for Call."""
 
 
 @dataclass
 class HollowResult(Message):
     KIND: ClassVar[str] = "hollow_result"
     value: Tree = None
-    """forward's output, or None if it raised."""
+    """forward's output, or None if it raised (or where it is in the output slots)."""
+    out_slots: bool = False
+    """As for Output."""
 
 
 @dataclass
@@ -208,6 +219,9 @@ class Profile(Message):
 
     KIND: ClassVar[str] = "profile"
     args: Tree = None
+    in_slots: bool = False
+    """As for Call: the inputs are in the input slots the runner maps now (the timing batch's call 0,
+    or the trials' where the job was not timed)."""
 
 
 @dataclass
@@ -223,7 +237,8 @@ class ProfileResult(Message):
 @dataclass
 class Attach(Message):
     """Judge -> runner (GPU): open the judge's exported input and output slots (CUDA IPC handles):
-    a timing batch's, or a large trial's input slots (one call, no output slots, no events)."""
+    a timing batch's, or a trial's (one call, no events; output slots where its answers stay on the
+    GPU)."""
 
     KIND: ClassVar[str] = "attach"
     inputs: list = field(default_factory=list)
@@ -232,6 +247,9 @@ class Attach(Message):
     """The structure of one call's inputs, with slot numbers for tensors (speed.py)."""
     events: list = field(default_factory=list)
     """CUDA IPC handles (hex) of the judge's ``go`` and ``done`` events (none for a trial's slots)."""
+    output_layout: Tree = None
+    """A trial's: the structure of the reference's output, with slot numbers for tensors; an output
+    of this layout goes into the output slots where a call asks (``out_slots``). None for a batch."""
 
 
 @dataclass

@@ -74,6 +74,7 @@ class Runner:
         self.cls = None
         self.path = ""
         self.slots = None
+        self.output_layout = None
         self.go = self.done = None
 
     def send(self, message: p.Message) -> None:
@@ -155,7 +156,7 @@ class Runner:
     def to_device(self, value):
         return map_tensors(value, lambda t: t.to(self.device))
 
-    def inputs(self, message: p.Call | p.Fallback | p.Hollow) -> list:
+    def inputs(self, message: p.Call | p.Fallback | p.Hollow | p.Profile) -> list:
         """A call's inputs: in the judge's input slots (call 0 of them) where it says so, else the
         tensors it sent, on the device."""
         if not message.in_slots:
@@ -186,6 +187,10 @@ class Runner:
                 self.synchronize()
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
+        try:
+            answered = message.out_slots and self.output_in_slots(got)
+        except BaseException as exc:
+            raise classify_failure(exc, self.path, IN_FORWARD) from None
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
@@ -193,8 +198,9 @@ class Runner:
             stray.append(f"forward started {started} thread(s)")
         self.send(
             p.Output(
-                value=got,
-                inputs_after=None if message.in_slots else given,  # the judge reads its slots
+                value=None if answered else got,  # the judge reads its output slots
+                out_slots=answered,
+                inputs_after=None if message.in_slots else given,  # the judge reads its input slots
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
                 off_stream_ops=[clip(name) for name in sorted(recorder.off_stream)[:MAX_NAMES]],
@@ -214,6 +220,31 @@ class Runner:
         if self.device.type == "cuda" and size >= RELEASE_BYTES:
             torch.cuda.empty_cache()
 
+    def output_in_slots(self, got) -> bool:
+        """Copy forward's output into the judge's output slots, where it has the layout the judge
+        attached (the reference's) and every tensor is a plain tensor of its slot's shape and dtype;
+        False (the output goes in the message) where not. The device is synchronised before the copy
+        (forward's work on every stream is done) and after it: the copy is complete when this
+        returns True, before the answer."""
+        from tritongym.evaluate.judge.speed import layout, same_layout
+
+        outs = self.slots[1] if self.slots is not None else []
+        leaves = tensor_leaves(got)
+        if self.output_layout is None or len(leaves) != len(outs) or not same_layout(layout(got), self.output_layout):
+            return False
+        plain = (torch.Tensor, torch.nn.Parameter)  # what the socket carries as tensors
+        if not all(
+            type(t) in plain and t.shape == s.shape[1:] and t.dtype == s.dtype
+            for t, s in zip(leaves, outs, strict=True)
+        ):
+            return False
+        self.synchronize()
+        with torch.no_grad():
+            for slot, value in zip(outs, leaves, strict=True):
+                slot[0].copy_(value)
+        self.synchronize()
+        return True
+
     def hollow(self, message: p.Hollow) -> None:
         keep: set[int] = set()
 
@@ -230,9 +261,10 @@ class Runner:
             with LaunchMonitor(self.path, skip=skip), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
+            answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
-            got = None
-        self.send(p.HollowResult(value=got))
+            got, answered = None, False
+        self.send(p.HollowResult(value=None if answered else got, out_slots=answered))
         size, given, got = _bytes(given), None, None
         self.release(size)
 
@@ -254,7 +286,7 @@ class Runner:
         from tritongym.evaluate.profiling import profile_forward
 
         try:
-            attribution = profile_forward(self.model, self.to_device(message.args), self.path, self.device)
+            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device)
         except BaseException as exc:
             raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage
@@ -266,6 +298,7 @@ class Runner:
         from tritongym.evaluate.judge.speed import open_slots
 
         self.slots = open_slots(message, self.device)
+        self.output_layout = message.output_layout  # a trial's output layout (None for a timing batch)
         if message.events:  # a timing batch's (a trial's input slots come without)
             device = torch.cuda.current_device()  # an index: the event's device is -1 for a bare "cuda"
             self.go, self.done = (torch.cuda.Event.from_ipc_handle(device, bytes.fromhex(h)) for h in message.events)

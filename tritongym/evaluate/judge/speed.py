@@ -52,6 +52,7 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
+from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
 from tritongym.evaluate.result import Verdict
@@ -134,9 +135,10 @@ class SharedArena:
     a runner killed at the end of its job never does (torch keeps such blocks aside for good): slots
     allocated per job would leak their size at every job. Every job's shared slots are carved out of
     buffers kept instead, one per part (``inputs``, ``outputs``), each of which grows only when a job
-    needs more (the buffer it replaces is the only memory ever left behind). A large trial's input
-    slots (shared_inputs.py) and a timing batch of one call on the same inputs are carved from the
-    same ``inputs`` buffer, so that the batch does not outgrow the buffer the trial's runner mapped.
+    needs more (the buffer it replaces is the only memory ever left behind). A trial's slots
+    (shared_inputs.py) and a timing batch of one call on the same problem take the same places in
+    the same buffers, so that a large problem's batch does not outgrow the buffers the trial's
+    runner mapped (a small problem's first batch outgrows them once).
     Their memory pool of their own keeps anything else of the judge's out of the exported segments."""
 
     ALIGN = 512
@@ -236,6 +238,20 @@ def layout(inputs: list) -> Any:
         return value
 
     return walk(inputs)
+
+
+def same_layout(a: Any, b: Any) -> bool:
+    """Whether two layouts are the same, value for value and type for type (``True`` is not ``1``,
+    nor ``1.0``; a NaN matches nothing): what equality of the values forward returned would
+    not tell apart must still come as it was returned."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_layout(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        keys = [(type(k), k) for k in a]
+        return keys == [(type(k), k) for k in b] and all(same_layout(a[k], b[k]) for k in a)
+    return a is None or (type(a) in (bool, int, float, str) and a == b)
 
 
 def fill(value: Any, views: list) -> Any:
@@ -570,6 +586,7 @@ def time_candidate(state, reference) -> dict:
     persistent = outputs_persist(model, sample_output, sample_inputs)
     count = _batch_size(state, reference, model, sample_inputs, sample_output, mutates)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+    state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     bytes_read = nbytes(sample_inputs)
     del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
     for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
@@ -618,7 +635,11 @@ def time_candidate(state, reference) -> dict:
 
 
 def profile_candidate(state, reference) -> dict:
-    answer = state.ask(p.Profile(args=reference.inputs(secrets.randbits(63))), (p.ProfileResult,))
+    """Coverage from one forward the runner profiles, on fresh inputs: in the input slots it maps
+    (the timing batch's call 0, or the trials' where the job was not timed) where they fit, else in
+    the message."""
+    message = inputs_message(state.shared, p.Profile, reference.inputs(secrets.randbits(63)))
+    answer = state.ask(message, (p.ProfileResult,))
     if answer.foreign_streams:
         names = ", ".join(map(str, answer.foreign_streams[:5]))
         raise Failure(

@@ -118,7 +118,7 @@ def check_output(
             f"Trial {n}: an output shares memory with {out.alias}; return freshly allocated outputs.",
         )
     device = trial.inputs[0].device if trial.inputs and isinstance(trial.inputs[0], torch.Tensor) else None
-    got = out.value  # left on the host as read: the comparison moves it to the device a chunk at a time
+    got = out.value  # as read (the host) or copied (the device): the comparison moves it a chunk at a time
     comparison = compare_outputs(got, trial.expected, trial.expected64, tolerance)
     if not comparison.ok and device is not None and device.type == "cuda":
         unwritten = _unwritten(got, trial.expected)
