@@ -101,3 +101,38 @@ def test_the_program_refuses_bad_pids():
         seccomp.program(0)
     with pytest.raises(ValueError):
         seccomp.program(1 << 31)
+
+
+def test_a_confined_process_cannot_make_a_files_io_signal_another_process():
+    """F_SETOWN (or FIOSETOWN/SIOCSPGRP) plus F_SETSIG would have the kernel send any signal, SIGSTOP
+    included, to the owner named when I/O is possible: a signal the kill checks never see."""
+
+    def probe(parent):
+        import fcntl
+        import socket
+
+        a, _b = socket.socketpair()
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def ioctl(request, value):
+            def run():
+                arg = ctypes.c_int(value)
+                if libc.ioctl(a.fileno(), request, ctypes.byref(arg)) == -1:
+                    raise OSError(ctypes.get_errno(), "")
+
+            return run
+
+        return {
+            "F_SETOWN": outcome(lambda: fcntl.fcntl(a, fcntl.F_SETOWN, parent)),
+            "F_SETOWN self": outcome(lambda: fcntl.fcntl(a, fcntl.F_SETOWN, os.getpid())),
+            "F_SETSIG": outcome(lambda: fcntl.fcntl(a, 10, signal.SIGSTOP)),
+            "F_SETOWN_EX": outcome(lambda: fcntl.fcntl(a, 15, b"\0" * 8)),
+            "FIOSETOWN": outcome(ioctl(0x8901, parent)),
+            "SIOCSPGRP": outcome(ioctl(0x8902, parent)),
+            "F_GETFL": outcome(lambda: fcntl.fcntl(a, fcntl.F_GETFL)),
+            "FIONREAD": outcome(ioctl(0x541B, 0)),
+        }
+
+    seen = confined(probe)
+    assert seen.pop("F_GETFL") == seen.pop("FIONREAD") == "ok", seen
+    assert set(seen.values()) == {"Operation not permitted"}, seen

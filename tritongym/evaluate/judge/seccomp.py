@@ -5,8 +5,9 @@ judge and the runner only works within one user; or under a judge that is not ro
 signal every process of that user: stop its zygote so that nothing reaps a helper it left behind,
 kill the spare runner of the next job, or the judge. The filter, installed in the runner before the
 candidate is imported and inherited by every thread and process the candidate starts, lets signals
-go only to the runner itself or its own process group (the runner leads its session), and refuses
-the calls that read or write another process's memory or take its files. The kernel reads a pid
+go only to the runner itself or its own process group (the runner leads its session), no file's
+I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), and the calls that
+read or write another process's memory or take its files are refused. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
 The filter is written for x86-64 Linux; elsewhere runners go without it (docs/environment.md says
@@ -36,9 +37,9 @@ JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 RET_K = 0x06  # BPF_RET | BPF_K
 
-OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16
-"""Offsets in ``struct seccomp_data``: the call number, the audit architecture, the first argument's
-low (little-endian) 32 bits."""
+OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0, OFFSET_ARG1 = 0, 4, 16, 24
+"""Offsets in ``struct seccomp_data``: the call number, the audit architecture, the low (little-endian)
+32 bits of the first and second arguments."""
 
 SIGNALS_BY_PID = {"kill": 62, "rt_sigqueueinfo": 129, "tgkill": 234, "rt_tgsigqueueinfo": 297}
 """Calls whose first argument names the process (or, negated, the process group) to signal."""
@@ -50,43 +51,65 @@ REFUSED = {
     "pidfd_send_signal": 424,
     "pidfd_getfd": 438,
 }
+FCNTL, IOCTL = 72, 16
+SIGNAL_OWNER_COMMANDS = {
+    FCNTL: {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15},
+    IOCTL: {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902},
+}
+"""Commands that make a file's I/O signal a process of the caller's choosing (SIGIO, or any signal
+F_SETSIG names): refused whatever the target, the caller itself included."""
+
+Instruction = tuple[int, int | str, int | str, int]
 
 
 def supported() -> bool:
     return platform.system() == "Linux" and platform.machine() == "x86_64"
 
 
+def assemble(code: list[Instruction | str]) -> list[tuple[int, int, int, int]]:
+    """Resolve a program whose jumps name labels (the strings in ``code`` mark them) into offsets."""
+    labels, at = {}, 0
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = at
+        else:
+            at += 1
+    out: list[tuple[int, int, int, int]] = []
+    for item in code:
+        if isinstance(item, str):
+            continue
+        op, jt, jf, k = item
+        here = len(out) + 1
+        jumps = [labels[j] - here if isinstance(j, str) else j for j in (jt, jf)]
+        if not all(0 <= j <= 255 for j in jumps):
+            raise ValueError(f"jump out of range at instruction {len(out)}")
+        out.append((op, jumps[0], jumps[1], k))
+    return out
+
+
 def program(pid: int) -> list[tuple[int, int, int, int]]:
     """The filter for a runner of this pid, as (code, jump if true, jump if false, constant)."""
     if not 0 < pid < 1 << 31:
         raise ValueError(f"not a process id: {pid}")
-    own = [pid, 0, (-pid) & 0xFFFFFFFF]  # itself, its own group (0 and minus its id: it leads it)
-    body: list[tuple[int, int, int, int]] = [
+    code: list[Instruction | str] = [
         (LD_W_ABS, 0, 0, OFFSET_ARCH),
-        (JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        (RET_K, 0, 0, RET_KILL_PROCESS),
+        (JEQ_K, 0, "kill", AUDIT_ARCH_X86_64),
         (LD_W_ABS, 0, 0, OFFSET_NR),
-        (JGE_K, 0, 1, X32_SYSCALL_BIT),
-        (RET_K, 0, 0, RET_KILL_PROCESS),
+        (JGE_K, "kill", 0, X32_SYSCALL_BIT),
     ]
-    refused = sorted(REFUSED.values())
-    by_pid = sorted(SIGNALS_BY_PID.values())
-    # After the number checks: ALLOW, then the pid check (len(own) + 2 instructions).
-    checks = len(refused) + len(by_pid)
-    for index, number in enumerate(refused):
-        to_eperm = checks - index - 1 + 1  # past the remaining checks and the ALLOW
-        to_eperm += len(own) + 1  # past the pid check, to its EPERM
-        body.append((JEQ_K, to_eperm, 0, number))
-    for index, number in enumerate(by_pid):
-        to_check = len(by_pid) - index - 1 + 1  # past the remaining checks and the ALLOW
-        body.append((JEQ_K, to_check, 0, number))
-    body.append((RET_K, 0, 0, RET_ALLOW))
-    body.append((LD_W_ABS, 0, 0, OFFSET_ARG0))
-    for index, target in enumerate(own):
-        body.append((JEQ_K, len(own) - index, 0, target))  # to the ALLOW after the EPERM
-    body.append((RET_K, 0, 0, RET_EPERM))
-    body.append((RET_K, 0, 0, RET_ALLOW))
-    return body
+    code += [(JEQ_K, "eperm", 0, number) for number in sorted(REFUSED.values())]
+    code += [(JEQ_K, "signal", 0, number) for number in sorted(SIGNALS_BY_PID.values())]
+    code += [(JEQ_K, f"owner{call}", 0, call) for call in sorted(SIGNAL_OWNER_COMMANDS)]
+    code += [(RET_K, 0, 0, RET_ALLOW), "signal", (LD_W_ABS, 0, 0, OFFSET_ARG0)]
+    code += [(JEQ_K, "allow", 0, target) for target in (pid, 0, (-pid) & 0xFFFFFFFF)]  # itself, its group
+    code.append((RET_K, 0, 0, RET_EPERM))
+    for call, commands in sorted(SIGNAL_OWNER_COMMANDS.items()):
+        code += [f"owner{call}", (LD_W_ABS, 0, 0, OFFSET_ARG1)]
+        code += [(JEQ_K, "eperm", 0, command) for command in sorted(commands.values())]
+        code.append((RET_K, 0, 0, RET_ALLOW))
+    code += ["eperm", (RET_K, 0, 0, RET_EPERM), "allow", (RET_K, 0, 0, RET_ALLOW)]
+    code += ["kill", (RET_K, 0, 0, RET_KILL_PROCESS)]
+    return assemble(code)
 
 
 def confine(pid: int) -> None:
