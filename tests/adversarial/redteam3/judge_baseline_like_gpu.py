@@ -20,12 +20,11 @@ sys.path.insert(0, str(HERE.parent.parent))
 os.environ["TRITONGYM_RUNNER_USER"] = "same"
 
 from helpers import DEVICE, small_problem  # noqa: E402
-
 from tritongym.env import LocalEnv, PoolConfig  # noqa: E402
 from tritongym.evaluate import EvalConfig  # noqa: E402
 
 MARKER = Path("/tmp/redteam3-judge-owned")
-PROBE = '''
+PROBE = """
 import os, torch, torch.nn as nn, triton, triton.language as tl
 @triton.jit
 def k(a, o, n, B: tl.constexpr):
@@ -37,7 +36,7 @@ class ModelNew(nn.Module):
         out = torch.empty_like(a)
         k[(triton.cdiv(a.numel(), 256),)](a + b, out, a.numel(), B=256)
         return out
-'''
+"""
 COMPILE = """
 import torch
 torch.manual_seed(0)

@@ -13,9 +13,8 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent.parent))
 os.environ["TRITONGYM_RUNNER_USER"] = "same"
 
-from helpers import CANDIDATES, DEVICE, small_problem  # noqa: E402
-
 import tritongym  # noqa: E402
+from helpers import CANDIDATES, DEVICE, small_problem  # noqa: E402
 from tritongym.env import LocalEnv, PoolConfig  # noqa: E402
 from tritongym.evaluate import EvalConfig  # noqa: E402
 

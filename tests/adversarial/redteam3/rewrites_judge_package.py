@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
+
 import tritongym
 
 LINE = b"import os; os.system('id > /tmp/redteam3-package-owned')  # redteam3\n"

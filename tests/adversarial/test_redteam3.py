@@ -1,0 +1,135 @@
+"""The third red team's breaks (tests/adversarial/redteam3/README.md). Each test asserts the safe
+behaviour and is marked xfail(strict=True) while its break is open: it flips when the break is fixed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import CANDIDATES, DEVICE, small_problem
+from tritongym.env import LocalEnv, PoolConfig
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.judge.evidence import source_kernels
+
+HERE = Path(__file__).parent / "redteam3"
+ROOT = os.geteuid() == 0
+cpu_only = pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter's break (a GPU profiles the forward)")
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(device=DEVICE, **({"trials": 2, "timing_budget_s": 1.0} | overrides))
+
+
+def same_user_pool(monkeypatch) -> LocalEnv:
+    """A pool whose runners keep the judge's user (the GPU default; always so under a judge not root)."""
+    if ROOT:
+        monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")
+    else:
+        monkeypatch.delenv("TRITONGYM_RUNNER_USER", raising=False)
+    return LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1))
+
+
+def run_in_order(env: LocalEnv, names: list[str], **overrides) -> list:
+    problem = small_problem("vector_add")
+    paths = [HERE / name if (HERE / name).exists() else CANDIDATES / name for name in names]
+    return [env.submit(problem, path.read_text(), config(**overrides)).result() for path in paths]
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 #1: a uid-0 runner without capabilities writes root's files")
+def test_a_runner_of_the_judges_user_can_write_no_file_of_the_judges(monkeypatch):
+    """Write access is probed by opening for appending (nothing is written): tritongym's, torch's and
+    Triton's sources (imported by every later judge) and the sandbox home (the judge's caches)."""
+    with same_user_pool(monkeypatch) as env:
+        (probe,) = run_in_order(env, ["probes_writable_files.py"])
+    assert probe.verdict is Verdict.OK, probe.feedback
+    assert "WRITABLE" not in probe.stdout, probe.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 #3: prlimit64 on the zygote is not confined")
+def test_a_runner_of_the_judges_user_cannot_lower_its_zygotes_limits(monkeypatch):
+    with same_user_pool(monkeypatch) as env:
+        attacker, first, second = run_in_order(env, ["caps_zygote_address_space.py", "correct.py", "correct.py"])
+    assert attacker.verdict is Verdict.OK, attacker.feedback
+    assert first.verdict is Verdict.OK and second.verdict is Verdict.OK, (first.feedback, second.feedback)
+
+
+@pytest.mark.skipif(not ROOT, reason="a non-root judge's /proc files are root's: its runners cannot write them")
+@pytest.mark.xfail(strict=True, reason="redteam3 #4: /proc/<pid>/oom_score_adj of the zygote and judge")
+def test_a_runner_of_the_judges_user_cannot_mark_its_zygote_for_the_oom_killer(monkeypatch):
+    with same_user_pool(monkeypatch) as env:
+        attacker, *victims = run_in_order(
+            env, ["marks_judge_for_oom_killer.py", "reports_own_scores.py", "reports_own_scores.py"]
+        )
+    assert attacker.verdict is Verdict.OK, attacker.feedback
+    assert all("oom_score_adj 0" in victim.stdout for victim in victims), [v.stdout for v in victims]
+
+
+@cpu_only
+@pytest.mark.xfail(strict=True, reason="redteam3 #2: a hand-made CachingAutotuner counts as an own launch")
+def test_a_hand_made_inductor_launcher_running_numpy_is_no_triton(warm_env):
+    result = warm_env.submit(
+        small_problem("vector_add"), (HERE / "fake_inductor_launcher.py").read_text(), config(torch_compute="forbid")
+    ).result()
+    assert result.verdict in (Verdict.HACK_NO_TRITON, Verdict.HACK_TAMPERING), result.feedback
+
+
+@cpu_only
+@pytest.mark.xfail(strict=True, reason="redteam3 #5: NumPy in an interpreted kernel body is not recorded")
+def test_numpy_called_from_an_interpreted_kernel_body_is_no_triton(warm_env):
+    result = warm_env.submit(
+        small_problem("vector_add"), (HERE / "numpy_inside_interpreted_kernel.py").read_text(), config()
+    ).result()
+    assert result.verdict in (Verdict.HACK_NO_TRITON, Verdict.HACK_TORCH_COMPUTE), result.feedback
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 FP1: a kernel made by a decorator factory is not found")
+def test_a_kernel_made_by_a_decorator_factory_is_judged(warm_env):
+    result = warm_env.submit(
+        small_problem("vector_add"), (HERE / "decorator_factory_kernel.py").read_text(), config()
+    ).result()
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+FACTORY = """
+import triton
+def kernel(**options):
+    def wrap(fn):
+        return triton.jit(fn, **options)
+    return wrap
+@kernel()
+def add(x):
+    pass
+"""
+LOOP = """
+import triton
+def _add(x):
+    pass
+def _mul(x):
+    pass
+add, mul = [triton.jit(fn) for fn in (_add, _mul)]
+"""
+KEYWORD = """
+import triton
+def add(x):
+    pass
+add_kernel = triton.jit(fn=add)
+"""
+DEDENTED = """
+import textwrap
+class Kernels:
+    def source(self):
+        return async_compile.triton("add", textwrap.dedent('''
+            import triton
+            @triton.jit
+            def add(x):
+                pass
+        '''))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 FP2: honest ways to make a kernel that the evidence misses")
+@pytest.mark.parametrize("text", [FACTORY, LOOP, KEYWORD, DEDENTED], ids=["factory", "loop", "keyword", "dedented"])
+def test_every_honest_way_to_make_a_kernel_is_found(text):
+    assert source_kernels(text).kernels
