@@ -133,3 +133,17 @@ class Kernels:
 @pytest.mark.parametrize("text", [FACTORY, LOOP, KEYWORD, DEDENTED], ids=["factory", "loop", "keyword", "dedented"])
 def test_every_honest_way_to_make_a_kernel_is_found(text):
     assert source_kernels(text).kernels
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 #7: a runner's files outside its job directory outlive the job")
+def test_a_runners_files_in_tmp_go_with_the_job(warm_env):
+    import glob
+
+    result = warm_env.submit(
+        small_problem("vector_add"), (HERE / "leaves_files_in_tmp.py").read_text(), config()
+    ).result()
+    left = glob.glob("/tmp/redteam3-leftover-*")
+    for path in left:
+        os.unlink(path)
+    assert result.verdict is Verdict.OK, result.feedback
+    assert not left
