@@ -147,3 +147,32 @@ def test_a_runners_files_in_tmp_go_with_the_job(warm_env):
         os.unlink(path)
     assert result.verdict is Verdict.OK, result.feedback
     assert not left
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 #8: runners share the host's network")
+def test_a_runner_cannot_reach_a_service_on_its_host(warm_env):
+    import http.server
+    import threading
+
+    asked: list[str] = []
+
+    class Listener(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            asked.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    source = (HERE / "reaches_host_services.py").read_text().replace('("127.0.0.1", 1)', f'("127.0.0.1", {port})', 1)
+    try:
+        result = warm_env.submit(small_problem("vector_add"), source, config()).result()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.verdict is Verdict.OK, result.feedback
+    assert not asked
