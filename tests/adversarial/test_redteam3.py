@@ -157,7 +157,7 @@ def test_a_runner_cannot_reach_a_service_on_its_host(warm_env):
     asked: list[str] = []
 
     class Listener(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             asked.append(self.path)
             self.send_response(200)
             self.end_headers()

@@ -12,7 +12,6 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from helpers import DEVICE, small_problem  # noqa: E402
-
 from tritongym.env import LocalEnv, PoolConfig  # noqa: E402
 from tritongym.evaluate import EvalConfig  # noqa: E402
 
@@ -20,7 +19,7 @@ ASKED: list[str] = []
 
 
 class Listener(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         ASKED.append(self.path)
         self.send_response(200)
         self.end_headers()
