@@ -47,6 +47,16 @@ def test_a_runner_of_the_judges_user_can_write_no_file_of_the_judges(monkeypatch
     assert "WRITABLE" not in probe.stdout, probe.stdout
 
 
+@pytest.mark.skipif(not ROOT, reason="a judge that is not root has runners that are not root: /proc/sys is refused")
+@pytest.mark.xfail(strict=True, reason="redteam3 #1: a uid-0 runner without capabilities writes the host's sysctls")
+def test_a_runner_of_the_judges_user_cannot_write_the_hosts_kernel_settings(monkeypatch):
+    """Each setting is written with the value it has (nothing changes)."""
+    with same_user_pool(monkeypatch) as env:
+        (probe,) = run_in_order(env, ["probes_writable_sysctls.py"])
+    assert probe.verdict is Verdict.OK, probe.feedback
+    assert "SYSCTL_WRITABLE" not in probe.stdout, probe.stdout
+
+
 @pytest.mark.xfail(strict=True, reason="redteam3 #3: prlimit64 on the zygote is not confined")
 def test_a_runner_of_the_judges_user_cannot_lower_its_zygotes_limits(monkeypatch):
     with same_user_pool(monkeypatch) as env:
