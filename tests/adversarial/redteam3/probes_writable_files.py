@@ -1,8 +1,9 @@
 """Probe (runners that keep the judge's user): a correct vector_add that reports which files of the
 judge's it could write, without writing them: each is opened for appending and closed at once
 (nothing written, no time stamp changed). WRITABLE lines name tritongym's entry point, torch's and
-Triton's ``__init__.py`` (imported by every later judge and zygote), and the sandbox home (where the
-judge's Inductor and Triton caches live: it creates and removes an empty directory there)."""
+Triton's ``__init__.py`` (imported by every later judge and zygote), the sandbox home (where the
+judge's Inductor and Triton caches live: it creates and removes an empty directory there), and the
+block device of the root file system (opened read-write and closed: raw access to every file)."""
 
 import io
 import os
@@ -25,6 +26,13 @@ def probe():
             print("WRITABLE", path)
         except OSError as exc:
             print("refused", path, exc.strerror)
+    for device in ("/dev/vda", "/dev/sda", "/dev/nvme0n1"):
+        if os.path.exists(device):
+            try:
+                io.FileIO(device, "r+").close()
+                print("WRITABLE", device)
+            except OSError as exc:
+                print("refused", device, exc.strerror)
     try:
         os.mkdir(os.path.join(HOME, "redteam3-probe"))
         os.rmdir(os.path.join(HOME, "redteam3-probe"))
