@@ -3,7 +3,9 @@ judge's it could write, without writing them: each is opened for appending and c
 (nothing written, no time stamp changed). WRITABLE lines name tritongym's entry point, torch's and
 Triton's ``__init__.py`` (imported by every later judge and zygote), the sandbox home (where the
 judge's Inductor and Triton caches live: it creates and removes an empty directory there), and the
-block device of the root file system (opened read-write and closed: raw access to every file)."""
+block device of the root file system (opened read-write and closed: raw access to every file). It also
+reports whether it can list root's home (mode 0700: where a trainer's tokens and keys live); reading
+is not a write, so READABLE does not fail the test that uses this probe."""
 
 import io
 import os
@@ -33,6 +35,10 @@ def probe():
                 print("WRITABLE", device)
             except OSError as exc:
                 print("refused", device, exc.strerror)
+    try:
+        print("READABLE /root", len(os.listdir("/root")), "entries")
+    except OSError as exc:
+        print("refused /root", exc.strerror)
     try:
         os.mkdir(os.path.join(HOME, "redteam3-probe"))
         os.rmdir(os.path.join(HOME, "redteam3-probe"))
