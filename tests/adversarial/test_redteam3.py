@@ -11,7 +11,7 @@ import pytest
 from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
-from tritongym.evaluate.judge.evidence import source_kernels
+from tritongym.evaluate.judge.evidence import source_kernels, unknown_own_kernels
 
 HERE = Path(__file__).parent / "redteam3"
 ROOT = os.geteuid() == 0
@@ -216,3 +216,15 @@ def test_memory_held_in_system_v_segments_goes_with_the_job(warm_env):
         left = _remove_segments(0x7E3D0000, 4)
     assert "held 1024 MiB" in result.stdout or result.verdict is Verdict.OUT_OF_MEMORY, (result.verdict, result.stdout)
     assert not left
+
+
+@pytest.mark.xfail(strict=True, reason="redteam3 K: a repr= keyword turns the kernel-name evidence off")
+def test_a_repr_keyword_does_not_let_a_profile_claim_any_kernel_as_own():
+    text = """
+import triton
+def decoy(x):
+    pass
+decoy_kernel = triton.jit(decoy, repr=lambda _: "decoy")
+"""
+    rows = [{"name": "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", "own": True, "time_us": 10.0}]
+    assert unknown_own_kernels(source_kernels(text), rows)
