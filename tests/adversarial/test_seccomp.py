@@ -136,3 +136,32 @@ def test_a_confined_process_cannot_make_a_files_io_signal_another_process():
     seen = confined(probe)
     assert seen.pop("F_GETFL") == seen.pop("FIONREAD") == "ok", seen
     assert set(seen.values()) == {"Operation not permitted"}, seen
+
+
+def test_a_confined_process_changes_only_its_own_limits_and_has_no_system_v_ipc():
+    def probe(parent):
+        import resource
+
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def call(number, *args):
+            def run():
+                if libc.syscall(number, *args) == -1:
+                    raise OSError(ctypes.get_errno(), "")
+
+            return run
+
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return {
+            "own limits": outcome(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, limit)),
+            "own limits by pid": outcome(lambda: resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE, limit)),
+            "parent's limits": outcome(lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE)),
+            "shmget": outcome(call(29, 0, 4096, 0o1600)),  # IPC_PRIVATE, IPC_CREAT | 0600
+            "semget": outcome(call(64, 0, 1, 0o1600)),
+            "msgget": outcome(call(68, 0, 0o1600)),
+            "shmat": outcome(call(30, 0, 0, 0)),
+        }
+
+    seen = confined(probe)
+    assert seen.pop("own limits") == seen.pop("own limits by pid") == "ok", seen
+    assert set(seen.values()) == {"Operation not permitted"}, seen

@@ -5,7 +5,8 @@ judge and the runner only works within one user; or under a judge that is not ro
 signal every process of that user: stop its zygote so that nothing reaps a helper it left behind,
 kill the spare runner of the next job, or the judge. The filter, installed in the runner before the
 candidate is imported and inherited by every thread and process the candidate starts, lets signals
-go only to the runner itself or its own process group (the runner leads its session), no file's
+go only to the runner itself or its own process group (the runner leads its session), its limits
+are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
 I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), and the calls that
 read or write another process's memory or take its files are refused. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
@@ -43,6 +44,9 @@ OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0, OFFSET_ARG1 = 0, 4, 16, 24
 
 SIGNALS_BY_PID = {"kill": 62, "rt_sigqueueinfo": 129, "tgkill": 234, "rt_tgsigqueueinfo": 297}
 """Calls whose first argument names the process (or, negated, the process group) to signal."""
+SELF_ONLY = {"prlimit64": 302}
+"""Calls whose first argument names the process they change (0: the caller): only the runner itself
+(a same-user runner could otherwise cap its zygote's address space, and every later runner's)."""
 REFUSED = {
     "ptrace": 101,
     "tkill": 200,  # by thread id only: tgkill is what libc and Python use
@@ -50,6 +54,19 @@ REFUSED = {
     "process_vm_writev": 311,
     "pidfd_send_signal": 424,
     "pidfd_getfd": 438,
+    # System V IPC: its segments, semaphores and queues belong to no process, count against no
+    # limit of the runner's and outlive the job and the pool
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "semtimedop": 220,
 }
 FCNTL, IOCTL = 72, 16
 SIGNAL_OWNER_COMMANDS = {
@@ -99,10 +116,12 @@ def program(pid: int) -> list[tuple[int, int, int, int]]:
     ]
     code += [(JEQ_K, "eperm", 0, number) for number in sorted(REFUSED.values())]
     code += [(JEQ_K, "signal", 0, number) for number in sorted(SIGNALS_BY_PID.values())]
+    code += [(JEQ_K, "self", 0, number) for number in sorted(SELF_ONLY.values())]
     code += [(JEQ_K, f"owner{call}", 0, call) for call in sorted(SIGNAL_OWNER_COMMANDS)]
     code += [(RET_K, 0, 0, RET_ALLOW), "signal", (LD_W_ABS, 0, 0, OFFSET_ARG0)]
     code += [(JEQ_K, "allow", 0, target) for target in (pid, 0, (-pid) & 0xFFFFFFFF)]  # itself, its group
     code.append((RET_K, 0, 0, RET_EPERM))
+    code += ["self", (LD_W_ABS, 0, 0, OFFSET_ARG0), (JEQ_K, "allow", 0, pid), (JEQ_K, "allow", "eperm", 0)]
     for call, commands in sorted(SIGNAL_OWNER_COMMANDS.items()):
         code += [f"owner{call}", (LD_W_ABS, 0, 0, OFFSET_ARG1)]
         code += [(JEQ_K, "eperm", 0, command) for command in sorted(commands.values())]
