@@ -88,7 +88,6 @@ def test_every_bundled_solution_and_test_candidate_with_a_kernel_is_accepted():
 @pytest.mark.parametrize(
     ("text", "computed"),
     [
-        ("import triton\n\n@triton.jit(repr=lambda _: 'x')\ndef add(x):\n" + BODY, True),
         ("import triton\n\n@triton.jit\ndef add(x):\n" + BODY + "\nexec('pass')\n", True),
         ("import triton\n\ndef add(x):\n" + BODY + "\nadd.__qualname__ = 'mm'\nk = triton.jit(add)\n", True),
         (
@@ -115,8 +114,24 @@ def test_own_rows_must_be_named_after_a_function_of_the_text():
     assert unknown_own_kernels(FOUND, honest) == []
     assert unknown_own_kernels(FOUND, [row("launch", True)]) == []  # any function of the text may be jitted
     assert unknown_own_kernels(FOUND, [row("bias_relu", True), row(GEMM, True)]) == [GEMM]
-    computed = source_kernels("import triton\n\n@triton.jit(repr=str)\ndef k(x):\n" + BODY)
+    computed = source_kernels("import triton\n\n@triton.jit\ndef k(x):\n" + BODY + "\nk.fn.__name__ = 'x'\n")
     assert unknown_own_kernels(computed, [row(GEMM, True)]) == []
+    options = source_kernels("import triton\n\nOPTIONS = {}\n\n@triton.jit(**OPTIONS)\ndef k(x):\n" + BODY)
+    assert options.names_computed and no_kernel(options) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import triton\n\n@triton.jit(repr=lambda _: 'sm90_xmma_gemm')\ndef add(x):\n" + BODY,
+        "import triton\n\ndef add(x):\n" + BODY + "\nk = triton.jit(add, repr=str)\n",
+    ],
+)
+def test_a_kernel_renamed_by_repr_is_refused_before_it_runs(text):
+    """repr= names the compiled kernel after whatever it returns: a cuBLAS kernel's name would pass the
+    name evidence."""
+    failure = no_kernel(source_kernels(text))
+    assert failure is not None and failure.verdict is Verdict.HACK_FORBIDDEN_API and "repr=" in failure.feedback
 
 
 def test_a_clipped_name_matches_the_function_it_was_clipped_from():

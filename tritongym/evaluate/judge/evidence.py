@@ -26,6 +26,7 @@ Everything here is a pure function of plain values (tested on the CPU with purpo
 from __future__ import annotations
 
 import ast
+import textwrap
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,8 +60,16 @@ class SourceKernels:
     """Every function the text defines (its code and code in string literals): the names a kernel of
     the candidate's own can have."""
     names_computed: bool
-    """Whether a kernel's name may be computed at run time rather than written in the text (a
-    ``repr=`` keyword, ``exec``/``compile``, an assignment to ``__name__``/``__qualname__``)."""
+    """Whether a kernel's name may be computed at run time rather than written in the text
+    (``exec``/``compile``, an assignment to ``__name__``/``__qualname__``, ``**options`` passed to
+    a jit call, which may hold a ``repr``)."""
+    renamed: bool = False
+    """Whether a jit call passes ``repr=``, which names the compiled kernel after whatever it returns
+    (a cuBLAS kernel's name, say): refused, since it would switch the name evidence off."""
+    mentions_jit: bool = True
+    """Whether anything in the text is named ``*jit*`` (or an alias of it): a kernel may then be made
+    in ways no reading of the text follows (a decorator factory, a comprehension), so only a text
+    without any is refused as having no kernel."""
 
 
 def _identifiers(node: ast.AST) -> Iterable[str]:
@@ -109,6 +118,8 @@ def source_kernels(source: str | ast.AST, depth: int = 0) -> SourceKernels:
     is skipped."""
     tree = ast.parse(source) if isinstance(source, str) else source
     aliases = _jit_aliases(tree)
+    mentions = _mentions_jit(tree, aliases)
+    renamed = False
     defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     functions = {d.name for d in defs}
     kernels = {d.name for d in defs if any(_mentions_jit(dec, aliases) for dec in d.decorator_list)}
@@ -117,8 +128,10 @@ def source_kernels(source: str | ast.AST, depth: int = 0) -> SourceKernels:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if _mentions_jit(node, aliases):
-                kernels |= {n for arg in node.args for n in _identifiers(arg) if n in functions}
-                computed |= any(k.arg == "repr" for k in node.keywords)
+                values = [*node.args, *(k.value for k in node.keywords)]
+                kernels |= {n for arg in values for n in _identifiers(arg) if n in functions}
+                renamed |= any(k.arg == "repr" for k in node.keywords)
+                computed |= any(k.arg is None for k in node.keywords)  # **options may hold a repr
         elif isinstance(node, ast.Name) and node.id in ("exec", "compile", "eval"):
             computed = True
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -131,20 +144,28 @@ def source_kernels(source: str | ast.AST, depth: int = 0) -> SourceKernels:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and depth < MAX_NESTING:
             text = node.value
             if len(text) <= MAX_NESTED_SOURCE and "jit" in text and "def " in text:
-                inner = _parse(text)
+                inner = _parse(textwrap.dedent(text))
                 if inner is not None:
                     nested.append(source_kernels(inner, depth + 1))
     for found in nested:
         kernels |= found.kernels
         functions |= found.functions
         computed |= found.names_computed
-    return SourceKernels(frozenset(kernels), frozenset(functions), computed)
+        renamed |= found.renamed
+        mentions |= found.mentions_jit
+    return SourceKernels(frozenset(kernels), frozenset(functions), computed, renamed, mentions or bool(kernels))
 
 
 def no_kernel(found: SourceKernels) -> Failure | None:
     """A text that defines no Triton kernel is refused before it runs: no launch of its own kernels
     is possible, so every report of one would be forged."""
-    if found.kernels:
+    if found.renamed:
+        return Failure(
+            Verdict.HACK_FORBIDDEN_API,
+            "The solution passes repr= to triton.jit, which renames the compiled kernel: the judge "
+            "tells the solution's kernels from library ones by the names of its functions. Remove it.",
+        )
+    if found.kernels or found.mentions_jit:
         return None
     return Failure(
         Verdict.HACK_NO_TRITON,
