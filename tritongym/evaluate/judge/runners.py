@@ -107,6 +107,29 @@ def _user_files(top: str, uid: int):
                 yield st
 
 
+SCRATCH_DIRS = ("/tmp", "/var/tmp")
+"""World-writable directories where a runner of its own user can leave files outside its job's."""
+
+
+def remove_user_entries(top: str, uid: int) -> None:
+    """Remove what a runner's own user made at the top of a world-writable directory, with everything
+    below it (files there would outlive the job, and pile up job after job)."""
+    from tritongym.evaluate.sandbox import remove_tree
+
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(Path(entry.path))
+            else:
+                os.unlink(entry.path)
+
+
 def remove_user_files(top: str, uid: int) -> None:
     """Remove what a runner's own user left in a shared directory (its memory would outlive the job)."""
     for entry in _entries(top):  # deepest first: a directory is empty when its turn comes
@@ -370,6 +393,8 @@ class RunnerHandle:
         if self.uid:
             kill_user(self.uid)
             remove_user_files(SHARED_MEMORY, self.uid)
+            for top in SCRATCH_DIRS:
+                remove_user_entries(top, self.uid)
         else:
             kill_trees([self.pid])
         for target in (-self.pid, self.pid):  # its session's group, then itself if it never got one

@@ -107,8 +107,21 @@ def drop_capabilities() -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+CLONE_NEWNET = 0x40000000
+
+
+def isolate_network(device: str) -> None:
+    """A CPU runner forked by a root zygote gets a network namespace of its own, with nothing in it
+    (not even a loopback that is up): no service of the host (a model server, Ray, the tritongym
+    service) and nothing outside is reachable. GPU runners keep the host's network until CUDA's
+    inter-process handles are verified across namespaces; a judge that is not root cannot make one."""
+    if device == "cpu" and os.geteuid() == 0 and _libc.unshare(CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "a network namespace for the runner could not be made")
+
+
 def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str, uid: int) -> None:
     os.setsid()
+    isolate_network(device)
     drop_privileges(uid)
     die_with_parent(zygote)  # after the change of user, which clears the parent-death signal
     prctl(PR_SET_CHILD_SUBREAPER, 0)
