@@ -313,8 +313,10 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
     kernel's run (under the interpreter): either way one own launch, blocked in the fallback check."""
     from triton.runtime.interpreter import InterpretedFunction
 
+    from tritongym.evaluate import guards
     from tritongym.evaluate.guards import INDUCTOR_LAUNCHER, LaunchBlocked, LaunchMonitor
 
+    monkeypatch.setattr(guards, "INTERPRETED", False)  # as on a GPU; the interpreter's case below
     ran = []
     monkeypatch.setattr(InterpretedFunction, "run", lambda self, *args, **kwargs: ran.append(args))
 
@@ -350,6 +352,11 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
         own.run(5, stream=0)
     assert ran[-1] == (4,), "a blocked launch does not run"
     assert CachingAutotuner.__dict__["run"] is original, "the launcher is restored"
+    monkeypatch.setattr(guards, "INTERPRETED", True)  # the launcher's own run is not counted, its kernel's is
+    with LaunchMonitor(str(candidate)) as monitor:
+        own.run(6, stream=0)  # a launcher that never reaches a kernel: no launch
+        interpreted.run(7, stream=0)
+    assert monitor.launches == 1 and ran[-2:] == [("launcher", 6), (7,)]
 
 
 def test_generate_resumes_from_its_summary_without_compiling_again(tmp_path):

@@ -76,7 +76,6 @@ def test_a_runner_of_the_judges_user_cannot_mark_its_zygote_for_the_oom_killer(m
 
 
 @cpu_only
-@pytest.mark.xfail(strict=True, reason="redteam3 #2: a hand-made CachingAutotuner counts as an own launch")
 def test_a_hand_made_inductor_launcher_running_numpy_is_no_triton(warm_env):
     result = warm_env.submit(
         small_problem("vector_add"), (HERE / "fake_inductor_launcher.py").read_text(), config(torch_compute="forbid")

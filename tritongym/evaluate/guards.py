@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import sys
 from collections.abc import Callable
 
@@ -124,10 +125,17 @@ INDUCTOR_LAUNCHER = "torch._inductor.runtime.triton_heuristics"
 kernel through a launcher of its own (or, under the interpreter, through the kernel's ``run``)."""
 
 
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+"""Whether kernels run under Triton's interpreter here (read once, when the runner starts)."""
+
+
 def _launch_classes() -> list[type]:
     """The classes whose ``run`` launches a kernel: Triton's ``JITFunction`` (and the interpreter's
-    function), and Inductor's ``CachingAutotuner`` where candidate code imported it (KernelBook and
-    ``tritongym solutions inductor`` code launch through it, bypassing ``JITFunction.run``)."""
+    function), and, on a GPU, Inductor's ``CachingAutotuner`` where candidate code imported it
+    (KernelBook and ``tritongym solutions inductor`` code launch through it, bypassing
+    ``JITFunction.run``). Under the interpreter Inductor launches through the kernel's own ``run``,
+    which is counted: counting ``CachingAutotuner.run`` too would count a hand-made one whose
+    launcher runs no kernel at all."""
     from triton.runtime.jit import JITFunction
 
     classes = [JITFunction]
@@ -137,7 +145,7 @@ def _launch_classes() -> list[type]:
         classes.append(InterpretedFunction)
     inductor = sys.modules.get(INDUCTOR_LAUNCHER)
     autotuner = getattr(inductor, "CachingAutotuner", None)
-    if isinstance(autotuner, type) and "run" in autotuner.__dict__:
+    if not INTERPRETED and isinstance(autotuner, type) and "run" in autotuner.__dict__:
         classes.append(autotuner)
     return classes
 
