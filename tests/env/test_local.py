@@ -119,7 +119,7 @@ def test_a_judge_killed_from_outside_before_the_candidate_ran_is_retried_and_not
         "    time.sleep(2)").replace("import torch", "import os\nimport time\n\nimport torch", 1))  # fmt: skip
     future = env.submit(slow, CORRECT, CONFIG)
     deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)  # the judge, computing the reference
     result = future.result(timeout=120)
