@@ -290,28 +290,41 @@ def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
     assert memory.judge_host_bytes(fp, CPU, float64_on_host=False) == 2 * memory.answer_bytes(fp) + fp.correctness
 
 
-def test_a_trials_answer_stays_on_the_gpu_only_for_a_problem_of_a_gib_or_less_that_fits_beside_the_rest():
+def test_a_trials_answer_stays_on_the_gpu_only_for_a_problem_under_its_limit_that_fits_beside_the_rest():
     mib = 1 << 20
+    limit = memory.DEVICE_ANSWER_BYTES
     small = Footprint(inputs=256 * mib, outputs=128 * mib, params=0, float64=True)
-    assert memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib)  # I + 2 O in half of it
-    assert not memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib - 1)
-    edge = Footprint(inputs=memory.DEVICE_ANSWER_BYTES - 1, outputs=1, params=0, float64=False)
-    assert memory.answer_on_device(edge, available=1 << 50)
-    large = Footprint(inputs=memory.DEVICE_ANSWER_BYTES, outputs=1, params=0, float64=False)
-    assert not memory.answer_on_device(large, available=1 << 50)  # its output comes through the socket
+    assert memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib, limit=limit)  # I + 2 O in half of it
+    assert not memory.answer_on_device(small, available=2 * (256 + 2 * 128) * mib - 1, limit=limit)
+    edge = Footprint(inputs=limit - 1, outputs=1, params=0, float64=False)
+    assert memory.answer_on_device(edge, available=1 << 50, limit=limit)
+    large = Footprint(inputs=limit, outputs=1, params=0, float64=False)
+    assert not memory.answer_on_device(large, available=1 << 50, limit=limit)  # its output comes through the socket
     # the output slot and the judge's copy of it are the job's: 2 O more while a trial is checked
-    assert memory.job_bytes(small) == small.correctness + 2 * small.outputs + 3 * (256 + 128) * mib
-    assert memory.job_bytes(large) == max(large.correctness, large.timing(1)) + 3 * (large.inputs + 1)
+    assert memory.job_bytes(small, limit) == small.correctness + 2 * small.outputs + 3 * (256 + 128) * mib
+    assert memory.job_bytes(large, limit) == max(large.correctness, large.timing(1)) + 3 * (large.inputs + 1)
+    assert memory.job_bytes(large, 2 * limit) == large.correctness + 2 * large.outputs + 3 * (large.inputs + 1)
+
+
+def test_the_answer_limit_is_an_eighth_of_a_judges_share_of_the_gpu_and_at_least_a_gib():
+    # KernelBench level 1's 4 GiB matrix-scalar product (I + O = 8 GiB) keeps its answers on an H200
+    h200 = 139 * GIB
+    assert memory.answer_limit(h200, judges=1) == h200 // 8
+    four_gib = Footprint(inputs=4 * GIB, outputs=4 * GIB, params=0, float64=False)
+    assert memory.answer_on_device(four_gib, available=130 * GIB, limit=memory.answer_limit(h200, judges=1))
+    assert not memory.answer_on_device(four_gib, available=130 * GIB, limit=memory.answer_limit(h200, judges=3))
+    assert memory.answer_limit(h200, judges=4) == h200 // 32
+    assert memory.answer_limit(4 * GIB, judges=2) == memory.DEVICE_ANSWER_BYTES  # the floor
 
 
 def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
     small = Footprint(inputs=GIB, outputs=GIB, params=0, float64=True)  # max(2 + 1 + 2, timing 5) + runner 6
-    assert memory.job_bytes(small) == 11 * GIB
+    assert memory.job_bytes(small, memory.DEVICE_ANSWER_BYTES) == 11 * GIB
     # timing beside the model and its float64 copy (3 + 5) ties with the trial (1 + 2 + 2 + 1 + 2)
     params = Footprint(inputs=GIB, outputs=GIB, params=GIB, float64=True)
-    assert memory.job_bytes(params) == 8 * GIB + 6 * GIB
+    assert memory.job_bytes(params, memory.DEVICE_ANSWER_BYTES) == 8 * GIB + 6 * GIB
     outputs = Footprint(inputs=GIB, outputs=4 * GIB, params=GIB, float64=False)  # model 1 + timing 14 beat the trial 7
-    assert memory.job_bytes(outputs) == 15 * GIB + 15 * GIB
+    assert memory.job_bytes(outputs, memory.DEVICE_ANSWER_BYTES) == 15 * GIB + 15 * GIB
     assert not memory.needs_whole_gpu(small, 80 * GIB, judges=4)  # 20 GiB each
     assert memory.needs_whole_gpu(small, 40 * GIB, judges=4)  # 10 GiB each
     assert not memory.needs_whole_gpu(small, 10 * GIB, judges=1)  # alone on its GPU anyway

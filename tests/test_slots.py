@@ -56,7 +56,7 @@ class FakeArena:
 
 def fake_state(device: str, footprint=None):
     asked = []
-    ctx = SimpleNamespace(device=torch.device(device), arena=FakeArena())
+    ctx = SimpleNamespace(device=torch.device(device), arena=FakeArena(), answer_limit=memory.DEVICE_ANSWER_BYTES)
     footprint = footprint or Footprint(inputs=1 << 20, outputs=1 << 20, params=0, float64=False)
     state = SimpleNamespace(ctx=ctx, footprint=footprint, ask=lambda message, expect: asked.append(message))
     return state, asked

@@ -31,6 +31,7 @@ from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_f
 from tritongym.evaluate.judge.memory import (
     Footprint,
     answer_bytes,
+    answer_limit,
     is_out_of_memory,
     judge_failure,
     judge_host_bytes,
@@ -114,6 +115,9 @@ class WorkerContext:
     judges_per_gpu: int = 1
     """Judges the pool runs on this GPU (``TRITONGYM_JUDGES_PER_GPU``): each one's memory budget is
     the GPU's memory divided by this (memory.needs_whole_gpu)."""
+    answer_limit: int = 0
+    """The largest problem (bytes of one input set and its output) whose trials' answers stay on
+    the GPU (memory.answer_limit); 0 on the CPU."""
 
 
 class Channel:
@@ -476,6 +480,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
+        ctx.answer_limit = answer_limit(torch.cuda.get_device_properties(device).total_memory, ctx.judges_per_gpu)
         torch.cuda.synchronize(device)
     return ctx
 

@@ -15,9 +15,9 @@ input set and of the reference's output on it), plus the reference model's param
   (:attr:`Footprint.correctness`). On a GPU the inputs go to the runner through shared input slots
   (shared_inputs.py): the slots' ``I`` is the judge's and the runner holds no copy of its own, the
   same memory in all. Where the answer stays on the device as well (:func:`answer_on_device`: a
-  problem of ``I + O <= DEVICE_ANSWER_BYTES``), the judge holds the output slot and its copy of it
-  (``2 O``) and the inputs after forward whole on the GPU (the ``I`` counted above): ``2 O`` more
-  than the socket's path (:data:`DEVICE_ANSWER_FACTOR`), at most 2 GiB.
+  problem of ``I + O`` up to an eighth of the judge's share of the GPU, :func:`answer_limit`), the
+  judge holds the output slot and its copy of it (``2 O``) and the inputs after forward whole on the
+  GPU (the ``I`` counted above): ``2 O`` more than the socket's path (:data:`DEVICE_ANSWER_FACTOR`).
 * timing: the last trial is dropped first (timing and profiling draw input sets of their own).
   Per call of a batch of ``N``: the fresh input set (the reference runs on it) and the slot it is
   copied into for the runner, the reference's output, the runner's output slot and the copy the
@@ -62,10 +62,21 @@ TIMING_BYTES_PER_CALL = (2, 3)
 it is copied into; the reference's output, the runner's output slot and the judge's copy of it (and
 one input set more where the reference mutates its inputs: :meth:`Footprint.timing`)."""
 DEVICE_ANSWER_BYTES = 1 << 30
-"""A problem whose input set and output take at most this many bytes gets its trials' answers on the
-GPU (output slots, the inputs after forward copied on the device): its output slot is no larger than
-what a timing batch keeps in the same buffer (speed.SLOT_BYTES), so the shared buffers do not grow
-for it beyond timing's; a larger one's output comes through the socket."""
+"""The smallest limit on a problem whose trials' answers stay on the GPU (:func:`answer_limit`)."""
+DEVICE_ANSWER_DIVISOR = 8
+"""A judge keeps answers on the GPU for problems of up to this fraction (one over it) of its share of
+the GPU (:func:`answer_limit`)."""
+
+
+def answer_limit(total: int, judges: int) -> int:
+    """The largest problem (``I + O`` bytes) whose trials' answers stay on the GPU: an eighth of each
+    judge's share of a GPU of ``total`` bytes (``DEVICE_ANSWER_DIVISOR``), at least
+    ``DEVICE_ANSWER_BYTES``. The output slots a runner maps are not given back before the judge
+    exits (speed.SharedArena), so this bounds what a large problem leaves held for later jobs; a
+    larger problem's output comes through the socket (host copies: about 10 s per trial for 4 GiB)."""
+    return max(DEVICE_ANSWER_BYTES, total // (DEVICE_ANSWER_DIVISOR * max(judges, 1)))
+
+
 DEVICE_ANSWER_FACTOR = (1, 2)
 """(inputs, outputs) multiples of device memory the judge allocates for an answer on the device: its
 copy of the inputs after forward (whole; counted in :attr:`Footprint.correctness` already, where the
@@ -132,13 +143,14 @@ class Footprint:
         )
 
 
-def answer_on_device(footprint: Footprint, available: int) -> bool:
+def answer_on_device(footprint: Footprint, available: int, limit: int) -> bool:
     """Whether a job's trial answers stay on the GPU (output slots, inputs after forward copied on
-    the device): a problem of at most ``DEVICE_ANSWER_BYTES`` whose extra device memory for it
-    (``DEVICE_ANSWER_FACTOR``) fits in ``TIMING_SHARE`` of the ``available`` bytes; else the socket."""
+    the device): a problem of at most ``limit`` bytes (:func:`answer_limit`) whose extra device
+    memory for it (``DEVICE_ANSWER_FACTOR``) fits in ``TIMING_SHARE`` of the ``available`` bytes;
+    else the socket."""
     per_input, per_output = DEVICE_ANSWER_FACTOR
     extra = per_input * footprint.inputs + per_output * footprint.outputs
-    return footprint.inputs + footprint.outputs <= DEVICE_ANSWER_BYTES and extra <= TIMING_SHARE * available
+    return footprint.inputs + footprint.outputs <= limit and extra <= TIMING_SHARE * available
 
 
 def available_bytes(device: torch.device) -> int:
@@ -167,14 +179,14 @@ RUNNER_FACTOR = 3
 its output and as much again for the candidate's temporaries (an estimate: the candidate's own)."""
 
 
-def job_bytes(footprint: Footprint) -> int:
+def job_bytes(footprint: Footprint, limit: int) -> int:
     """GPU memory one job takes at its peak, judge and runner (``3 (I + O)``, RUNNER_FACTOR): while
     a trial is checked (with the output slot and its copy, ``2 O``, where the answer may stay on the
     device: :func:`answer_on_device`), or while a timing batch of one call runs beside the model
     (the trial is dropped by then)."""
     runner = RUNNER_FACTOR * (footprint.inputs + footprint.outputs)
     model = footprint.params + footprint._wide(footprint.params)
-    answer = 2 * footprint.outputs if footprint.inputs + footprint.outputs <= DEVICE_ANSWER_BYTES else 0
+    answer = 2 * footprint.outputs if footprint.inputs + footprint.outputs <= limit else 0
     return max(footprint.correctness + answer, model + footprint.timing(1)) + runner
 
 
@@ -182,7 +194,7 @@ def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:
     """Whether a job is too large to share its GPU with the other judges on it: each judge's budget
     is ``total / judges``; a larger job holds the GPU's lock exclusively for its whole length, so
     the others wait instead of running out of memory beside it."""
-    return judges > 1 and job_bytes(footprint) > total // judges
+    return judges > 1 and job_bytes(footprint, answer_limit(total, judges)) > total // judges
 
 
 def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:

@@ -136,7 +136,8 @@ def share_inputs(state, inputs: list, expected: Any = None) -> SharedInputs | No
     if state.ctx.device.type != "cuda" or not tensor_leaves(inputs):
         return None
     footprint = state.footprint
-    on_device = footprint is not None and answer_on_device(footprint, available_bytes(state.ctx.device))
+    available = available_bytes(state.ctx.device)
+    on_device = footprint is not None and answer_on_device(footprint, available, state.ctx.answer_limit)
     if not on_device or not all_tensors(expected):
         expected = None
     return SharedInputs.attach(state, inputs, expected, on_device)
