@@ -8,8 +8,9 @@
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
-#   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS]   # Inductor's solutions of KernelBench level LEVEL
-#        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile;
+#   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
+#        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
+#        (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against eager);
 #        about 15 problems fit one call (IDS 1-15, 16-30, ...): each candidate and its torch.compile
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
@@ -48,9 +49,13 @@ case "${1:-}" in
       --out benchmarks/results/learning_gpu/table.jsonl --device cuda --sandboxes 4 --time-budget-s 480 2>&1 | tail -5
     cp benchmarks/results/learning_gpu/table.jsonl "$OUT/" ;;
   kernelbench)
-    LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS]}
+    LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]}
     IDS=${3:-}
+    CANDIDATE=${4:-inductor}
+    RUN="$OUT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
     timeout 570 python3 benchmarks/kernelbench_inductor.py --problems "build/KernelBench/level$LEVEL" \
-      ${IDS:+--ids "$IDS"} --out "$OUT/kernelbench_l${LEVEL}${IDS:+_$IDS}" --jobs 16 \
-      --generate-timeout 150 --bench-timeout 390 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60 ;;
+      ${IDS:+--ids "$IDS"} --candidate "$CANDIDATE" --out "$RUN" --jobs 16 \
+      --generate-timeout 150 --bench-timeout 390 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60
+    # the device tool brings back a limited number of files: the solutions and plots go as one archive
+    tar czf "$RUN/files.tgz" -C "$RUN" solutions run && rm -rf "$RUN/solutions" "$RUN/run" ;;
 esac

@@ -1,4 +1,4 @@
-"""At-scale check on KernelBench: Inductor's own code as the candidate, timed against torch.compile.
+"""At-scale check on KernelBench: Inductor's own code (or the problem's own PyTorch) as the candidate.
 
 For one KernelBench level (optionally a range of ids), two commands run in turn:
 
@@ -16,6 +16,13 @@ coverage and speedup distributions and the cost per candidate (wall time over ca
 mean of each evaluation stage). Re-running the same command resumes the bench run.
 
     python benchmarks/kernelbench_inductor.py --problems build/KernelBench/level1 --ids 1-34 --out OUT/l1a
+
+With ``--candidate lazy`` the candidate is instead the problem's own PyTorch code plus one trivial
+Triton launch (``ModelNew`` subclasses ``Model``, calls its forward, then launches a one-element
+kernel), timed against eager PyTorch: correct and honest by construction, so every problem should be
+``ok`` with a small coverage and a speedup just under 1.00, at the problem's own size, through the
+default pool. Any other verdict (an out-of-memory of the judge's, a library stream taken for a side
+stream, a timeout) is the judge's problem: this is issue 12's memory and stream check.
 
 The problems come from a KernelBench checkout (``git --git-dir=<KernelBench.git> archive HEAD
 KernelBench | tar -x -C build/`` gives build/KernelBench/level1..4). ``bash benchmarks/gpu_run.sh
@@ -149,7 +156,7 @@ def _distribution_row(name: str, q: dict[str, float] | None) -> str:
     return f"| {name} | {q['count']} | {cells} |"
 
 
-def report(summary: dict[str, Any], title: str) -> str:
+def report(summary: dict[str, Any], title: str, baseline: str) -> str:
     lines = [f"# {title}", ""]
     g = summary["generation"]
     lines += [
@@ -163,7 +170,7 @@ def report(summary: dict[str, Any], title: str) -> str:
     lines += [f"| {v} | {n} |" for v, n in summary["verdicts"].items()]
     lines += ["", "| distribution (ok) | n | min | p5 | median | p95 | max |", "|---|---|---|---|---|---|---|"]
     lines += [
-        _distribution_row("speedup vs compile", summary["speedup"]),
+        _distribution_row(f"speedup vs {baseline}", summary["speedup"]),
         _distribution_row("coverage", summary["coverage"]),
     ]
     cost = summary["cost"]
@@ -178,12 +185,48 @@ def _complete(generation: dict[str, Any]) -> bool:
     return len(generation.get("problems", [])) >= generation.get("problems_total", 0)
 
 
+LAZY_SUFFIX = """
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def lazy_touch_kernel(ptr):
+    tl.store(ptr, tl.load(ptr) + 1.0)
+
+
+class ModelNew(Model):
+    def forward(self, *args):
+        out = super().forward(*args)
+        devices = [a.device for a in args if isinstance(a, torch.Tensor)]
+        touch = torch.zeros(1, device=devices[0] if devices else "cuda")
+        lazy_touch_kernel[(1,)](touch)
+        return out
+"""
+"""What the lazy candidate adds to the problem's source (which imports torch and defines Model)."""
+
+
+def lazy_solutions(problems: list, out: Path) -> None:
+    """The lazy candidates and a generation summary in the layout ``solutions inductor`` writes."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for problem in problems:
+        (out / f"{problem.name}.py").write_text(problem.source.rstrip() + "\n" + LAZY_SUFFIX)
+        rows.append({"problem": problem.name, "status": "written", "reason": ""})
+    summary = {"problems_total": len(problems), "problems": rows, "written": len(rows)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
 def generate_step(args: argparse.Namespace) -> None:
     """Step 1, in a process of its own: the solutions (library calls, no CLI: typer is not needed)."""
     from tritongym.bench.run import pick_problems
     from tritongym.progress import ProgressReport
     from tritongym.solutions.inductor import generate, prepare_all
 
+    if args.candidate == "lazy":
+        lazy_solutions(pick_problems(args.problems, ids=args.ids), args.out / "solutions")
+        return
     prepared, refused = prepare_all(pick_problems(args.problems, ids=args.ids), small=args.device == "cpu")
     per_problem = max(30.0, args.generate_timeout - 30.0)  # a compilation that hangs must not hold the step
     with ProgressReport(len(prepared), "compiling", Console(stderr=True)) as progress:
@@ -193,15 +236,21 @@ def generate_step(args: argparse.Namespace) -> None:
         print(f"{o.problem}: {o.status}" + (f": {o.reason}" if o.reason else ""), flush=True)
 
 
+def baseline(candidate: str) -> str:
+    """What a candidate is timed against: Inductor's code against torch.compile (the same code), the
+    lazy candidate against eager PyTorch (its own forward)."""
+    return "compile" if candidate == "inductor" else "eager"
+
+
 def bench_step(args: argparse.Namespace) -> None:
     """Step 2, in a process of its own: the bench run replaying the solutions against torch.compile."""
     from tritongym.bench.run import BenchConfig, run_bench
     from tritongym.evaluate import EvalConfig
 
     config = BenchConfig(
-        policy="scripted", model="inductor", script="replay", problems=args.problems, ids=args.ids,
+        policy="scripted", model=args.candidate, script="replay", problems=args.problems, ids=args.ids,
         solutions=str(args.out / "solutions"), small=args.device == "cpu",
-        eval=EvalConfig(device=args.device, baseline="compile", timing_budget_s=args.timing_budget,
+        eval=EvalConfig(device=args.device, baseline=baseline(args.candidate), timing_budget_s=args.timing_budget,
                         max_source_bytes=MAX_SOURCE_BYTES),
     )  # fmt: skip
     outcome = run_bench(config, args.out / "run", jobs=args.sandboxes)
@@ -214,6 +263,11 @@ def main() -> None:
         "--problems", required=True, help="A KernelBench level directory, e.g. build/KernelBench/level1."
     )
     parser.add_argument("--ids", default="", help="Leading numbers to keep, e.g. 1-34.")
+    parser.add_argument(
+        "--candidate", choices=("inductor", "lazy"), default="inductor",
+        help="inductor: torch.compile's generated Triton (timed against torch.compile); lazy: the problem's "
+        "own PyTorch plus one trivial Triton launch (timed against eager).",
+    )  # fmt: skip
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--jobs", type=int, default=16, help="Problems compiled at once.")
     parser.add_argument("--sandboxes", type=int, default=None, help="Sandboxes of the bench run (default: the pool's).")
@@ -247,7 +301,8 @@ def main() -> None:
     summary = summarize(solutions, run, timings["generate_s"], timings["bench_s"])
     summary["settings"] = {k: str(v) for k, v in vars(args).items() if k != "step"}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    text = report(summary, f"Inductor solutions of {args.problems} {args.ids}".strip())
+    name = "Inductor solutions" if args.candidate == "inductor" else "Lazy candidates"
+    text = report(summary, f"{name} of {args.problems} {args.ids}".strip(), baseline(args.candidate))
     (args.out / "report.md").write_text(text)
     print(text)
 

@@ -9,6 +9,7 @@ compiles a small set of problems, then ``bench --policy scripted --solutions`` j
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -433,3 +434,27 @@ def test_compilations_wait_for_gpu_memory_by_their_inputs_estimate():
     for t in threads:
         t.join()
     assert most[0] == 2 and memory.held == 0
+
+
+def test_the_lazy_candidates_of_the_at_scale_check_are_the_problems_own_code_and_judged_ok(tmp_path):
+    """--candidate lazy: the problem's own forward plus one trivial Triton launch, correct by
+    construction (a module with parameters keeps its weights: ModelNew subclasses Model)."""
+    problems, out = tmp_path / "problems", tmp_path / "out"
+    problems.mkdir()
+    for name in ("linear_relu", "softmax"):
+        bundled = find_problem(name)
+        (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+         "--out", str(out), "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    written = sorted(p.name for p in (out / "solutions").glob("*.py"))
+    assert len(written) == 2
+    source = (out / "solutions" / written[0]).read_text()
+    assert "class ModelNew(Model):" in source and "lazy_touch_kernel[(1,)](touch)" in source
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdicts"] == {"ok": 2}, summary["not_ok"]
+    assert summary["settings"]["candidate"] == "lazy"
+    assert "# Lazy candidates of" in (out / "report.md").read_text()
