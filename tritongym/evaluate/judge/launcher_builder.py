@@ -45,7 +45,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from tritongym.errors import SandboxError
-from tritongym.evaluate.judge.launcher_cache import MANAGER, MANIFEST, MISSES, STORE_ENV, c_module, read_manifest
+from tritongym.evaluate.judge.launcher_cache import (
+    MANAGER,
+    MANIFEST,
+    MISSES,
+    STORE_ENV,
+    c_module,
+    read_manifest,
+    store_path,
+)
 
 log = logging.getLogger(__name__)
 
@@ -236,13 +244,8 @@ def _capture_class(store: Path):
         def get_file(self, filename):
             if c_module(filename) is None:
                 raise InvalidSpec(f"the builder builds C modules only, not {filename}")
-            entry = f"{self.key}/{filename}"
-            if entry in read_manifest(str(store)):
-                from tritongym.errors import SandboxError
-from tritongym.evaluate.judge.launcher_cache import store_path
-
-                if store_path(str(store), self.key, filename) is not None:
-                    raise _Present(entry)
+            if store_path(str(store), self.key, filename) is not None:  # listed, and its sha256 holds
+                raise _Present(f"{self.key}/{filename}")
             return None
 
         def put(self, data, filename, binary=True):
