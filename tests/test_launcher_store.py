@@ -341,3 +341,41 @@ def test_a_runner_with_a_user_of_its_own_cannot_write_the_store(tmp_path, monkey
     assert result.verdict is Verdict.OK, result.feedback
     assert result.stdout.count("REFUSED PermissionError") == 3 and "WROTE" not in result.stdout
     assert after == before
+
+
+# -- the judge's side ------------------------------------------------------------------------------
+
+
+def test_after_a_job_the_judge_counts_the_runners_builds_and_asks_for_them_once(tmp_path):
+    store = lb.LauncherStore(str(tmp_path / "launchers"), "cpu", {})
+    assert store.builder is None and store.runner_env[lc.STORE_ENV] == str(store.path)
+    assert store.runner_env["TRITON_CACHE_MANAGER"] == lc.MANAGER
+    asked = []
+    store.builder = SimpleNamespace(ask=asked.extend)
+    job = tmp_path / "job"
+    (job / "triton-cache").mkdir(parents=True)
+    (job / "triton-cache" / lc.MISSES).write_text(json.dumps(LAUNCHER) + "\n" + json.dumps({"kind": "utils"}) + "\n")
+    result = {"stage_seconds": {"total": 1.0}}
+    store.after_job(str(job), result)
+    assert result["stage_seconds"] == {"total": 1.0, "c_modules_built": 2}
+    assert asked == [lb.parse_spec(LAUNCHER), lb.Spec("utils")]
+    assert lb.LauncherStore("", "cuda", {}).runner_env == {}
+
+
+def test_the_builder_process_starts_answers_and_never_blocks_the_judge(tmp_path):
+    """The real process (no CUDA here: ``cuda_utils`` fails to link, which it logs; requests it cannot
+    build are today's behaviour), asked for more than it builds at once."""
+    import sys
+
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)}
+    builder = lb.Builder(lb.store_dir(tmp_path), env | {"TRITON_LIBCUDA_PATH": str(tmp_path)})
+    try:
+        assert builder.wait_ready(120)
+        many = [
+            lb.parse_spec({"kind": "launcher", "signature": ["i32"] * (n % 60), "tensordesc": None}) for n in range(60)
+        ]
+        builder.ask(many * 2)
+        assert len(builder.asked) == 60 and builder.proc.poll() is None
+    finally:
+        builder.close()
+    assert builder.proc.returncode is not None
