@@ -5,7 +5,9 @@ The CPU has no CUDA: Triton's real ``cuda_utils`` and launchers do not link here
 Triton's own compile path (``compile_module_from_src``, its key, ``_build`` and gcc through
 ``knobs.build.impl``) on a stand-in of the NVIDIA driver module shaped like Triton 3.4-3.6's
 (``make_launcher`` + ``CudaLauncher``) that generates a small real C extension per signature; where the
-installed Triton has ``make_launcher`` itself, the builder's source is compared with Triton's.
+installed Triton has ``make_launcher`` itself (3.4-3.6: run these tests with such a Triton first on
+PYTHONPATH), the builder's source is compared with Triton's and a runner's note made by Triton's own
+``CudaLauncher`` goes through the builder to the next job's store hit.
 """
 
 from __future__ import annotations
@@ -305,6 +307,55 @@ def test_the_builders_source_is_tritons_own(runner_cache, monkeypatch):
                           "tensordesc": None})  # fmt: skip
     assert lb.build(runner_cache.store, spec, compile=fake) == "stored"
     assert compiles.sources == [driver.make_launcher({(3,): 128}, signature, None)]
+
+
+STUB_LAUNCHER = """#include <Python.h>
+static PyObject* launch(PyObject* self, PyObject* args) { Py_RETURN_NONE; }
+static PyMethodDef methods[] = {{"launch", launch, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "__triton_launcher", NULL, -1, methods};
+PyMODINIT_FUNC PyInit___triton_launcher(void) { return PyModule_Create(&def); }
+"""
+
+
+@needs_gcc
+def test_with_tritons_own_launcher_a_runners_note_is_built_and_read_by_the_next_job(runner_cache, monkeypatch):
+    """Triton's real ``CudaLauncher`` in a runner notes the signature it missed; the builder builds from
+    that note under the same key; the next job's ``CudaLauncher`` of another kernel of that signature
+    reads it from the store. Only the compiler is a stand-in (no CUDA here): it compiles a stub
+    module of the same name and records the source Triton asked it to compile."""
+    from triton import knobs
+
+    driver = pytest.importorskip("triton.backends.nvidia.driver")
+    if not lb.per_signature_launchers(driver):
+        pytest.skip(f"this Triton builds no launcher per signature ({driver.__name__} has no make_launcher)")
+    monkeypatch.setenv("TRITON_LIBCUDA_PATH", str(runner_cache.store.parent))
+    sources = []
+
+    def stub(name, src, srcdir, *rest):
+        sources.append(Path(src).read_text())
+        Path(src).write_text(STUB_LAUNCHER)
+        return gcc(name, src, srcdir, *rest)
+
+    monkeypatch.setattr(knobs.build, "impl", stub)
+    metadata = SimpleNamespace(tensordesc_meta=None, num_ctas=1, cluster_dims=(1, 1, 1), global_scratch_size=0,
+                               global_scratch_align=1, profile_scratch_size=0, profile_scratch_align=1,
+                               launch_cooperative_grid=False, launch_pdl=False)  # fmt: skip
+
+    def launch(names):
+        signature = dict(zip(names, ["*fp32", ("i32", "*fp16"), "i64", "constexpr"], strict=True))
+        src = SimpleNamespace(constants={names[3]: 128}, signature=signature, fn=SimpleNamespace(arg_names=names))
+        driver.CudaLauncher(src, metadata)
+
+    launch(["x", "t", "n", "B"])
+    assert len(sources) == 1 and len(job_modules(runner_cache.job)) == 1
+    count, specs = lb.read_misses(runner_cache.job)
+    assert count == 1 and specs[0].signature == ("*fp32", ("i32", "*fp16"), "i64", "constexpr")
+    assert lb.build(runner_cache.store, specs[0], compile=stub) == "stored"
+    assert sources[1] == sources[0]
+    shutil.rmtree(runner_cache.job)
+    runner_cache.job.mkdir()
+    launch(["y", "pair", "m", "BLOCK"])
+    assert len(sources) == 2 and job_modules(runner_cache.job) == [] and lb.read_misses(runner_cache.job) == (0, [])
 
 
 def test_a_runner_with_a_user_of_its_own_cannot_write_the_store(tmp_path, monkeypatch):

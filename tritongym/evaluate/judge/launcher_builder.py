@@ -212,6 +212,8 @@ def put(store: Path, key: str, filename: str, data: bytes) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,128}", key) or c_module(filename) is None:
         raise InvalidSpec(f"not a C module's key and name: {key}/{filename}")
     with _locked(store):
+        if store_path(str(store), key, filename) is not None:  # another judge's builder was first
+            return str(store / key / filename)
         (store / key).mkdir(mode=0o755, exist_ok=True)
         _write_atomic(store / key / filename, data)
         manifest = read_manifest(str(store))
@@ -337,7 +339,7 @@ class Builder:
         self.proc = subprocess.Popen(
             [sys.executable, "-s", "-P", "-m", "tritongym.evaluate.judge.launcher_builder", str(store),
              str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,  # its warnings: the judge's stderr
         )  # fmt: skip
         os.set_blocking(self.proc.stdin.fileno(), False)  # a busy builder never holds the judge up
         self.asked: set[Spec] = set()

@@ -136,6 +136,8 @@ class StoreCacheManager(FileCacheManager):
             found = store_path(os.environ.get(STORE_ENV, ""), self.key, filename)
             if found is not None:
                 return found
-            if super().get_file(filename) is None:  # built here by an earlier call of this job: no miss
+            own = super().get_file(filename)
+            if own is None:  # not built by an earlier call of this job either: Triton builds it now
                 note_miss(os.path.dirname(self.cache_dir), name)
+            return own
         return super().get_file(filename)
