@@ -60,12 +60,13 @@ def test_a_second_job_of_the_same_signature_builds_no_c_module(tmp_path, monkeyp
         first = env.submit(problem, first_source, config).result()
         assert first.verdict is Verdict.OK, first.feedback + first.detail
         per_signature = launcher_builder.per_signature_launchers()
-        assert first.stage_seconds["c_modules_built"] == (1 if per_signature else 0)
+        built = first.stage_seconds["c_modules_built"]  # its kernel's launcher (cuda_utils: at the judge's start)
+        assert built >= 1 if per_signature else built == 0
         deadline = time.monotonic() + 60
-        while per_signature and launchers_in(root) == 0 and time.monotonic() < deadline:
+        while launchers_in(root) < built and time.monotonic() < deadline:
             time.sleep(0.2)  # the builder works after the job, off every candidate's clock
         second = env.submit(problem, second_source, config).result()
     assert second.verdict is Verdict.OK, second.feedback + second.detail
     assert second.stage_seconds["c_modules_built"] == 0
-    assert launchers_in(root) == (1 if per_signature else 0)
+    assert launchers_in(root) == built
     print("first trial: first job", first.stage_seconds["first_trial"], "second", second.stage_seconds["first_trial"])
