@@ -129,6 +129,33 @@ def test_the_store_serves_only_files_whose_sha256_is_in_the_manifest(tmp_path):
     assert lc.c_module("add_kernel.cubin") is None and lc.c_module(name) == "cuda_utils"
 
 
+def test_links_fifos_and_a_held_lock_in_the_store_block_nobody(tmp_path, monkeypatch):
+    """What a runner that could write the store might leave there: a manifest that is a FIFO (a
+    reader that opened it would wait forever), a module that is a link, the lock taken for good."""
+    import fcntl
+    import time
+
+    store = lb.store_dir(tmp_path / "launchers")
+    name = "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX")
+    lb.put(store, "a" * 64, name, b"trusted")
+    elsewhere = tmp_path / "elsewhere.so"
+    elsewhere.write_bytes(b"trusted")
+    (store / ("a" * 64) / name).unlink()
+    (store / ("a" * 64) / name).symlink_to(elsewhere)  # same bytes, but not the store's file
+    assert lc.store_path(str(store), "a" * 64, name) is None
+    (store / lc.MANIFEST).unlink()
+    os.mkfifo(store / lc.MANIFEST)
+    assert lc.read_manifest(str(store)) == {}
+    monkeypatch.setattr(lb, "LOCK_TIMEOUT_S", 0.3)
+    holder = os.open(store / ".lock", os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        lb.put(store, "b" * 64, name, b"x")
+    assert time.monotonic() - start < 5
+    os.close(holder)
+
+
 # -- building and reading, through Triton's own compile path ---------------------------------------
 
 

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,9 @@ MAX_DEPTH = 3
 """Deepest nesting of tuples in a signature."""
 MAX_TYPE_CHARS = 64
 MAX_DIMS = 5
+LOCK_TIMEOUT_S = 10.0
+"""Longest wait for the store's lock (held for one write by a builder; a process that holds it
+longer, such as a runner of the judge's own user that took it, costs a build, not the judge's start)."""
 MAX_REQUESTS_PER_JOB = 8
 """Launchers the judge asks for after one job at most (the rest: a later job may ask again)."""
 
@@ -184,9 +188,18 @@ def store_dir(root: Path) -> Path:
 
 @contextlib.contextmanager
 def _locked(store: Path):
-    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    """The store's write lock, shared by every builder on the machine; TimeoutError if it stays taken."""
+    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{store / '.lock'} stayed locked for {LOCK_TIMEOUT_S} s") from None
+                time.sleep(0.05)
         yield
     finally:
         os.close(fd)

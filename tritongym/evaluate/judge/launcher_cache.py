@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 import sysconfig
 
@@ -51,12 +52,22 @@ def c_module(filename: str) -> str | None:
     return name if name in C_MODULES else None
 
 
+def _open_regular(path: str):
+    """A file of the store, opened only if it is a regular file (not a link to elsewhere, not a FIFO
+    that would block the reader)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def read_manifest(store: str) -> dict[str, str]:
     """The store's manifest; empty if it is missing or not what the builder writes."""
     try:
-        with open(os.path.join(store, MANIFEST), "rb") as fh:
+        with _open_regular(os.path.join(store, MANIFEST)) as fh:
             data = json.loads(fh.read(1 << 22))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict):
         return {}
@@ -66,7 +77,7 @@ def read_manifest(store: str) -> dict[str, str]:
 def file_sha256(path: str) -> str | None:
     try:
         digest = hashlib.sha256()
-        with open(path, "rb") as fh:
+        with _open_regular(path) as fh:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
         return digest.hexdigest()
