@@ -276,6 +276,24 @@ def test_a_tampered_module_in_the_store_is_ignored_and_built_into_the_job(runner
 
 
 @needs_gcc
+def test_a_c_module_planted_in_the_cache_directory_is_never_loaded(runner_cache, monkeypatch):
+    """At warm-up a runner's cache directory is shared by the runners of its user: a module found
+    there that this process did not build is built again, not loaded."""
+    from triton import knobs
+
+    driver, compiles = stand_in_driver(), Compiles()
+    monkeypatch.setattr(knobs.build, "impl", compiles)
+    signature = {"x": "*fp32", "n": "i32"}
+    kernel_launch(driver, signature)
+    kernel_launch(driver, signature)  # a second kernel of one signature in one process: built once
+    assert len(compiles.sources) == 1
+    monkeypatch.setattr(lc, "_built_here", set())  # the next runner: the file is someone else's now
+    launched = kernel_launch(driver, signature)
+    assert len(compiles.sources) == 2 and lb.read_misses(runner_cache.job)[0] == 2
+    assert Path(launched.module.__file__).is_relative_to(runner_cache.job)
+
+
+@needs_gcc
 def test_tensor_descriptor_lowering_is_part_of_the_request(runner_cache, monkeypatch):
     from triton import knobs
 

@@ -138,17 +138,32 @@ def note_miss(cache_dir: str, name: str) -> None:
             os.close(fd)
 
 
+_built_here: set[str] = set()
+"""C modules this process built (and put in its cache) itself."""
+
+
 class StoreCacheManager(FileCacheManager):
-    """Triton's file cache (the job's directory), except that its C modules come from the store."""
+    """Triton's file cache (the job's directory), except for its C modules: those come from the store,
+    or are built by this process; a C module found in the cache directory that this process did not
+    put there is never loaded (at warm-up the cache directory is shared by the runners of one user,
+    and a candidate could plant one there for the next runner, which loads it before its seccomp
+    filter and capabilities are dropped)."""
 
     def get_file(self, filename: str) -> str | None:
         name = c_module(filename)
-        if name is not None:
-            found = store_path(os.environ.get(STORE_ENV, ""), self.key, filename)
-            if found is not None:
-                return found
-            own = super().get_file(filename)
-            if own is None:  # not built by an earlier call of this job either: Triton builds it now
-                note_miss(os.path.dirname(self.cache_dir), name)
+        if name is None:
+            return super().get_file(filename)
+        found = store_path(os.environ.get(STORE_ENV, ""), self.key, filename)
+        if found is not None:
+            return found
+        own = self._make_path(filename)
+        if own in _built_here and os.path.exists(own):  # a second kernel of one signature in this job
             return own
-        return super().get_file(filename)
+        note_miss(os.path.dirname(self.cache_dir), name)
+        return None
+
+    def put(self, data, filename: str, binary: bool = True) -> str:
+        path = super().put(data, filename, binary)
+        if c_module(filename) is not None:
+            _built_here.add(path)
+        return path
