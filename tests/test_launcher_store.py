@@ -110,7 +110,7 @@ def test_a_store_that_others_may_write_is_refused(tmp_path):
     store.chmod(0o777)
     with pytest.raises(lb.SandboxError):
         lb.store_dir(root)
-    assert lb.LauncherStore(str(root), "cuda", {}).runner_env == {}  # the judge goes on without it
+    assert lb.LauncherStore(str(root), "cuda", {}).runner_env == {"TRITON_CACHE_MANAGER": lc.MANAGER}  # none
 
 
 def test_the_store_serves_only_files_whose_sha256_is_in_the_manifest(tmp_path):
@@ -455,7 +455,7 @@ def test_after_a_job_the_judge_counts_the_runners_builds_and_asks_for_them_once(
     store.after_job(str(job), result)
     assert result["stage_seconds"] == {"total": 1.0, "c_modules_built": 2}
     assert asked == [lb.parse_spec(LAUNCHER), lb.Spec("utils")]
-    assert lb.LauncherStore("", "cuda", {}).runner_env == {}
+    assert lb.LauncherStore("", "cuda", {}).runner_env == {"TRITON_CACHE_MANAGER": lc.MANAGER}
 
 
 def test_the_builder_process_starts_answers_and_never_blocks_the_judge(tmp_path):

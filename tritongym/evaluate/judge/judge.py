@@ -495,7 +495,7 @@ def main() -> None:
     runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch),
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
-    runner_env |= launchers.runner_env  # runners read Triton's C modules from the store, never write it
+    runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
     for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
         kill_user(uid)  # anything left by an earlier judge that had this pid

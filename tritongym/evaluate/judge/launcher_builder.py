@@ -407,10 +407,9 @@ class LauncherStore:
 
     @property
     def runner_env(self) -> dict[str, str]:
-        """What a runner's environment needs to read the store (nothing when there is none)."""
-        if self.path is None:
-            return {}
-        return {"TRITON_CACHE_MANAGER": MANAGER, STORE_ENV: str(self.path)}
+        """A runner's Triton cache manager, and the store it reads if there is one (without a store the
+        manager still refuses C modules it did not build: launcher_cache.StoreCacheManager)."""
+        return {"TRITON_CACHE_MANAGER": MANAGER} | ({STORE_ENV: str(self.path)} if self.path is not None else {})
 
     def wait_ready(self) -> None:
         if self.builder is not None and not self.builder.wait_ready(self.READY_TIMEOUT_S):
