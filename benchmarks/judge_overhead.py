@@ -5,7 +5,10 @@ its own (a new Triton cache key), as in RL.
     python benchmarks/judge_overhead.py --device cpu --rounds 2 --label judge
 
 Run the same command on another checkout (``PYTHONPATH=<checkout>``) to compare designs on one
-machine; the JSON records the wall time per evaluation (median and mean) and the median stages.
+machine; the JSON records the wall time per evaluation (median and mean), per round, and the
+median stages. On a GPU the judges' launcher store (Triton's C modules, docs/environment.md) starts
+empty in a directory of its own unless ``--launcher-store`` names one (``off``: none, every job
+builds its C modules as before): the first round shows a cold store, later rounds a warm one.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import platform
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,18 +50,23 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--label", default="judge", help="name of the design measured (file name suffix)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--launcher-store", default=None, help="the launcher store's root, or off (default: a new one)")
     args = parser.parse_args()
+    store = args.launcher_store or tempfile.mkdtemp(prefix="tritongym-launchers-")
+    os.environ["TRITONGYM_LAUNCHER_STORE"] = store
     config = EvalConfig(device=args.device, trials=args.trials, timing=False, profile=False)
     problems = [p.small() if args.device == "cpu" else p for p in load_bundled()]
-    walls, results = [], []
+    walls, results, rounds = [], [], []
     with LocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=1)) as env:
         env.fingerprint()
         env.submit(problems[0], distinct_kernels(problems[0].solution), config).result()  # warm
         for _ in range(args.rounds):
+            rounds.append([])
             for problem in problems:
                 start = time.perf_counter()
                 result = env.submit(problem, distinct_kernels(problem.solution), config).result()
                 walls.append(time.perf_counter() - start)
+                rounds[-1].append(walls[-1])
                 results.append(result)
     stages = sorted({s for r in results for s in r.stage_seconds})
     report = {
@@ -74,6 +84,8 @@ def main() -> None:
         "ok": sum(r.verdict is Verdict.OK for r in results),
         "median_wall_s": round(statistics.median(walls), 4),
         "mean_wall_s": round(statistics.mean(walls), 4),
+        "median_wall_s_per_round": [round(statistics.median(r), 4) for r in rounds],
+        "launcher_store": "off" if store == "off" else ("given" if args.launcher_store else "new"),
         "median_stage_seconds": {
             s: round(statistics.median(r.stage_seconds[s] for r in results if s in r.stage_seconds), 4) for s in stages
         },

@@ -59,6 +59,23 @@ def private_lock_dir(base: Path) -> Path:
     return path
 
 
+LAUNCHER_STORE_ENV = "TRITONGYM_LAUNCHER_STORE"
+"""Where the judges keep the launcher store (judge/launcher_builder.py): a directory, or ``off``."""
+
+
+def launcher_store_root(device: str) -> Path | None:
+    """The launcher store's root: ``TRITONGYM_LAUNCHER_STORE`` (``off``: none), else
+    ``~/.cache/tritongym/launchers`` of this user on a GPU and none on the CPU (the interpreter builds no
+    C module). Outside every sandbox's home, so that it outlives the pool and is shared by the judges
+    of this user on the machine; outside every runner's writable directories."""
+    chosen = os.environ.get(LAUNCHER_STORE_ENV, "")
+    if chosen == "off" or (not chosen and device == "cpu"):
+        return None
+    if chosen:
+        return Path(chosen).absolute()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tritongym" / "launchers"
+
+
 class _Tail(threading.Thread):
     """Drains one of the judge's own streams to EOF, keeping the last bytes (diagnostics only: the
     candidate's output comes back inside the judge's result)."""
@@ -231,6 +248,8 @@ class Sandbox:
         self.starts += 1
         init = {"channel_fd": write_fd, "device": self.device, "home": str(self._home), "parent_pid": os.getpid()}
         init["lock_dir"] = str(private_lock_dir(Path(tempfile.gettempdir())))  # the GPU timing locks
+        store = launcher_store_root(self.device)  # Triton's C modules, built by the judge for its runners
+        init["launcher_store"] = str(store) if store is not None else ""
         ready = SandboxOutcome()
         with contextlib.suppress(OSError):
             self._send(init)

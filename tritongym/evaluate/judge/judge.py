@@ -28,6 +28,7 @@ from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.launcher_builder import LauncherStore
 from tritongym.evaluate.judge.memory import (
     Footprint,
     answer_bytes,
@@ -498,6 +499,8 @@ def main() -> None:
         path.mkdir(mode=0o700)
     runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch),
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
+    launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
+    runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
     for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
         kill_user(uid)  # anything left by an earlier judge that had this pid
@@ -506,6 +509,7 @@ def main() -> None:
             os.chown(path, uid, uid)
     supply.launch()
     ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
+    launchers.wait_ready()
     supply.start()
     ready: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
     ready["runners_unprivileged"] = runners_unprivileged(init["device"])
@@ -520,9 +524,11 @@ def main() -> None:
         output_limit = message.pop("output_limit_bytes")
         result = run_job(ctx, Job.from_dict(message), output_limit)
         release(ctx.device)  # the job's memory goes back to the device before the next job
+        launchers.after_job(message["workdir"], result)
         channel.send({"result": result})
         supply.replenish()  # if this job took none (refused before running), the spare is still there
     supply.close()
+    launchers.close()
     if ctx.twin is not None:
         ctx.twin.close()
     os._exit(0)
