@@ -41,8 +41,10 @@ import fcntl
 import math
 import os
 import secrets
+import select
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -74,18 +76,35 @@ WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
+HOLD_JITTER_S = 0.001
+"""Each hold is longer by a secret random part of this: a runner cannot tell from its own clock when
+the judge's brackets start, so work it leaves on the GPU cannot aim between the judge's probes."""
+MAX_GROWN_BATCH = 4096
+"""Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
+MAX_BATCH_S = 0.1
+"""A batch is not lengthened past this much of the reference's time."""
+DEADLINE_RESERVE_S = 5.0
+"""The timing's ceiling leaves this much of the job's timeout for what comes after it (profiling)."""
 
 
 _exclusive: set[int] = set()
 """Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
 its whole length; the stages' own uses of the lock inside that are no-ops)."""
+_starting: dict[int, tuple[int, Any]] = {}
+"""Lock descriptor -> (a second descriptor of the same lock, held shared, or -1, and the socket of a
+runner whose start it covers): see ``start_covered``."""
+START_COVER_S = 30.0
+"""The longest a runner's start keeps this GPU's lock shared (a stopped or stuck spare, not longer)."""
 
 
 @contextlib.contextmanager
 def gpu_lock(fd: int, exclusive: bool):
-    """This GPU's lock, shared by every judge on the machine: trials hold it shared, timing and
-    profiling exclusively, so nothing else of ours runs on the GPU while a candidate is timed.
-    A no-op on the CPU (fd < 0) and inside an exclusive hold of the same lock."""
+    """This GPU's lock, shared by every judge on the machine: what runs work on the GPU outside
+    timing holds it shared (the reference, the candidate's import, build, trials and guards, a
+    runner's start and its end), timing and profiling hold it exclusively, so nothing else of ours
+    runs on the GPU while a candidate is timed. A no-op on the CPU (fd < 0) and inside an exclusive
+    hold of the same lock; an exclusive hold first waits for a runner's start to end (``settle``)."""
+    settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
         return
@@ -97,6 +116,53 @@ def gpu_lock(fd: int, exclusive: bool):
     finally:
         _exclusive.discard(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def start_covered(fd: int, start) -> None:
+    """Call ``start``, which starts a runner and returns the judge's end of its socket (None: none
+    was started), under this GPU's lock held shared through a descriptor of its own, and keep it
+    until that runner said its first word (its Hello, sent once its CUDA context exists) or closed
+    the socket (``settle``): a runner's start does not disturb another judge's timing, nor this
+    one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it)."""
+    settle(fd, block=True)
+    if fd < 0:
+        start()
+        return
+    second = -1
+    if fd not in _exclusive:
+        second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+        fcntl.flock(second, fcntl.LOCK_SH)
+    sock = None
+    try:
+        sock = start()
+    finally:
+        if sock is None:
+            _unlock(second)
+        else:
+            _starting[fd] = (second, sock)
+
+
+def settle(fd: int, block: bool, timeout_s: float = START_COVER_S) -> None:
+    """End the cover of a runner's start (``start_covered``) once it said its first word: at once if
+    it has, else (``block``) after waiting for it, at most ``timeout_s``. Call it with ``block``
+    before reading that first word."""
+    entry = _starting.get(fd)
+    if entry is None:
+        return
+    second, sock = entry
+    try:
+        said = bool(select.select([sock], [], [], timeout_s if block else 0)[0])
+    except (OSError, ValueError):  # its socket is closed already
+        said = True
+    if said or block:
+        del _starting[fd]
+        _unlock(second)
+
+
+def _unlock(fd: int) -> None:
+    if fd >= 0:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 # --- slots and their export ----------------------------------------------------------------------
@@ -299,6 +365,42 @@ def run_batch(model, slots, count: int) -> None:
 # --- judge side ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Bracket:
+    """One timed bracket (seconds): all of it, and the judge's two fixed workloads in it."""
+
+    seconds: float
+    flush_s: float
+    """The L2 flush after ``start`` (its calibrated clean duration: ``WorkerContext.flush_s``)."""
+    probe_s: float
+    """The probe just before ``end`` (clean: ``WorkerContext.probe_s``)."""
+
+
+def workload_bytes(device) -> tuple[int, int]:
+    """Bytes the flush and the end probe of every bracket write: ``L2_FLUSH_FACTOR`` times the L2
+    (at least 64 MiB), and the L2's size (at least 8 MiB)."""
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    return max(L2_FLUSH_FACTOR * l2, 64 << 20), max(l2, 8 << 20)
+
+
+def calibrate_workloads(device, reps: int = 21) -> tuple[float, float]:
+    """The flush's and the probe's clean durations (seconds, medians), measured when the judge
+    starts, under this GPU's exclusive lock and before any candidate ran."""
+    flush, probe = workload_bytes(device)
+    scratch = torch.empty(flush, dtype=torch.int8, device=device)
+    durations: tuple[list[float], list[float]] = ([], [])
+    for _ in range(reps + 1):  # the first of each is a warm-up
+        for k, size in enumerate((flush, probe)):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            scratch[:size].zero_()
+            end.record()
+            end.synchronize()
+            durations[k].append(start.elapsed_time(end) / 1e3)
+    del scratch
+    return statistics.median(durations[0][1:]), statistics.median(durations[1][1:])
+
+
 class Bench:
     """The slots of a batch and the four brackets of a repetition, each timed on the judge's stream.
 
@@ -338,8 +440,8 @@ class Bench:
         self.persistent = persistent
         self.device = state.ctx.device
         self.shape = layout(sample_inputs)
-        l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
-        self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
+        flush, self.probe_bytes = workload_bytes(self.device)
+        self.scratch = torch.empty(flush, dtype=torch.int8, device=self.device)
         specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
         self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
@@ -359,29 +461,40 @@ class Bench:
         """``count`` input sets from new secret seeds, each as the problem makes it."""
         return [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
 
-    def _open(self, kind: str, sets: list[list] | None):
-        """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), flush."""
+    def _open(self, kind: str, sets: list[list] | None) -> list:
+        """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
+        flush between two events. Returns the bracket's events (start, flush start, flush end, probe
+        start, end)."""
         if sets is not None:
             for t in self.shared_out:
                 slot_bytes(t).fill_(POISON)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(self.hold_s[kind] * self.cycles_per_s))
-        start.record()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
+        hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
+        torch.cuda._sleep(int(hold * self.cycles_per_s))
+        events[0].record()
         for k, inputs in enumerate(sets or ()):
             for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
                 slot[k].copy_(leaf)
+        events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
-        return start, end
+        events[2].record()
+        return events
 
-    def _close(self, start, end, in_time: bool | None = None) -> float | None:
-        """Record ``end`` and wait for it; the bracket's seconds, or None where it was late. A local
-        bracket's lateness is known once ``end`` is queued; a remote one's (``in_time``) before the
-        judge polled ``done`` (which fires only once the hold is over)."""
+    def _close(self, events: list, in_time: bool | None = None) -> Bracket | None:
+        """The probe between two events, ``end``, and wait for it; the bracket, or None where it was
+        late. A local bracket's lateness is known once ``end`` is queued; a remote one's
+        (``in_time``) before the judge polled ``done`` (which fires only once the hold is over)."""
+        start, flush_start, flush_end, probe_start, end = events
+        probe_start.record()
+        self.scratch[: self.probe_bytes].zero_()
         end.record()
         if in_time is None:
             in_time = self._queued("local", start)
         end.synchronize()
-        return start.elapsed_time(end) / 1e3 if in_time else None
+        if not in_time:
+            return None
+        return Bracket(start.elapsed_time(end) / 1e3, flush_start.elapsed_time(flush_end) / 1e3,
+                       probe_start.elapsed_time(end) / 1e3)  # fmt: skip
 
     def _queued(self, kind: str, start) -> bool:
         """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
@@ -393,23 +506,23 @@ class Bench:
         self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
         return False
 
-    def reference_batch(self, model, sets: list[list]) -> tuple[float | None, list[list]]:
+    def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
         that the candidate gets them as made); each call's output leaves, kept as returned."""
         given = clone(sets) if self.mutates else sets
-        start, end = self._open("local", None)
+        events = self._open("local", None)
         outputs = []
         with torch.no_grad():
             for args in given:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
-        return self._close(start, end), outputs
+        return self._close(events), outputs
 
-    def empty_batch(self) -> float | None:
+    def empty_batch(self) -> Bracket | None:
         """The reference's bracket without its forwards (with its copies, where it makes them)."""
-        start, end = self._open("local", None)
+        events = self._open("local", None)
         copies = [[t[-1].clone() for t in self.kept] for _ in range(self.count)] if self.persistent else []
-        elapsed = self._close(start, end)
+        elapsed = self._close(events)
         del copies
         return elapsed
 
@@ -423,23 +536,23 @@ class Bench:
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             kept.copy_(slot)
 
-    def candidate_batch(self, sets: list[list]) -> tuple[float | None, list]:
+    def candidate_batch(self, sets: list[list]) -> tuple[Bracket | None, list]:
         """The runner's forwards on the shared slots; the outputs as copied out of the slots inside
         the bracket (per leaf, one tensor of ``count`` calls; overwritten by the next bracket)."""
-        start, end = self._open("remote", sets)
+        events = self._open("remote", sets)
         self.go.record()
         self.state.ask(p.Batch(self.count), (p.BatchQueued,))
-        in_time = self._queued("remote", start)
+        in_time = self._queued("remote", events[0])
         self._poll(self.done)
         self._copy_out()
-        return self._close(start, end, in_time), self.kept
+        return self._close(events, in_time), self.kept
 
-    def remote_empty_batch(self, sets: list[list]) -> tuple[float | None, float]:
+    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
         copies a contiguous output (the candidate's last, kept) into each slot, the twin waits on
         ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
         of the judge's around the twin's go and done)."""
-        start, end = self._open("remote", sets)
+        events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
@@ -456,11 +569,11 @@ class Bench:
                 "The judge's timing process was killed while this solution was being timed; only a process of the "
                 "judge's user can do that, and the solution's runner is one. Do not signal other processes.",
             ) from None
-        in_time = self._queued("remote", start)
+        in_time = self._queued("remote", events[0])
         self._poll(self.twin.done)
         back.record()
         self._copy_out()
-        return self._close(start, end, in_time), handed.elapsed_time(back) / 1e3
+        return self._close(events, in_time), handed.elapsed_time(back) / 1e3
 
 
 def sleep_rate() -> float:
@@ -522,11 +635,10 @@ def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
     return any(t.numel() and t.untyped_storage().data_ptr() in before for t in again)
 
 
-def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any, mutates: bool) -> int:
+def _batch_size(state, model, sample_inputs: list, footprint: Footprint, sample_bytes: int) -> tuple[int, float]:
     """Calls per batch: enough for ``TARGET_BATCH_S`` of the reference's time, as many as fit in
     memory (memory.timing_batch), counting the sample's own memory as available: it is dropped
-    before the batch's input sets are made."""
-    sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
+    before the batch's input sets are made. Also returns the reference's time of one call (s)."""
     fit = max(1, SLOT_BYTES // max(sample_bytes, 1))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
@@ -539,8 +651,7 @@ def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any
         end.synchronize()
     one = max(start.elapsed_time(end) / 3e3, 1e-7)
     wanted = int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
-    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
-    return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted)
+    return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted), one
 
 
 def _baseline(reference, baseline: str, sample_inputs: list):
@@ -556,63 +667,116 @@ def _baseline(reference, baseline: str, sample_inputs: list):
     return compiled
 
 
-def repetition(bench: Bench, model, rep: int) -> tuple[float, float, float] | None:
-    """One repetition on fresh inputs: reference and candidate (their order alternates), the check
-    of every output, and the two empty brackets. Each side's time less its empty bracket's, and the
-    hand-off measured in the twin's; None when a bracket was not queued in time (its hold is now
-    longer; the caller repeats). Every output is checked either way."""
+def clean_workloads(ctx) -> timing.Clean:
+    """The judge's fixed workloads as calibrated when it started (judge.warm_up)."""
+    return timing.Clean(ctx.flush_s, ctx.probe_s, ctx.hand_off_s)
+
+
+def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
+    """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
+    it in secret), the check of every output, and the two empty brackets. None when a bracket was
+    not queued in time (its hold is now longer; the caller repeats). Every output is checked either
+    way. A repetition in which one of the judge's fixed workloads was slow had company on the GPU
+    (timing.contention): it says so, and the statistics do not use it."""
     sets = bench.fresh_inputs()
     outputs: list = [None, None]
-    elapsed: list = [None, None]
-    for side in (0, 1) if rep % 2 == 0 else (1, 0):
-        elapsed[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
+    brackets: list = [None, None]
+    for side in (1, 0) if candidate_first else (0, 1):
+        brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
     check_batch(outputs[0], outputs[1], rep)
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty, (remote_empty, hand_off) = bench.empty_batch(), bench.remote_empty_batch(sets)
-    if None in elapsed or empty is None or remote_empty is None:
+    every = [*brackets, empty, remote_empty]
+    if None in every:
         return None
-    return max(elapsed[0] - empty, 1e-9), max(elapsed[1] - remote_empty, 1e-9), hand_off
+    contended = timing.contention([b.flush_s for b in every], [b.probe_s for b in every], hand_off, clean)
+    reference, candidate = brackets
+    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended)
+
+
+def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
+    """Calls per batch that give the candidate's net time ``timing.SIGNAL_FACTOR`` times what is
+    subtracted from its bracket, judged from one repetition of ``count`` calls; ``count`` where it
+    already does, at most ``limit``."""
+    _, remote = timing.subtracted([rep], clean_hand_off_s)
+    net = rep.candidate - remote
+    if net >= timing.SIGNAL_FACTOR * remote:
+        return count
+    per_call = max(net, 0.05 * remote) / count  # a net time lost in the noise: grow as far as allowed
+    return max(count, min(limit, math.ceil(timing.SIGNAL_FACTOR * remote / max(per_call, 1e-12) - 1e-6)))
+
+
+def warm_up(bench: Bench, model) -> timing.Rep | None:
+    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
+    one queued in time."""
+    for _ in range(WARM_UP_REPS):
+        rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
+        if rep is not None:
+            return rep
+    return None
 
 
 def time_candidate(state, reference) -> dict:
     """The speedup, from a sample input set of its own (the trials' are gone: their memory is the
-    batch's) and batches of fresh input sets."""
-    job = state.job
+    batch's) and batches of fresh input sets; None with a ``timing_untrusted`` finding where no
+    trustworthy one could be measured before the ceiling (timing.stop_reason)."""
+    job, ctx = state.job, state.ctx
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     model = _baseline(reference, job.baseline, sample_inputs)
     with torch.no_grad():
         sample_output = model(*sample_inputs)
     persistent = outputs_persist(model, sample_output, sample_inputs)
-    count = _batch_size(state, reference, model, sample_inputs, sample_output, mutates)
+    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
+    sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
+    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     bytes_read = nbytes(sample_inputs)
+    first = warm_up(bench, model)
+    if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
+        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / one_s)), max(1, SLOT_BYTES // max(sample_bytes, 1)))
+        wanted = grown_count(first, count, ctx.hand_off_s, limit)
+        if wanted > count:
+            bench = None  # its flush buffer and copy-out go back to the cache before the longer batch's
+            count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
+            bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+            state.shared = SharedInputs(bench.shared_in, bench.shape)
+            warm_up(bench, model)
     del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
-    for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
-        if repetition(bench, model, 0) is not None:
-            break
-    times: tuple[list[float], list[float]] = ([], [])
-    hand_offs: list[float] = []
+    clean = clean_workloads(ctx)
+    floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
+    reps: list[timing.Rep] = []
     began = time.perf_counter()
-    rep = 0
-    while True:
-        measured = repetition(bench, model, rep + 1)
+    ceiling = min(timing.ceiling_s(job.timing_budget_s),
+                  max(job.timing_budget_s, state.deadline - time.monotonic() - DEADLINE_RESERVE_S))  # fmt: skip
+    counted, stopped, n = None, None, 0
+    while stopped is None:
+        measured = repetition(bench, model, n + 1, bool(secrets.randbits(1)), clean)
+        n += 1
         spent = time.perf_counter() - began
         if measured is not None:
-            for side in (0, 1):
-                times[side].append(measured[side] * 1e3 / count)
-            hand_offs.append(measured[2])
-            rep += 1
-        if times[0] and (rep % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
-            summary = timing.summarise(*times)
-            stopped = timing.stop_reason(summary, job.timing_target, spent, job.timing_budget_s)
-            if stopped:
-                break
-    result = {
-        "speedup": round(summary.speedup, 4),
-        "timing": {
-            "baseline": job.baseline,
+            reps.append(measured)
+        if reps and (len(reps) % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
+            counted = timing.tally(reps, count, clean.hand_off_s, floor)
+            stopped = timing.stop_reason(counted.summary, job.timing_target, spent, job.timing_budget_s,
+                                         counted.contended, ceiling)  # fmt: skip
+        elif spent >= ceiling:
+            stopped = "ceiling"
+    return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
+
+
+def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, count: int, bench: Bench,
+                  reps: list[timing.Rep], ctx, bytes_read: int, ceiling: float) -> dict:  # fmt: skip
+    """The result's ``speedup``, ``timing`` and ``findings`` from what the timing measured."""
+    summary = counted.summary if counted is not None else None
+    trusted = stopped in timing.TRUSTED and summary is not None
+    result: dict[str, Any] = {"speedup": round(summary.speedup, 4) if trusted else None}
+    invalid = dict(counted.invalid) if counted is not None else {}
+    findings = []
+    if summary is not None:
+        result["timing"] = {
+            "baseline": baseline,
             "reference_ms": summary.reference_ms,
             "reference_ci_ms": list(summary.reference_ci_ms),
             "candidate_ms": summary.candidate_ms,
@@ -621,16 +785,31 @@ def time_candidate(state, reference) -> dict:
             "spread": round(summary.spread, 4),
             "reps": summary.reps,
             "stopped": stopped,
-            "input_sets": summary.reps * count,
+            "input_sets": len(reps) * count,
             "flush_bytes": bench.scratch.numel(),
             "late_brackets": bench.late,
-            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2),
-            "clean_hand_off_us": round(state.ctx.hand_off_s * 1e6, 2),
-        },
-    }
-    flag = timing.implausible(summary.candidate_ms, bytes_read, state.ctx.copy_bandwidth)
+            "invalid_reps": sum(invalid.values()),
+            "contended_reps": invalid.get("contended", 0),
+            "subtracted_us": [round(x * 1e6, 2) for x in counted.subtracted_s],
+            "hand_off_us": round(statistics.median(r.hand_off for r in reps) * 1e6, 2),
+            "clean_hand_off_us": round(ctx.hand_off_s * 1e6, 2),
+        }
+    if not trusted:
+        why = {"contended": "the GPU had other work on it in most repetitions (its contexts are time-sliced)",
+               "ceiling": f"fewer than {timing.MIN_VALID_REPS} repetitions were measurements, or their spread "
+                          f"was too wide, within the ceiling of {ceiling:.1f} s"}.get(stopped, stopped)  # fmt: skip
+        listing = ", ".join(f"{k} x{v}" for k, v in sorted(invalid.items())) or "none"
+        findings.append({"check": "timing_untrusted", "message": f"no speedup: {why} ({len(reps)} repetitions, "
+                         f"{summary.reps if summary else 0} valid; not measurements: {listing})"})  # fmt: skip
+    floor_reps = invalid.get("physical_floor", 0)
+    flag = timing.implausible(summary.candidate_ms, bytes_read, ctx.copy_bandwidth) if trusted else None
+    if flag is None and floor_reps and floor_reps * 2 >= len(reps):
+        flag = (f"{floor_reps} of {len(reps)} repetitions timed the candidate's batch below the time needed just to "
+                "read its inputs; the measurement was evaded, not beaten")  # fmt: skip
     if flag:
-        result["findings"] = [{"check": "implausible_speedup", "message": flag}]
+        findings.append({"check": "implausible_speedup", "message": flag})
+    if findings:
+        result["findings"] = findings
     return result
 
 
