@@ -3,8 +3,11 @@
 Timing never trusts the runner's clock: every bracket is timed by two CUDA events of the judge's,
 on the judge's stream, around a batch of ``N`` calls on ``N`` fresh input sets (new secret seeds
 every batch, integer inputs included). A repetition holds four brackets (``Bench`` says how each is
-built): the reference's batch and the candidate's, in alternating order, then the two empty
-brackets (each its side's bracket without forwards) that are subtracted from them.
+built): the reference's batch and the candidate's, in an order drawn in secret, then the two sides'
+empty brackets (each its side's bracket without forwards). timing.py turns repetitions into a
+speedup: what it subtracts from each side's bracket (one robust per-job estimate, bounded by what
+the judge measured with nobody else on the GPU), which repetitions are measurements, the estimator
+and when to stop.
 
 * The candidate's inputs are copied into its slots after ``start``: nothing can work on them ahead
   of the clock. The slots are mapped by the runner (CUDA IPC, a memory pool of their own, so no
@@ -17,19 +20,36 @@ brackets (each its side's bracket without forwards) that are subtracted from the
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it.
-* Every bracket's work is queued while a hold (a sleep kernel) keeps the judge's stream waiting, so
-  a bracket measures GPU time for both sides alike: neither the host's launch overhead nor the
-  message round trip to the runner is in it. Work that waits for the GPU on the host (a
-  ``.item()``, a synchronisation) is in it: the inputs exist only after the hold.
+* Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
+  ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
+  alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
+  that waits for the GPU on the host (a ``.item()``, a synchronisation) is in it: the inputs exist
+  only after the hold.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
-  its inputs from memory.
+  its inputs from memory; before ``end`` it writes the L2's size once more (the probe). Both are
+  timed by events of their own: fixed workloads whose clean durations the judge measured when it
+  started, under the exclusive lock (``calibrate_workloads``).
 
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
-(twin.py), which never runs candidate code, measures it in every repetition: its empty bracket is the
-one subtracted from the candidate's side, and two events of the judge's around the twin's part give
-the hand-off alone (``hand_off_us``). What the twin cannot see (the runner's context starting
-cold after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``).
+(twin.py), which never runs candidate code, closes the candidate's empty bracket in the runner's
+place, and two events of the judge's around the twin's part give the hand-off alone
+(``hand_off_us``). What is subtracted for it is at most the clean hand-off measured when the judge
+started (``clean_hand_off_us``) plus a slack (timing.HAND_OFF_SLACK): a slower hand-off is charged
+to the candidate, never credited. What the twin cannot see (the runner's context starting cold
+after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``; a fast
+candidate's batch is lengthened until its net time is several times what is subtracted).
+
+Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
+kernels it left queued between its forwards, another sandbox, another program) slows the judge's
+brackets, and the reference's most of all: the candidate would look faster. Freezing the runner
+does not help (a stopped process's queued kernels still run). Instead each repetition is checked
+against the judge's own fixed workloads (flush, probe, hand-off): one much slower than clean had
+company, and the repetition is repeated (``contended_reps``); when such repetitions outnumber the
+valid ones, the result has no speedup and a ``timing_untrusted`` finding. The secret order and
+hold jitter keep a runner from aiming its work between the probes. This GPU's lock (``gpu_lock``)
+keeps the rest of ours off the GPU while a candidate is timed: every other stage that runs GPU
+work holds it shared, including a spare runner's start (``start_covered``) and a killed runner's end.
 
 Coverage comes from one forward profiled in the runner (profiling.py): it is the runner's word.
 """
