@@ -54,6 +54,7 @@ class FakeBench:
         flushes = flush or [80e-6] * 4
         self.values = [bracket(v, f) for v, f in zip((reference, candidate, empty, remote_empty), flushes, strict=True)]
         self.hand_off = hand_off
+        self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
 
@@ -76,6 +77,10 @@ class FakeBench:
         self.order.append("remote_empty")
         return self.values[3], self.hand_off
 
+    def company_check(self):
+        self.order.append("twin")
+        return self.company.pop(0) if self.company else self.hand_off
+
 
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):
     checked = []
@@ -89,8 +94,9 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     rep = speed.repetition(bench, None, 0, False, CLEAN)
     assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None)
     speed.repetition(bench, None, 1, True, CLEAN)
-    steps = ["check", "empty", "remote_empty"]  # outputs checked before the empties reuse their buffers
-    assert bench.order == ["reference", "candidate", *steps, "candidate", "reference", *steps]
+    steps = ["check", "empty", "twin", "remote_empty"]  # outputs checked before the empties reuse their buffers
+    pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
+    assert bench.order == [*pair[0], *steps, *pair[1], *steps]
     assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
 
 
@@ -100,6 +106,9 @@ def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monke
     assert "L2 flush" in speed.repetition(slow_flush, None, 0, False, CLEAN).contended
     slow_hand_off = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
     assert "hand-off" in speed.repetition(slow_hand_off, None, 0, True, CLEAN).contended
+    company_after_the_reference = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    company_after_the_reference.company = [0.0003, 0.0021, 0.0003]  # the check after the second bracket
+    assert "hand-off" in speed.repetition(company_after_the_reference, None, 0, True, CLEAN).contended
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):

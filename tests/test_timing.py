@@ -186,11 +186,11 @@ def test_the_tally_counts_invalid_reps_by_reason_and_summarises_the_rest():
 
 def test_contention_is_read_from_the_judges_fixed_workloads():
     clean = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)
-    assert timing.contention([85e-6, 90e-6, 80e-6, 81e-6], [21e-6] * 4, 320e-6, clean) is None
-    assert "L2 flush" in timing.contention([85e-6, 1.2e-3, 80e-6, 81e-6], [21e-6] * 4, 320e-6, clean)
-    assert "end probe" in timing.contention([85e-6] * 4, [21e-6, 2e-3, 20e-6, 20e-6], 320e-6, clean)
-    assert "hand-off" in timing.contention([85e-6] * 4, [21e-6] * 4, 2.8e-3, clean)
-    assert timing.contention([1.0], [1.0], 1.0, timing.Clean()) is None  # nothing calibrated: no claim
+    assert timing.contention([85e-6, 90e-6, 80e-6, 81e-6], [21e-6] * 4, [320e-6] * 4, clean) is None
+    assert "L2 flush" in timing.contention([85e-6, 1.2e-3, 80e-6, 81e-6], [21e-6] * 4, [320e-6] * 4, clean)
+    assert "end probe" in timing.contention([85e-6] * 4, [21e-6, 2e-3, 20e-6, 20e-6], [320e-6] * 4, clean)
+    assert "hand-off" in timing.contention([85e-6] * 4, [21e-6] * 4, [320e-6, 2.8e-3, 300e-6], clean)
+    assert timing.contention([1.0], [1.0], [1.0], timing.Clean()) is None  # nothing calibrated: no claim
 
 
 def test_roofline_flags_a_time_below_reading_the_inputs_once():

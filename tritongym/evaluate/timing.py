@@ -6,7 +6,7 @@ candidate's is closed by the judge's twin, so it holds the hand-off between CUDA
 the statistics do with them (pure functions, tested on the CPU):
 
 * **Contention.** A repetition in which one of the judge's fixed workloads (the L2 flush at the
-  start of every bracket, the probe at its end, the twin's hand-off) took much longer than the
+  start of every bracket, the probe at its end, the hand-offs to the twin) took much longer than the
   same workload measured before any candidate ran had company on the GPU (:func:`contention`,
   ``CONTENDED_FACTOR``): it is not a measurement and is repeated; too many of them and the timing
   is not trusted (``MAX_CONTENDED_REPS``).
@@ -173,12 +173,14 @@ class Clean:
     """Handing a batch to another CUDA context (the twin's) and back."""
 
 
-def contention(flushes: Sequence[float], probes: Sequence[float], hand_off_s: float, clean: Clean) -> str | None:
+def contention(flushes: Sequence[float], probes: Sequence[float], hand_offs: Sequence[float],
+               clean: Clean) -> str | None:  # fmt: skip
     """Why a repetition had company on the GPU, or None: one of its brackets' flushes or end probes,
-    or its hand-off, took more than ``CONTENDED_FACTOR`` times the clean one plus
-    ``CONTENDED_GRACE_S`` (the contexts on a GPU are time-sliced: another one's work delays ours)."""
+    or one of its hand-offs to the twin and back, took more than ``CONTENDED_FACTOR`` times the clean
+    one plus ``CONTENDED_GRACE_S`` (the contexts on a GPU are time-sliced: another one's work delays
+    ours, and a hand-off waits for every other context's time slice)."""
     for what, values, base in (("L2 flush", flushes, clean.flush_s), ("end probe", probes, clean.probe_s),
-                               ("hand-off", [hand_off_s], clean.hand_off_s)):  # fmt: skip
+                               ("hand-off", hand_offs, clean.hand_off_s)):  # fmt: skip
         if base <= 0:
             continue
         bound = CONTENDED_FACTOR * base + CONTENDED_GRACE_S

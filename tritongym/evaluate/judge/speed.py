@@ -576,6 +576,29 @@ class Bench:
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
+        handed, back = self._hand_to_twin()
+        in_time = self._queued("remote", events[0])
+        self._poll(self.twin.done)
+        back.record()
+        self._copy_out()
+        return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+
+    def company_check(self) -> float:
+        """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
+        are time-sliced, so where another context has work (a runner's thread, kernels it left
+        queued), the twin waits for that one's time slice and the hand-off is much slower than clean
+        (timing.contention). Queued behind a hold, as the calibration's (twin.calibrate) and the
+        remote brackets' are, so that the twin's host round trip is not in it."""
+        torch.cuda._sleep(int(self.hold_s["remote"] * self.cycles_per_s))
+        handed, back = self._hand_to_twin()
+        self._poll(self.twin.done)
+        back.record()
+        back.synchronize()
+        return handed.elapsed_time(back) / 1e3
+
+    def _hand_to_twin(self):
+        """Record ``handed`` and the twin's ``go`` on the judge's stream and have the twin queue its
+        wait and ``done``; returns ``handed`` and the event to record once ``done`` fired."""
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
         self.twin.go.record()
@@ -589,11 +612,7 @@ class Bench:
                 "The judge's timing process was killed while this solution was being timed; only a process of the "
                 "judge's user can do that, and the solution's runner is one. Do not signal other processes.",
             ) from None
-        in_time = self._queued("remote", events[0])
-        self._poll(self.twin.done)
-        back.record()
-        self._copy_out()
-        return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+        return handed, back
 
 
 def sleep_rate() -> float:
@@ -694,22 +713,28 @@ def clean_workloads(ctx) -> timing.Clean:
 
 def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
     """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
-    it in secret), the check of every output, and the two empty brackets. None when a bracket was
+    it in secret), the check of every output, and the two empty brackets, each but the last followed
+    by a hand-off to the twin outside the bracket (``Bench.company_check``). None when a bracket was
     not queued in time (its hold is now longer; the caller repeats). Every output is checked either
-    way. A repetition in which one of the judge's fixed workloads was slow had company on the GPU
-    (timing.contention): it says so, and the statistics do not use it."""
+    way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
+    slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
     sets = bench.fresh_inputs()
     outputs: list = [None, None]
     brackets: list = [None, None]
+    checks = []
     for side in (1, 0) if candidate_first else (0, 1):
         brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
+        checks.append(bench.company_check())
     check_batch(outputs[0], outputs[1], rep)
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
-    empty, (remote_empty, hand_off) = bench.empty_batch(), bench.remote_empty_batch(sets)
+    empty = bench.empty_batch()
+    checks.append(bench.company_check())
+    remote_empty, hand_off = bench.remote_empty_batch(sets)
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
-    contended = timing.contention([b.flush_s for b in every], [b.probe_s for b in every], hand_off, clean)
+    flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
+    contended = timing.contention(flushes, probes, [hand_off, *checks], clean)
     reference, candidate = brackets
     return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended)
 
