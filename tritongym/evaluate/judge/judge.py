@@ -55,6 +55,8 @@ MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
 """Largest answer of a runner other than a forward's output (whose bound follows the reference's)."""
 
 
+TAKE_COVER_S = 2.0
+"""The longest the judge waits, before taking the spare, for its start to end under the lock's cover."""
 RUNNER_END_S = 2.0
 """The longest the judge waits, holding its GPU's lock shared, for a killed runner to be gone."""
 
@@ -409,7 +411,9 @@ def judge_candidate(
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         state.kernels = check_text(source, job.candidate_path, job.static_checks)
-        settle(ctx.gpu_lock, block=True)  # the spare's start is over before take reads its Hello
+        # the spare's cover ends before take reads its Hello (a spare still starting gets a moment more
+        # under it; take itself gives up a stopped one at once)
+        settle(ctx.gpu_lock, block=True, timeout_s=TAKE_COVER_S)
         try:
             state.runner = ctx.supply.take(state.deadline)
         except RunnerLost as exc:

@@ -113,8 +113,9 @@ its whole length; the stages' own uses of the lock inside that are no-ops)."""
 _starting: dict[int, tuple[int, Any]] = {}
 """Lock descriptor -> (a second descriptor of the same lock, held shared, or -1, and the socket of a
 runner whose start it covers): see ``start_covered``."""
-START_COVER_S = 30.0
-"""The longest a runner's start keeps this GPU's lock shared (a stopped or stuck spare, not longer)."""
+START_COVER_S = 10.0
+"""The longest a runner's start keeps this GPU's lock shared, and timing waits for it (making a CUDA
+context takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
 
 
 @contextlib.contextmanager
