@@ -1,5 +1,6 @@
-"""This GPU's lock around a runner's start and end (speed.start_covered, settle; judge.wait_gone): a
-spare runner's CUDA context is made while no judge times, on the CPU with a real lock file."""
+"""This GPU's lock around a runner's start and end (speed.start_covered, end_covered, settle, gone):
+a spare runner's CUDA context is made, and a killed one's torn down, while no judge times; on the
+CPU with a real lock file."""
 
 import fcntl
 import os
@@ -12,7 +13,6 @@ import time
 import pytest
 
 from tritongym.evaluate.judge import speed
-from tritongym.evaluate.judge.judge import wait_gone
 
 
 @pytest.fixture
@@ -22,6 +22,7 @@ def lock(tmp_path):
     other = os.open(path, os.O_RDWR)  # another judge's descriptor of the same lock
     yield fd, other
     speed.settle(fd, block=True, timeout_s=0)
+    assert not speed._covers.get(fd)
     os.close(fd)
     os.close(other)
 
@@ -112,19 +113,43 @@ def test_inside_a_whole_jobs_exclusive_hold_a_start_takes_nothing_more(lock):
         theirs.close()
 
 
-def test_a_killed_process_is_waited_for_until_it_is_gone():
+def test_a_killed_process_is_gone_once_it_is_a_zombie_or_reaped():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     child.kill()
     began = time.monotonic()
-    wait_gone(child.pid, 5.0)  # a zombie of ours until reaped: its resources are gone
+    assert speed.gone(child.pid, 5.0)  # a zombie of ours until reaped: its resources are gone
     assert time.monotonic() - began < 2.0
     child.wait()
-    wait_gone(child.pid, 5.0)  # gone for good
+    assert speed.gone(child.pid, 0.0)  # gone for good
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         began = time.monotonic()
-        wait_gone(alive.pid, 0.1)  # bounded: a process that does not end is not waited for forever
+        assert not speed.gone(alive.pid, 0.1)  # bounded: a process that does not end is not waited for forever
         assert 0.1 <= time.monotonic() - began < 1.0
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_runners_end_holds_the_lock_shared_until_it_is_gone_unless_someone_times(lock):
+    fd, other = lock
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    ended = []
+
+    def end():
+        ended.append(True)
+        return lambda timeout_s: speed.gone(child.pid, timeout_s)
+
+    speed.end_covered(fd, end)
+    assert ended and not can_take(other, exclusive=True)  # still alive: covered
+    child.kill()
+    child.wait()
+    speed.settle(fd, block=False)
+    assert can_take(other, exclusive=True)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another judge times: the kill does not wait for it, nor cover
+    try:
+        began = time.monotonic()
+        speed.end_covered(fd, end)
+        assert len(ended) == 2 and time.monotonic() - began < 0.5 and not speed._covers.get(fd)
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)

@@ -43,7 +43,7 @@ from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
-from tritongym.evaluate.judge.speed import gpu_lock, settle, start_covered
+from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -57,8 +57,6 @@ MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
 
 TAKE_COVER_S = 2.0
 """The longest the judge waits, before taking the spare, for its start to end under the lock's cover."""
-RUNNER_END_S = 2.0
-"""The longest the judge waits, holding its GPU's lock shared, for a killed runner to be gone."""
 
 
 def replenish(ctx: WorkerContext) -> None:
@@ -71,19 +69,6 @@ def replenish(ctx: WorkerContext) -> None:
 
     if ctx.supply.spare is None:
         start_covered(ctx.gpu_lock, start)
-
-
-def wait_gone(pid: int, timeout_s: float) -> None:
-    """Wait until a killed process has ended (gone, or a zombie: its CUDA context is torn down)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                    return
-        except (OSError, IndexError):
-            return
-        time.sleep(0.002)
 
 
 def answer_bound(trial) -> int:
@@ -483,9 +468,13 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
             failure = classify_failure(exc, "", f"in the judge during {state.stage}")
         result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
-        with gpu_lock(ctx.gpu_lock, exclusive=False):  # its CUDA context's end disturbs no timing
-            state.runner.kill()
-            wait_gone(state.runner.pid, RUNNER_END_S)
+        runner = state.runner
+
+        def end():
+            runner.kill()
+            return lambda timeout_s: gone(runner.pid, timeout_s)
+
+        end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
     errors = result.get("errors")

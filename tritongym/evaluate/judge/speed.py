@@ -49,7 +49,8 @@ company, and the repetition is repeated (``contended_reps``); when such repetiti
 valid ones, the result has no speedup and a ``timing_untrusted`` finding. The secret order and
 hold jitter keep a runner from aiming its work between the probes. This GPU's lock (``gpu_lock``)
 keeps the rest of ours off the GPU while a candidate is timed: every other stage that runs GPU
-work holds it shared, including a spare runner's start (``start_covered``) and a killed runner's end.
+work holds it shared, including a spare runner's start (``start_covered``) and a killed runner's end
+(``end_covered``).
 
 Coverage comes from one forward profiled in the runner (profiling.py): it is the runner's word.
 """
@@ -110,12 +111,13 @@ DEADLINE_RESERVE_S = 5.0
 _exclusive: set[int] = set()
 """Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
 its whole length; the stages' own uses of the lock inside that are no-ops)."""
-_starting: dict[int, tuple[int, Any]] = {}
-"""Lock descriptor -> (a second descriptor of the same lock, held shared, or -1, and the socket of a
-runner whose start it covers): see ``start_covered``."""
-START_COVER_S = 10.0
-"""The longest a runner's start keeps this GPU's lock shared, and timing waits for it (making a CUDA
-context takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
+_covers: dict[int, list[tuple[int, Any]]] = {}
+"""Lock descriptor -> covers of GPU work outside a job's stages (a runner's start, a killed runner's
+end): each (a second descriptor of the same lock held shared, or -1, and a function that says,
+waiting at most the seconds given, whether that work is over). See ``start_covered``, ``end_covered``."""
+COVER_S = 10.0
+"""The longest a cover keeps this GPU's lock shared, and timing waits for it (making a CUDA context
+takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
 
 
 @contextlib.contextmanager
@@ -124,7 +126,7 @@ def gpu_lock(fd: int, exclusive: bool):
     timing holds it shared (the reference, the candidate's import, build, trials and guards, a
     runner's start and its end), timing and profiling hold it exclusively, so nothing else of ours
     runs on the GPU while a candidate is timed. A no-op on the CPU (fd < 0) and inside an exclusive
-    hold of the same lock; an exclusive hold first waits for a runner's start to end (``settle``)."""
+    hold of the same lock; an exclusive hold first waits for the covered work to end (``settle``)."""
     settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
@@ -145,7 +147,6 @@ def start_covered(fd: int, start) -> None:
     until that runner said its first word (its Hello, sent once its CUDA context exists) or closed
     the socket (``settle``): a runner's start does not disturb another judge's timing, nor this
     one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it)."""
-    settle(fd, block=True)
     if fd < 0:
         start()
         return
@@ -160,24 +161,61 @@ def start_covered(fd: int, start) -> None:
         if sock is None:
             _unlock(second)
         else:
-            _starting[fd] = (second, sock)
+            _covers.setdefault(fd, []).append((second, lambda timeout_s: _said(sock, timeout_s)))
 
 
-def settle(fd: int, block: bool, timeout_s: float = START_COVER_S) -> None:
-    """End the cover of a runner's start (``start_covered``) once it said its first word: at once if
-    it has, else (``block``) after waiting for it, at most ``timeout_s``. Call it with ``block``
-    before reading that first word."""
-    entry = _starting.get(fd)
-    if entry is None:
+def end_covered(fd: int, end) -> None:
+    """Call ``end``, which kills a runner and returns a function that says, waiting at most the
+    seconds given, whether it is gone (its CUDA context with it); then hold this GPU's lock shared
+    until it is, where no judge times now (the kill never waits for the lock: a runner that may keep
+    the GPU busy ends at once; a timing it overlaps sees its company in its fixed workloads)."""
+    over = end()
+    if fd < 0 or fd in _exclusive:
+        if fd >= 0:
+            _covers.setdefault(fd, []).append((-1, over))
         return
-    second, sock = entry
+    second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
     try:
-        said = bool(select.select([sock], [], [], timeout_s if block else 0)[0])
+        fcntl.flock(second, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(second)
+        return
+    _covers.setdefault(fd, []).append((second, over))
+
+
+def settle(fd: int, block: bool, timeout_s: float = COVER_S) -> None:
+    """End the covers (``start_covered``, ``end_covered``) whose work is over: those that are at
+    once, and (``block``) the others after waiting for them, at most ``timeout_s`` each. Call it
+    with ``block`` before reading a covered runner's first word."""
+    for entry in list(_covers.get(fd, ())):
+        second, over = entry
+        if over(timeout_s if block else 0.0) or block:
+            _covers[fd].remove(entry)
+            _unlock(second)
+
+
+def _said(sock, timeout_s: float) -> bool:
+    """Whether a runner said something on its socket or closed it (within ``timeout_s``)."""
+    try:
+        return bool(select.select([sock], [], [], timeout_s)[0])
     except (OSError, ValueError):  # its socket is closed already
-        said = True
-    if said or block:
-        del _starting[fd]
-        _unlock(second)
+        return True
+
+
+def gone(pid: int, timeout_s: float) -> bool:
+    """Whether a killed process has ended (gone, or a zombie: its CUDA context is torn down), waiting
+    at most ``timeout_s`` for it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    return True
+        except (OSError, IndexError):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
 
 
 def _unlock(fd: int) -> None:
