@@ -161,18 +161,29 @@ def test_an_inflated_empty_bracket_gains_the_candidate_at_most_the_documented_sl
 
 
 def test_a_rep_below_the_noise_floor_or_the_physical_floor_is_not_a_measurement():
-    local, remote = 0.1e-3, 0.4e-3
-    good = timing.Rep(reference=1e-3, candidate=1e-3, empty=local, remote_empty=remote, hand_off=0.3e-3)
-    assert timing.rep_problem(good, local, remote, 0.0) is None
-    tiny = dataclasses.replace(good, candidate=remote + timing.NOISE_FLOOR * remote * 0.9)
-    assert timing.rep_problem(tiny, local, remote, 0.0) == "candidate_noise"
-    assert timing.rep_problem(dataclasses.replace(good, candidate=remote), local, remote, 0.0) == "candidate_noise"
-    assert timing.rep_problem(dataclasses.replace(good, reference=local * 1.2), local, remote, 0.0) == "reference_noise"
-    assert timing.rep_problem(good, local, remote, floor_s=1e-3) == "physical_floor"
-    assert timing.rep_problem(dataclasses.replace(good, contended="x"), local, remote, 0.0) == "contended"
+    less = timing.Subtraction(local=0.1e-3, copies=0.1e-3, hand_off=0.3e-3)
+    assert less.remote == pytest.approx(0.4e-3)
+    assert less.candidate_noise == pytest.approx(0.3e-3 + timing.COPY_NOISE * 0.1e-3)
+    good = timing.Rep(reference=1e-3, candidate=1e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
+    assert timing.rep_problem(good, less, 0.0) is None
+    tiny = dataclasses.replace(good, candidate=less.remote + timing.NOISE_FLOOR * less.candidate_noise * 0.9)
+    assert timing.rep_problem(tiny, less, 0.0) == "candidate_noise"
+    assert timing.rep_problem(dataclasses.replace(good, candidate=less.remote), less, 0.0) == "candidate_noise"
+    assert timing.rep_problem(dataclasses.replace(good, reference=0.12e-3), less, 0.0) == "reference_noise"
+    assert timing.rep_problem(good, less, floor_s=1e-3) == "physical_floor"
+    assert timing.rep_problem(dataclasses.replace(good, contended="x"), less, 0.0) == "contended"
     # with nothing subtracted (no hand-off), a zero time is still no measurement
     zero = timing.Rep(reference=1e-3, candidate=0.0, empty=0.0, remote_empty=0.0, hand_off=0.0)
-    assert timing.rep_problem(zero, 0.0, 0.0, 0.0) == "candidate_noise"
+    assert timing.rep_problem(zero, timing.Subtraction(0.0, 0.0, 0.0), 0.0) == "candidate_noise"
+
+
+def test_large_copies_count_little_as_noise():
+    """A large problem: 2 ms of input copies in the candidate's bracket and its empty one, 0.3 ms of
+    hand-off. A candidate batch of 0.5 ms is a measurement: the copies are the judge's own steady
+    work, the hand-off is what jitters."""
+    less = timing.Subtraction(local=0.1e-3, copies=2e-3, hand_off=0.3e-3)
+    rep = timing.Rep(reference=3e-3, candidate=2.8e-3, empty=0.1e-3, remote_empty=2.3e-3, hand_off=0.3e-3)
+    assert timing.rep_problem(rep, less, 0.0) is None
 
 
 def test_the_tally_counts_invalid_reps_by_reason_and_summarises_the_rest():

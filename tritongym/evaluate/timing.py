@@ -17,8 +17,8 @@ the statistics do with them (pure functions, tested on the CPU):
   times ``1 + HAND_OFF_SLACK``. Contention can then only make a side slower, never the candidate
   faster by inflating what is subtracted from it.
 * **Validity** (:func:`rep_problem`). A repetition whose net time on either side is below
-  ``NOISE_FLOOR`` times what was subtracted from it (its signal does not clearly dominate the
-  noise of the subtraction), or whose candidate's net time is below the physical floor (reading
+  ``NOISE_FLOOR`` times the noise of what was subtracted from it (the hand-off's, mostly: its
+  signal does not clearly dominate it), or whose candidate's net time is below the physical floor (reading
   its inputs once at ``ROOFLINE_SLACK`` times the copy bandwidth), is not a measurement: it is
   counted (``invalid_reps``) and repeated. speed.py makes the batch longer when the candidate's
   signal is too small next to the hand-off (``SIGNAL_FACTOR``).
@@ -75,10 +75,14 @@ HAND_OFF_SLACK = 0.1
 """What is subtracted for the hand-off is at most the clean one (calibrated with nobody else on the
 GPU) times one plus this: a slower hand-off is charged to the candidate."""
 NOISE_FLOOR = 0.5
-"""A side's net time must be at least this fraction of what was subtracted from it."""
+"""A side's net time must be at least this fraction of its noise: all that was subtracted from the
+reference's; the hand-off and ``COPY_NOISE`` of the rest from the candidate's."""
+COPY_NOISE = 0.1
+"""The part of the candidate's subtracted copies (the judge's own work, hardly jittering) counted as
+noise."""
 SIGNAL_FACTOR = 4.0
-"""speed.py lengthens a batch whose candidate's net time is below this many times its subtracted
-amount (as far as MAX_BATCH and memory allow)."""
+"""speed.py lengthens a batch whose candidate's net time is below this many times its noise (as far
+as the batch limits and memory allow)."""
 
 
 def ceiling_s(budget_s: float) -> float:
@@ -206,9 +210,31 @@ class Rep:
     """Why the repetition had company on the GPU (:func:`contention`), or None."""
 
 
-def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> tuple[float, float]:
-    """What is subtracted from every reference and every candidate bracket (seconds): the medians of
-    the uncontended repetitions' empty brackets (of all where none is uncontended), the candidate's
+@dataclass(frozen=True)
+class Subtraction:
+    """What is subtracted from every bracket of a timing (seconds, :func:`subtracted`)."""
+
+    local: float
+    """From every reference bracket: its empty bracket (the flush and the probe)."""
+    copies: float
+    """From every candidate bracket, besides the hand-off: its empty bracket's copies, flush and probe."""
+    hand_off: float
+    """From every candidate bracket: the hand-off to the runner's context and back."""
+
+    @property
+    def remote(self) -> float:
+        return self.copies + self.hand_off
+
+    @property
+    def candidate_noise(self) -> float:
+        """How far the candidate's net time can be off: the hand-off jitters (the other context's
+        start), the copies hardly (judge's own work): ``hand_off + COPY_NOISE * copies``."""
+        return self.hand_off + COPY_NOISE * self.copies
+
+
+def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> Subtraction:
+    """What is subtracted from every reference and every candidate bracket: the medians of the
+    uncontended repetitions' empty brackets (of all where none is uncontended), the candidate's
     hand-off part at most the clean one times ``1 + HAND_OFF_SLACK`` (where it is known)."""
     if not reps:
         raise ValueError("no repetitions")
@@ -218,20 +244,22 @@ def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> tuple[float, flo
     hand_off = statistics.median(r.hand_off for r in clean)
     if clean_hand_off_s > 0:
         hand_off = min(hand_off, clean_hand_off_s * (1 + HAND_OFF_SLACK))
-    return max(local, 0.0), max(copies, 0.0) + max(hand_off, 0.0)
+    return Subtraction(max(local, 0.0), max(copies, 0.0), max(hand_off, 0.0))
 
 
-def rep_problem(rep: Rep, local_s: float, remote_s: float, floor_s: float) -> str | None:
+def rep_problem(rep: Rep, less: Subtraction, floor_s: float) -> str | None:
     """Why a repetition is not a measurement (None: it is one): it had company, or a side's net time
-    (its bracket less ``local_s`` / ``remote_s``) is not above ``NOISE_FLOOR`` times what was
-    subtracted, or the candidate's is below ``floor_s`` (the batch's physical floor)."""
+    (its bracket less what is subtracted) is not above ``NOISE_FLOOR`` times that side's noise (the
+    reference's: all it loses; the candidate's: ``Subtraction.candidate_noise``), or the
+    candidate's is below ``floor_s`` (the batch's physical floor)."""
     if rep.contended:
         return "contended"
-    for side, bracket, less in (("reference", rep.reference, local_s), ("candidate", rep.candidate, remote_s)):
-        net = bracket - less
-        if net <= 0 or net < NOISE_FLOOR * less:
+    sides = (("reference", rep.reference - less.local, less.local),
+             ("candidate", rep.candidate - less.remote, less.candidate_noise))  # fmt: skip
+    for side, net, noise in sides:
+        if net <= 0 or net < NOISE_FLOOR * noise:
             return f"{side}_noise"
-    if rep.candidate - remote_s < floor_s:
+    if rep.candidate - less.remote < floor_s:
         return "physical_floor"
     return None
 
@@ -256,11 +284,12 @@ class Tally:
 def tally(reps: Sequence[Rep], count: int, clean_hand_off_s: float, floor_s: float = 0.0) -> Tally:
     """Net times per call of the valid repetitions of batches of ``count`` calls, and their summary.
     ``floor_s``: one call's physical floor (reading its inputs once, :func:`floor_s`)."""
-    local, remote = subtracted(reps, clean_hand_off_s)
+    less = subtracted(reps, clean_hand_off_s)
+    local, remote = less.local, less.remote
     valid: tuple[list[float], list[float]] = ([], [])
     invalid: dict[str, int] = {}
     for rep in reps:
-        problem = rep_problem(rep, local, remote, floor_s * count)
+        problem = rep_problem(rep, less, floor_s * count)
         if problem:
             invalid[problem] = invalid.get(problem, 0) + 1
             continue

@@ -779,15 +779,15 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
 
 
 def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
-    """Calls per batch that give the candidate's net time ``timing.SIGNAL_FACTOR`` times what is
-    subtracted from its bracket, judged from one repetition of ``count`` calls; ``count`` where it
-    already does, at most ``limit``."""
-    _, remote = timing.subtracted([rep], clean_hand_off_s)
-    net = rep.candidate - remote
-    if net >= timing.SIGNAL_FACTOR * remote:
+    """Calls per batch that give the candidate's net time ``timing.SIGNAL_FACTOR`` times its noise
+    (mostly the hand-off's, timing.Subtraction), judged from one repetition of ``count`` calls;
+    ``count`` where it already does, at most ``limit``."""
+    less = timing.subtracted([rep], clean_hand_off_s)
+    net, wanted = rep.candidate - less.remote, timing.SIGNAL_FACTOR * less.candidate_noise
+    if net >= wanted:
         return count
-    per_call = max(net, 0.05 * remote) / count  # a net time lost in the noise: grow as far as allowed
-    return max(count, min(limit, math.ceil(timing.SIGNAL_FACTOR * remote / max(per_call, 1e-12) - 1e-6)))
+    per_call = max(net, 0.05 * less.candidate_noise) / count  # a net time lost in the noise: grow as far as allowed
+    return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
 
 
 def warm_up(bench: Bench, model) -> timing.Rep | None:
