@@ -87,6 +87,29 @@ def test_a_start_that_never_speaks_or_starts_nothing_holds_nothing_for_long(lock
         ours.close()
 
 
+def test_a_start_that_need_not_wait_is_put_off_while_another_judge_times(lock):
+    fd, other = lock
+    ours, theirs = socket.socketpair()
+    started = []
+
+    def start():
+        started.append(True)
+        return ours
+
+    try:
+        fcntl.flock(other, fcntl.LOCK_EX)  # another judge times
+        assert speed.start_covered(fd, start, wait=False) is False and not started
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert speed.start_covered(fd, start, wait=False) is True and started
+        assert not can_take(other, exclusive=True)
+        theirs.send(b"h")
+        speed.settle(fd, block=False)
+        assert can_take(other, exclusive=True)
+    finally:
+        ours.close()
+        theirs.close()
+
+
 def test_a_failing_start_lets_the_lock_go(lock):
     fd, other = lock
 

@@ -59,16 +59,18 @@ TAKE_COVER_S = 2.0
 """The longest the judge waits, before taking the spare, for its start to end under the lock's cover."""
 
 
-def replenish(ctx: WorkerContext) -> None:
+def replenish(ctx: WorkerContext, wait: bool = True) -> None:
     """Fork the next job's runner ahead (if there is none), its start covered by this GPU's lock
-    held shared (speed.start_covered): its CUDA context is made while no judge times."""
+    held shared (speed.start_covered): its CUDA context is made while no judge times. Without
+    ``wait``, not now if another judge times (a later call forks it: the first trial's, under this
+    job's own shared hold, or the one after the job)."""
 
     def start():
         ctx.supply.replenish()
         return ctx.supply.spare.sock if ctx.supply.spare is not None else None
 
     if ctx.supply.spare is None:
-        start_covered(ctx.gpu_lock, start)
+        start_covered(ctx.gpu_lock, start, wait)
 
 
 def answer_bound(trial) -> int:
@@ -286,6 +288,8 @@ def run_trials(
                 trial = reference.trial(secrets.randbits(63))
             else:
                 state.shared = share_inputs(state, trial.inputs, trial.expected)
+                if state.ctx.gpu_lock >= 0:  # no spare could be forked at import (a timing): now, under this hold
+                    replenish(state.ctx, wait=False)
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
                                   poison=state.ctx.device.type == "cuda")  # fmt: skip
             out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
@@ -403,7 +407,7 @@ def judge_candidate(
             state.runner = ctx.supply.take(state.deadline)
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
-        replenish(ctx)  # the next job's runner warms up (its CUDA context) while this one runs
+        replenish(ctx, wait=False)  # the next job's runner warms up (its CUDA context) while this one runs
         if state.runner.uid:  # the job's directory is its runner's user's own
             os.chown(job.workdir, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)

@@ -141,19 +141,24 @@ def gpu_lock(fd: int, exclusive: bool):
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def start_covered(fd: int, start) -> None:
+def start_covered(fd: int, start, wait: bool = True) -> bool:
     """Call ``start``, which starts a runner and returns the judge's end of its socket (None: none
     was started), under this GPU's lock held shared through a descriptor of its own, and keep it
     until that runner said its first word (its Hello, sent once its CUDA context exists) or closed
     the socket (``settle``): a runner's start does not disturb another judge's timing, nor this
-    one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it)."""
+    one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it).
+    Without ``wait``, where another judge times now, nothing is started: returns whether it was."""
     if fd < 0:
         start()
-        return
+        return True
     second = -1
     if fd not in _exclusive:
         second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
-        fcntl.flock(second, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(second, fcntl.LOCK_SH | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(second)
+            return False
     sock = None
     try:
         sock = start()
@@ -162,6 +167,7 @@ def start_covered(fd: int, start) -> None:
             _unlock(second)
         else:
             _covers.setdefault(fd, []).append((second, lambda timeout_s: _said(sock, timeout_s)))
+    return True
 
 
 def end_covered(fd: int, end) -> None:
