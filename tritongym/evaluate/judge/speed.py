@@ -885,7 +885,8 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
             "clean_hand_off_us": round(ctx.hand_off_s * 1e6, 2),
         }
     if not trusted:
-        why = {"contended": "the GPU had other work on it in most repetitions (its contexts are time-sliced)",
+        why = {"contended": "the GPU had other work on it in most repetitions (work a solution leaves running "
+                            "between its calls counts too)",
                "ceiling": f"fewer than {timing.MIN_VALID_REPS} repetitions were measurements, or their spread "
                           f"was too wide, within the ceiling of {ceiling:.1f} s"}.get(stopped, stopped)  # fmt: skip
         listing = ", ".join(f"{k} x{v}" for k, v in sorted(invalid.items())) or "none"
