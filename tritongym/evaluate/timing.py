@@ -14,14 +14,17 @@ the statistics do with them (pure functions, tested on the CPU):
   estimate of its empty bracket, never the same repetition's (that one is as noisy as the bracket
   it would be taken from): the median of the uncontended repetitions' empty brackets, and on the
   candidate's side its hand-off part is at most the hand-off calibrated with nobody else on the GPU
-  times ``1 + HAND_OFF_SLACK``. Contention can then only make a side slower, never the candidate
-  faster by inflating what is subtracted from it.
+  times ``1 + HAND_OFF_SLACK``. Contention that inflates an empty bracket can then make the
+  candidate faster by that slack of the hand-off at most, per batch; a contended reference bracket
+  is what the contention check is for.
 * **Validity** (:func:`rep_problem`). A repetition whose net time on either side is below
   ``NOISE_FLOOR`` times the noise of what was subtracted from it (the hand-off's, mostly: its
-  signal does not clearly dominate it), or whose candidate's net time is below the physical floor (reading
-  its inputs once at ``ROOFLINE_SLACK`` times the copy bandwidth), is not a measurement: it is
-  counted (``invalid_reps``) and repeated. speed.py makes the batch longer when the candidate's
-  signal is too small next to the hand-off (``SIGNAL_FACTOR``).
+  signal does not clearly dominate it), or whose candidate's net time is below the physical floor
+  (reading its inputs once at ``ROOFLINE_SLACK`` times the copy bandwidth), is not a measurement:
+  it is counted (``invalid_reps``) and repeated. A reported speedup is therefore at most the
+  reference's batch over ``NOISE_FLOOR`` times the hand-off, and never beyond the roofline.
+  speed.py makes the batch longer when the candidate's signal is too small next to the hand-off
+  (``SIGNAL_FACTOR``).
 * **Speedup.** The paired ratios reference / candidate of the valid repetitions (each pair was
   measured back to back, so its ratio cancels slow drifts of the GPU's clocks); the speedup is
   their *lower* median (for an even count the smaller of the two middle ratios, never their mean),
@@ -31,7 +34,7 @@ the statistics do with them (pure functions, tested on the CPU):
   ``MIN_VALID_REPS`` valid repetitions exist and the interval is within ``TRUSTED_PRECISION``. It
   never stops for the budget with less; it goes on up to a hard ceiling (:func:`ceiling_s`), and
   a timing that ends there, or with too many contended repetitions, is not trusted: the result has
-  no speedup (:func:`trusted`).
+  no speedup (only the reasons in ``TRUSTED`` give one).
 """
 
 from __future__ import annotations
