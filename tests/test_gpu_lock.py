@@ -36,6 +36,17 @@ def can_take(fd: int, exclusive: bool) -> bool:
     return True
 
 
+def freed(fd: int, within_s: float = 2.0) -> bool:
+    """Whether another judge can take the lock exclusively within ``within_s`` (a cover lets it go
+    from a thread of its own)."""
+    deadline = time.monotonic() + within_s
+    while not can_take(fd, exclusive=True):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def test_a_runners_start_holds_the_lock_shared_until_it_said_its_first_word(lock):
     fd, other = lock
     ours, theirs = socket.socketpair()
@@ -43,11 +54,10 @@ def test_a_runners_start_holds_the_lock_shared_until_it_said_its_first_word(lock
         speed.start_covered(fd, lambda: ours)
         assert not can_take(other, exclusive=True)  # no other judge times while it starts
         assert can_take(other, exclusive=False)  # but trials elsewhere go on
-        speed.settle(fd, block=False)
+        time.sleep(0.1)
         assert not can_take(other, exclusive=True)  # nothing said yet: still covered
         theirs.send(b"hello")
-        speed.settle(fd, block=False)
-        assert can_take(other, exclusive=True)
+        assert freed(other)  # let go at once, though this judge makes no further call (idle)
         assert ours.recv(5) == b"hello"  # the cover never reads the runner's words
     finally:
         ours.close()
@@ -76,13 +86,12 @@ def test_a_start_that_never_speaks_or_starts_nothing_holds_nothing_for_long(lock
     try:
         speed.start_covered(fd, lambda: ours)
         speed.settle(fd, block=True, timeout_s=0.05)  # a stopped spare: the lock goes after the timeout
-        assert can_take(other, exclusive=True)
+        assert can_take(other, exclusive=True) and not speed._covers.get(fd)
         speed.start_covered(fd, lambda: None)  # no runner was started
         assert can_take(other, exclusive=True)
         theirs.close()  # a runner that died before its Hello closes its socket: that ends the cover too
         speed.start_covered(fd, lambda: ours)
-        speed.settle(fd, block=False)
-        assert can_take(other, exclusive=True)
+        assert freed(other)
     finally:
         ours.close()
 
@@ -103,8 +112,7 @@ def test_a_start_that_need_not_wait_is_put_off_while_another_judge_times(lock):
         assert speed.start_covered(fd, start, wait=False) is True and started
         assert not can_take(other, exclusive=True)
         theirs.send(b"h")
-        speed.settle(fd, block=False)
-        assert can_take(other, exclusive=True)
+        assert freed(other)
     finally:
         ours.close()
         theirs.close()
@@ -128,9 +136,11 @@ def test_inside_a_whole_jobs_exclusive_hold_a_start_takes_nothing_more(lock):
         with speed.gpu_lock(fd, exclusive=True):
             speed.start_covered(fd, lambda: ours)  # would deadlock if it took the lock shared
             assert not can_take(other, exclusive=False)
-            theirs.send(b"h")
+            threading.Timer(0.2, lambda: theirs.send(b"h")).start()
+            began = time.monotonic()
+            with speed.gpu_lock(fd, exclusive=True):  # timing inside the whole job's hold waits for the start
+                assert time.monotonic() - began >= 0.15
         assert can_take(other, exclusive=True)
-        speed.settle(fd, block=False)
     finally:
         ours.close()
         theirs.close()
@@ -167,8 +177,9 @@ def test_a_runners_end_holds_the_lock_shared_until_it_is_gone_unless_someone_tim
     assert ended and not can_take(other, exclusive=True)  # still alive: covered
     child.kill()
     child.wait()
+    assert freed(other)
     speed.settle(fd, block=False)
-    assert can_take(other, exclusive=True)
+    assert not speed._covers.get(fd)  # forgotten once it let go
     fcntl.flock(other, fcntl.LOCK_EX)  # another judge times: the kill does not wait for it, nor cover
     try:
         began = time.monotonic()

@@ -64,6 +64,7 @@ import os
 import secrets
 import select
 import statistics
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -111,13 +112,37 @@ DEADLINE_RESERVE_S = 5.0
 _exclusive: set[int] = set()
 """Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
 its whole length; the stages' own uses of the lock inside that are no-ops)."""
-_covers: dict[int, list[tuple[int, Any]]] = {}
+_covers: dict[int, list[Cover]] = {}
 """Lock descriptor -> covers of GPU work outside a job's stages (a runner's start, a killed runner's
-end): each (a second descriptor of the same lock held shared, or -1, and a function that says,
-waiting at most the seconds given, whether that work is over). See ``start_covered``, ``end_covered``."""
+end): see ``start_covered``, ``end_covered``."""
 COVER_S = 10.0
 """The longest a cover keeps this GPU's lock shared, and timing waits for it (making a CUDA context
 takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
+
+
+class Cover:
+    """This GPU's lock held shared through a descriptor of its own (``second``; -1: inside this
+    process's exclusive hold, nothing to hold) while some GPU work outside a job's stages goes on; a
+    thread of its own lets it go as soon as ``over`` (which waits at most the seconds it is given)
+    says that work is over, or after ``COVER_S``: an idle judge never keeps it."""
+
+    def __init__(self, second: int, over):
+        self.second, self.over = second, over
+        self.released = threading.Event()
+        self._guard = threading.Lock()
+        threading.Thread(target=self._watch, name="tritongym-gpu-lock-cover", daemon=True).start()
+
+    def _watch(self) -> None:
+        with contextlib.suppress(Exception):
+            self.over(COVER_S)
+        self.release()
+
+    def release(self) -> None:
+        with self._guard:
+            if self.released.is_set():
+                return
+            self.released.set()
+        _unlock(self.second)
 
 
 @contextlib.contextmanager
@@ -166,7 +191,7 @@ def start_covered(fd: int, start, wait: bool = True) -> bool:
         if sock is None:
             _unlock(second)
         else:
-            _covers.setdefault(fd, []).append((second, lambda timeout_s: _said(sock, timeout_s)))
+            _covers.setdefault(fd, []).append(Cover(second, lambda timeout_s: _said(sock, timeout_s)))
     return True
 
 
@@ -178,7 +203,7 @@ def end_covered(fd: int, end) -> None:
     over = end()
     if fd < 0 or fd in _exclusive:
         if fd >= 0:
-            _covers.setdefault(fd, []).append((-1, over))
+            _covers.setdefault(fd, []).append(Cover(-1, over))
         return
     second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
     try:
@@ -186,18 +211,19 @@ def end_covered(fd: int, end) -> None:
     except BlockingIOError:
         os.close(second)
         return
-    _covers.setdefault(fd, []).append((second, over))
+    _covers.setdefault(fd, []).append(Cover(second, over))
 
 
 def settle(fd: int, block: bool, timeout_s: float = COVER_S) -> None:
-    """End the covers (``start_covered``, ``end_covered``) whose work is over: those that are at
-    once, and (``block``) the others after waiting for them, at most ``timeout_s`` each. Call it
-    with ``block`` before reading a covered runner's first word."""
-    for entry in list(_covers.get(fd, ())):
-        second, over = entry
-        if over(timeout_s if block else 0.0) or block:
-            _covers[fd].remove(entry)
-            _unlock(second)
+    """Forget the covers (``start_covered``, ``end_covered``) that let the lock go; with ``block``,
+    first wait for each of the others, at most ``timeout_s``, then let it go anyway. Call it with
+    ``block`` before reading a covered runner's first word, and before timing."""
+    for cover in list(_covers.get(fd, ())):
+        if block:
+            cover.released.wait(timeout_s)
+            cover.release()
+        if cover.released.is_set():
+            _covers[fd].remove(cover)
 
 
 def _said(sock, timeout_s: float) -> bool:
