@@ -542,7 +542,7 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
+        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S}
         self.late = 0
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
@@ -658,14 +658,18 @@ class Bench:
         """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
         are time-sliced, so where another context has work (a runner's thread, kernels it left
         queued), the twin waits for that one's time slice and the hand-off is much slower than clean
-        (timing.contention). Queued behind a hold, as the calibration's (twin.calibrate) and the
-        remote brackets' are, so that the twin's host round trip is not in it."""
-        torch.cuda._sleep(int(self.hold_s["remote"] * self.cycles_per_s))
+        (timing.contention). Queued behind a hold of its own kind, as the calibration's
+        (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
+        it; where the hold ended first, that hold doubles and this check says nothing (0)."""
+        torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
         handed, back = self._hand_to_twin()
+        in_time = not handed.query()
+        if not in_time:
+            self.hold_s["twin"] = min(2 * self.hold_s["twin"], MAX_HOLD_S)
         self._poll(self.twin.done)
         back.record()
         back.synchronize()
-        return handed.elapsed_time(back) / 1e3
+        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
 
     def _hand_to_twin(self):
         """Record ``handed`` and the twin's ``go`` on the judge's stream and have the twin queue its
