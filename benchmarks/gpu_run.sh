@@ -5,6 +5,8 @@
 #   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, exploits, agent replay), three at once
 #   bash benchmarks/gpu_run.sh memory     # the memory and stream tests, one at a time (each sizes from the GPU)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
+#   bash benchmarks/gpu_run.sh contention # timing beside busy sandboxes of the same pool: its test, then the
+#        diagnostic (benchmarks/timing_contention.py), each alone on the GPU
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
@@ -15,8 +17,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|memory|timing|overhead|train|learning|kernelbench) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|overhead|train|learning|kernelbench" >&2; exit 2 ;;
+  tests|memory|timing|contention|overhead|train|learning|kernelbench) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|contention|overhead|train|learning|kernelbench" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -25,7 +27,8 @@ python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__ver
 case "${1:-}" in
   tests)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      --ignore=tests/gpu/test_memory_and_streams.py tests/gpu tests/adversarial/test_gpu_exploits.py 2>&1 \
+      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py \
+      tests/gpu tests/adversarial/test_gpu_exploits.py 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
@@ -34,6 +37,12 @@ case "${1:-}" in
   timing)
     timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16
     timeout 260 python3 benchmarks/timing_guards.py --out "$OUT/timing_guards.json" 2>&1 | tail -40 ;;
+  contention)
+    timeout 300 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 280 --durations=5 \
+      tests/gpu/test_timing_contention.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      | tee "$OUT/pytest_gpu_contention.log" | tail -20
+    timeout 260 python3 benchmarks/timing_contention.py --repeats 2 --out "$OUT/timing_contention.json" 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tail -12 ;;
   overhead)
     timeout 280 python3 benchmarks/judge_overhead.py --device cuda --rounds 2 --label judge \
       --out "$OUT/judge_overhead_cuda.json" 2>&1 | tail -8

@@ -1,12 +1,14 @@
 """The GPU timing's bookkeeping, with fake brackets (the brackets themselves need a GPU: tests/gpu)."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from tritongym.evaluate import timing
 from tritongym.evaluate.judge import speed
-from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 
 def bench_with_holds():
@@ -36,14 +38,23 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
     assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
 
 
+CLEAN = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)
+
+
+def bracket(seconds, flush_s=80e-6, probe_s=20e-6):
+    return None if seconds is None else speed.Bracket(seconds, flush_s, probe_s)
+
+
 class FakeBench:
     """Brackets of fixed lengths (seconds); None where a bracket was late. ``order`` records every
     step of a repetition, so that the check can be seen to come before the empty brackets (which
     reuse the candidate's copy-out buffers)."""
 
-    def __init__(self, reference, candidate, empty, remote_empty, hand_off=0.0005, outputs=("r", "c")):
-        self.values = (reference, candidate, empty, remote_empty)
+    def __init__(self, reference, candidate, empty, remote_empty, hand_off=0.0003, outputs=("r", "c"), flush=None):
+        flushes = flush or [80e-6] * 4
+        self.values = [bracket(v, f) for v, f in zip((reference, candidate, empty, remote_empty), flushes, strict=True)]
         self.hand_off = hand_off
+        self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
 
@@ -66,8 +77,12 @@ class FakeBench:
         self.order.append("remote_empty")
         return self.values[3], self.hand_off
 
+    def company_check(self):
+        self.order.append("twin")
+        return self.company.pop(0) if self.company else self.hand_off
 
-def test_each_side_loses_its_own_empty_bracket_and_the_order_alternates(monkeypatch):
+
+def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):
     checked = []
     bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
 
@@ -76,21 +91,68 @@ def test_each_side_loses_its_own_empty_bracket_and_the_order_alternates(monkeypa
         bench.order.append("check")
 
     monkeypatch.setattr(speed, "check_batch", check)
-    reference, candidate, hand_off = speed.repetition(bench, None, rep=0)
-    assert reference == pytest.approx(0.008) and candidate == pytest.approx(0.0055)
-    assert hand_off == pytest.approx(0.0005)  # measured inside the twin's bracket, not between brackets
-    speed.repetition(bench, None, rep=1)
-    steps = ["check", "empty", "remote_empty"]  # outputs checked before the empties reuse their buffers
-    assert bench.order == ["reference", "candidate", *steps, "candidate", "reference", *steps]
+    rep = speed.repetition(bench, None, 0, False, CLEAN)
+    assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None)
+    speed.repetition(bench, None, 1, True, CLEAN)
+    steps = ["check", "empty", "twin", "remote_empty"]  # outputs checked before the empties reuse their buffers
+    pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
+    assert bench.order == [*pair[0], *steps, *pair[1], *steps]
     assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
+
+
+def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monkeypatch):
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    slow_flush = FakeBench(0.010, 0.008, 0.002, 0.0025, flush=[80e-6, 80e-6, 1.5e-3, 80e-6])
+    assert "L2 flush" in speed.repetition(slow_flush, None, 0, False, CLEAN).contended
+    slow_hand_off = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
+    assert "hand-off" in speed.repetition(slow_hand_off, None, 0, True, CLEAN).contended
+    company_after_the_reference = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    company_after_the_reference.company = [0.0003, 0.0021, 0.0003]  # the check after the second bracket
+    assert "hand-off" in speed.repetition(company_after_the_reference, None, 0, True, CLEAN).contended
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):
     checked = []
     monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append(rep))
-    assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, rep=3) is None
-    assert speed.repetition(FakeBench(0.010, 0.008, 0.002, None), None, rep=4) is None
+    assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, 3, False, CLEAN) is None
+    assert speed.repetition(FakeBench(0.010, 0.008, 0.002, None), None, 4, True, CLEAN) is None
     assert checked == [3, 4]
+
+
+def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off():
+    # 100 calls: the candidate's net 0.2 ms against a noise of 0.3 ms of hand-off + 0.1 x 0.1 ms of copies
+    short = timing.Rep(reference=10.1e-3, candidate=0.6e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
+    grown = speed.grown_count(short, 100, 0.3e-3, limit=4096)
+    assert grown == 620  # 4 x 0.31 ms of signal at 2 us a call
+    assert speed.grown_count(short, 100, 0.3e-3, limit=300) == 300
+    long = dataclasses.replace(short, candidate=2.5e-3)
+    assert speed.grown_count(long, 100, 0.3e-3, limit=4096) == 100
+    lost = dataclasses.replace(short, candidate=0.39e-3)  # no signal at all: as far as allowed
+    assert speed.grown_count(lost, 100, 0.3e-3, limit=4096) == 4096
+
+
+def _untrusted_result(reps, stopped):
+    bench = SimpleNamespace(scratch=torch.empty(8), late=0)
+    ctx = SimpleNamespace(hand_off_s=0.3e-3, copy_bandwidth=0.0)
+    counted = timing.tally(reps, 100, 0.3e-3) if reps else None
+    return speed.timing_result(counted, stopped, "eager", 100, bench, reps, ctx, 1000, 2.3)
+
+
+def test_a_timing_that_stops_untrusted_reports_no_speedup_and_says_why():
+    ok = timing.Rep(reference=10.1e-3, candidate=5.4e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
+    hogged = dataclasses.replace(ok, contended="a L2 flush took 1500 us (clean: 80 us)")
+    result = _untrusted_result([ok, hogged, hogged], "ceiling")
+    assert result["speedup"] is None
+    assert result["timing"]["reps"] == 1 and result["timing"]["contended_reps"] == 2
+    assert result["timing"]["invalid_reps"] == 2 and result["timing"]["stopped"] == "ceiling"
+    (finding,) = result["findings"]
+    assert finding["check"] == "timing_untrusted" and "contended x2" in finding["message"]
+    assert "Timing gave no speedup" in speed_feedback(result)
+    nothing = _untrusted_result([], "ceiling")
+    assert nothing["speedup"] is None and "timing" not in nothing
+    trusted = _untrusted_result([ok] * 5, "budget")
+    assert trusted["speedup"] == pytest.approx(2.0) and "findings" not in trusted
+    assert "Speedup 2x" in speed_feedback(trusted)
 
 
 def test_a_wrong_timed_output_fails_the_repetition():

@@ -105,6 +105,14 @@ def test_untimed_correct_says_so():
     assert "Speedup: not measured" in render_feedback(result)
 
 
+def test_an_untrusted_timing_says_why_there_is_no_speedup():
+    result = EvalResult("p", Verdict.OK, "Correct.", compiled=True, correct=True)
+    result.findings.append(Finding("timing_untrusted", "no speedup: the GPU had other work on it"))
+    text = render_feedback(result)
+    assert "Speedup: not measured; timing gave no speedup: the GPU had other work on it." in text
+    assert "no GPU timing in this evaluation" not in text
+
+
 def test_json_is_the_public_result():
     data = json.loads(render_feedback(failed(), FeedbackConfig(style="json", max_chars=100_000)))
     assert data["verdict"] == "runtime_error"

@@ -137,6 +137,14 @@ def test_flagged_speedups_never_count_as_fast():
     assert m.geomean_speedup(a) == pytest.approx(1.1)
 
 
+def test_an_untrusted_timing_is_not_fast_rather_than_unmeasured():
+    untrusted = record("p", 0, 0, "ok")
+    untrusted.result["findings"] = [{"check": "timing_untrusted", "message": "no speedup"}]
+    a = attempts(untrusted, record("p", 1, 0, "ok", speedup=1.1))
+    assert m.fast_p(a, 1.0) == pytest.approx(1 / 2)  # decided: not fast (a CPU run's None is undecidable)
+    assert m.geomean_speedup(a) == pytest.approx(1.1)
+
+
 def test_fast_p_at_k():
     a = attempts(
         record("p", 0, 0, "ok", speedup=1.2),

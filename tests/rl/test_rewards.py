@@ -52,6 +52,17 @@ def test_a_speedup_flagged_implausible_earns_nothing():
     assert VerifiableReward()(result) == 0.5
 
 
+def test_an_untrusted_timing_earns_no_more_than_a_slow_honest_kernel():
+    untrusted = row("ok", True, speedup=None, coverage=1.0) | {
+        "findings": [{"check": "timing_untrusted", "message": "no speedup: the GPU had other work on it"}]
+    }
+    slow = row("ok", True, speedup=0.5, coverage=1.0)
+    for reward in (VerifiableReward(), TieredReward()):
+        assert reward(untrusted) <= reward(slow)
+    assert TieredReward()(untrusted) == TieredReward().slower
+    assert TieredReward()(row("ok", True)) == TieredReward().untimed  # untimed on the CPU: unchanged
+
+
 def test_rewards_read_eval_results_directly():
     ok = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True)
     infra = EvalResult(problem="p", verdict=Verdict.INFRASTRUCTURE_ERROR, feedback="")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from tritongym.errors import ConfigError
 from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.rewards.outcome import TIMING_UNTRUSTED
 
 FeedbackStyle = Literal["text", "json"]
 STYLES: tuple[str, ...] = ("text", "json")
@@ -108,7 +109,11 @@ def _speed(result: EvalResult, top: int) -> list[str]:
             f"{t.candidate_ms * 1e3:.1f} us vs {t.reference_ms * 1e3:.1f} us)."
         )
     elif result.correct:
-        lines.append("Speedup: not measured (no GPU timing in this evaluation).")
+        untrusted = [f.message for f in result.findings if f.check == TIMING_UNTRUSTED]
+        if untrusted:
+            lines.append(f"Speedup: not measured; timing gave {untrusted[0]}.")
+        else:
+            lines.append("Speedup: not measured (no GPU timing in this evaluation).")
     if result.coverage is not None:
         kernels = ", ".join(
             f"{k.name[:48]} {k.share:.0%}{'' if k.own else ' (not yours)'}" for k in result.kernels[:top]

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from tritongym.agent.records import NO_CODE, TurnRecord
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP
+from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP, TIMING_UNTRUSTED
 from tritongym.rewards.outcome import category as outcome_category
 
 P_VALUES: tuple[float, ...] = (0.0, 1.0, 1.2, 1.5, 2.0, 3.0)
@@ -54,7 +54,9 @@ class Attempt:
     speedup: float | None = None
     """The measured speedup; None where not timed (CPU) or not correct."""
     speedup_flagged: bool = False
-    """The evaluator flagged the speedup as physically implausible (it never counts as fast)."""
+    """The evaluator flagged the speedup as physically implausible, or timed the candidate but could not
+    trust the timing (no speedup): it never counts as fast, and a correct attempt with it is decided
+    (not fast), not unmeasured."""
     coverage: float | None = None
     compiled: bool = False
     """``EvalResult.compiled``: the candidate loaded and its kernels ran (no_code never compiled)."""
@@ -84,7 +86,9 @@ def attempt(record: TurnRecord) -> Attempt:
     """The metric-relevant facts of one record."""
     result = record.result or {}
     findings = result.get("findings") or []
-    flagged = any(isinstance(f, Mapping) and f.get("check") == IMPLAUSIBLE_SPEEDUP for f in findings)
+    flagged = any(
+        isinstance(f, Mapping) and f.get("check") in (IMPLAUSIBLE_SPEEDUP, TIMING_UNTRUSTED) for f in findings
+    )
     return Attempt(
         problem=record.problem,
         sample=record.sample,

@@ -165,7 +165,10 @@ class TimingStats:
     reps: int
     """Timed repetitions (each a batch of calls of each side on fresh inputs)."""
     stopped: str
-    """Why timing stopped: ``target`` (confidence interval narrow enough), ``budget`` or ``max_reps``."""
+    """Why timing stopped: ``target`` (confidence interval narrow enough), ``budget`` (with at least
+    ``timing.MIN_VALID_REPS`` valid repetitions and an interval within ``timing.TRUSTED_PRECISION``)
+    or ``max_reps``; or, with no speedup reported, ``ceiling`` (too few valid repetitions before the
+    hard ceiling) or ``contended`` (the GPU had company in most repetitions)."""
     input_sets: int
     """Fresh input sets timed (each side ran forward once on each)."""
     flush_bytes: int
@@ -181,6 +184,16 @@ class TimingStats:
     late_brackets: int = 0
     """Timed batches whose calls the host could not queue ahead within the longest hold (their host time
     counted: a host-bound forward)."""
+    invalid_reps: int = 0
+    """Repetitions measured but not used (repeated instead): contended ones, and those where a side's
+    net time was not clearly above the noise of what is subtracted from it or the candidate's was below
+    the physical floor (timing.rep_problem)."""
+    contended_reps: int = 0
+    """Of those, repetitions in which one of the judge's fixed workloads (L2 flush, end probe, hand-off)
+    took much longer than when the judge started: something else shared the GPU."""
+    subtracted_us: list[float] = field(default_factory=list)
+    """What was subtracted from every reference and every candidate batch (microseconds): the medians of
+    the uncontended empty brackets, the candidate's hand-off part at most the clean one plus a slack."""
 
 
 @dataclass
@@ -211,7 +224,8 @@ class EvalResult:
     errors: ErrorStats | None = None
     findings: list[Finding] = field(default_factory=list)
     speedup: float | None = None
-    """Reference time / candidate time (median of interleaved pairs); None where not timed (CPU)."""
+    """Reference time / candidate time (lower median of interleaved pairs); None where not timed (CPU)
+    or where timing could not produce a trustworthy number (a ``timing_untrusted`` finding says why)."""
     timing: TimingStats | None = None
     coverage: float | None = None
     """Share of the forward's GPU time spent in the candidate's own Triton kernels; None on the CPU."""

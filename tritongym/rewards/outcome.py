@@ -34,11 +34,22 @@ def category(result: Any) -> Category:
 
 
 IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
+TIMING_UNTRUSTED = "timing_untrusted"
+"""The finding of a timing that could not produce a trustworthy number (speedup None on a GPU): too
+few valid repetitions before its ceiling, or the GPU had other work on it in most of them."""
+
+
+def _checks(result: Any) -> set:
+    findings = field(result, "findings") or []
+    return {f.get("check") if isinstance(f, Mapping) else getattr(f, "check", None) for f in findings}
+
+
+def timing_untrusted(result: Any) -> bool:
+    """Whether the evaluator timed the candidate but could not trust the timing (no speedup)."""
+    return TIMING_UNTRUSTED in _checks(result)
 
 
 def trusted_speedup(result: Any) -> float | None:
     """The measured speedup, or None where there is none or the evaluator flagged it as beyond the
     device's roofline (a timing that was evaded, not beaten, earns no speed reward)."""
-    findings = field(result, "findings") or []
-    checks = {f.get("check") if isinstance(f, Mapping) else getattr(f, "check", None) for f in findings}
-    return None if IMPLAUSIBLE_SPEEDUP in checks else field(result, "speedup")
+    return None if IMPLAUSIBLE_SPEEDUP in _checks(result) else field(result, "speedup")

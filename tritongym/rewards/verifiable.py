@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import category, field, trusted_speedup
+from tritongym.rewards.outcome import category, field, timing_untrusted, trusted_speedup
 
 
 @dataclass(frozen=True)
@@ -20,8 +20,8 @@ class VerifiableReward:
     w_correct: float = 0.5
     """Weight of being correct."""
     w_speedup: float = 0.5
-    """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable or flagged
-    implausible by the roofline check."""
+    """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable, untrusted
+    (``timing_untrusted``: no speedup) or flagged implausible by the roofline check."""
     speedup_cap: float = 3.0
     """Speedups above this earn no more (guards against timing outliers)."""
     w_coverage: float = 0.5
@@ -58,7 +58,9 @@ class TieredReward:
     slower: float = -0.1
     """Correct but slower than the reference."""
     untimed: float = 0.0
-    """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible."""
+    """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible. A timing
+    the evaluator could not trust (``timing_untrusted``) pays the lower of this and ``slower``: a slow
+    kernel must not gain by keeping the GPU busy until its timing gives up."""
     incorrect: float = -0.3
     """The ``incorrect`` category: ran, but raised or returned a wrong output."""
     failed: float = -1.0
@@ -78,7 +80,7 @@ class TieredReward:
             return self.incorrect
         speedup = trusted_speedup(result)
         if speedup is None:
-            return self.untimed
+            return min(self.untimed, self.slower) if timing_untrusted(result) else self.untimed
         for threshold, reward in self.tiers:
             if speedup >= threshold:
                 return reward

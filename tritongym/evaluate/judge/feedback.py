@@ -69,7 +69,10 @@ def speed_feedback(result: dict) -> str:
     """The speed and coverage part of the feedback a model reads."""
     parts = []
     timing = result.get("timing")
-    if timing:
+    untrusted = [f["message"] for f in result.get("findings") or () if f.get("check") == "timing_untrusted"]
+    if untrusted:
+        parts.append(f" Timing gave {untrusted[0]}.")
+    elif timing and result.get("speedup") is not None:
         low, high = timing["speedup_ci"]
         against = _BASELINE_NAMES[timing["baseline"]]
         parts.append(

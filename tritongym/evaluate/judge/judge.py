@@ -45,7 +45,7 @@ from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
-from tritongym.evaluate.judge.speed import gpu_lock
+from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -55,6 +55,24 @@ MIN_TRIALS = 2
 """Trials always run, whatever the configuration: with one, the first call is also the only one."""
 MAX_OUTPUT_BYTES_PER_CALL = 64 << 20
 """Largest answer of a runner other than a forward's output (whose bound follows the reference's)."""
+
+
+TAKE_COVER_S = 2.0
+"""The longest the judge waits, before taking the spare, for its start to end under the lock's cover."""
+
+
+def replenish(ctx: WorkerContext, wait: bool = True) -> None:
+    """Fork the next job's runner ahead (if there is none), its start covered by this GPU's lock
+    held shared (speed.start_covered): its CUDA context is made while no judge times. Without
+    ``wait``, not now if another judge times (a later call forks it: the first trial's, under this
+    job's own shared hold, or the one after the job)."""
+
+    def start():
+        ctx.supply.replenish()
+        return ctx.supply.spare.sock if ctx.supply.spare is not None else None
+
+    if ctx.supply.spare is None:
+        start_covered(ctx.gpu_lock, start, wait)
 
 
 def answer_bound(trial) -> int:
@@ -113,6 +131,11 @@ class WorkerContext:
     hand_off_s: float = 0.0
     """The cost of handing a batch to another CUDA context and back, measured with the twin at
     start-up, before any candidate ran; 0 on the CPU."""
+    flush_s: float = 0.0
+    """The L2 flush of every timed bracket, measured at start-up under the exclusive lock (speed.py);
+    0 on the CPU."""
+    probe_s: float = 0.0
+    """The probe at the end of every timed bracket, measured likewise; 0 on the CPU."""
     judges_per_gpu: int = 1
     """Judges the pool runs on this GPU (``TRITONGYM_JUDGES_PER_GPU``): each one's memory budget is
     the GPU's memory divided by this (memory.needs_whole_gpu)."""
@@ -270,6 +293,8 @@ def run_trials(
                 trial = reference.trial(secrets.randbits(63))
             else:
                 state.shared = share_inputs(state, trial.inputs, trial.expected)
+                if state.ctx.gpu_lock >= 0:  # no spare could be forked at import (a timing): now, under this hold
+                    replenish(state.ctx, wait=False)
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
                                   poison=state.ctx.device.type == "cuda")  # fmt: skip
             out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
@@ -380,18 +405,22 @@ def judge_candidate(
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         state.kernels = check_text(source, job.candidate_path, job.static_checks)
+        # the spare's cover ends before take reads its Hello (a spare still starting gets a moment more
+        # under it; take itself gives up a stopped one at once)
+        settle(ctx.gpu_lock, block=True, timeout_s=TAKE_COVER_S)
         try:
             state.runner = ctx.supply.take(state.deadline)
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
-        ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
+        replenish(ctx, wait=False)  # the next job's runner warms up (its CUDA context) while this one runs
         if state.runner.uid:  # the job's directory is its runner's user's own
             os.chown(job.workdir, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
         load = p.Load(job.candidate_path, job.solution_class, job.workdir, state.runner.memory_limit, lifetime)
-        state.ask(load, (p.Loaded,))
-    with state.timed("build"):
+        with gpu_lock(ctx.gpu_lock, exclusive=False):  # candidate code may run GPU work at import
+            state.ask(load, (p.Loaded,))
+    with state.timed("build"), gpu_lock(ctx.gpu_lock, exclusive=False):
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
         build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(first[0].inputs))
         state.ask(build, (p.Loaded,))
@@ -403,14 +432,16 @@ def judge_candidate(
     result["errors"] = outcome.errors
     if outcome.verdict is not Verdict.OK:
         return result
-    with state.timed("guards"):
+    with state.timed("guards"), gpu_lock(ctx.gpu_lock, exclusive=False):  # forwards on the GPU
         result["findings"] = result.get("findings", []) + guard_findings(state, trial, outcome.compute, tolerance)
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
         trial = None  # timing and profiling draw input sets of their own: the trial's memory is the batch's
         measured = speed_and_coverage(state, reference)
-        check_profile(state.kernels, measured)  # the runner's profile against the text and the judge's clock
+        # the runner's profile against the text and the judge's clock (where its timing is trusted)
+        check_profile(state.kernels, measured if measured.get("speedup") is not None else
+                      {k: v for k, v in measured.items() if k != "timing"})  # fmt: skip
         result["findings"] += measured.pop("findings", [])
         result |= measured
         result["feedback"] += speed_feedback(result)
@@ -446,7 +477,13 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
             failure = classify_failure(exc, "", f"in the judge during {state.stage}")
         result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
-        state.runner.kill()
+        runner = state.runner
+
+        def end():
+            runner.kill()
+            return lambda timeout_s: gone(runner.pid, timeout_s)
+
+        end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
     errors = result.get("errors")
@@ -469,20 +506,24 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
     ctx = WorkerContext(device=device, **ctx_args)
     if device.type == "cuda":
         from tritongym.evaluate import timing
-
-        torch.cuda.set_device(device.index or 0)
-        ctx.copy_bandwidth = timing.copy_bandwidth(device)
         from tritongym.evaluate.judge import speed, twin
 
-        ctx.sleep_rate = speed.sleep_rate()
-        ctx.twin = twin.Twin(device)
-        ctx.arena = speed.SharedArena(device)
-        ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        # the CUDA contexts (the judge's, its twin's) are made under the shared lock, so as not to disturb
+        # another judge's timing; the clean durations are measured with nobody else of ours on the GPU
+        with speed.gpu_lock(ctx.gpu_lock, exclusive=False):
+            torch.cuda.set_device(device.index or 0)
+            ctx.twin = twin.Twin(device)
+            ctx.arena = speed.SharedArena(device)
+        with speed.gpu_lock(ctx.gpu_lock, exclusive=True):
+            ctx.copy_bandwidth = timing.copy_bandwidth(device)
+            ctx.sleep_rate = speed.sleep_rate()
+            ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
+            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device)
+            torch.cuda.synchronize(device)
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
         ctx.answer_limit = answer_limit(torch.cuda.get_device_properties(device).total_memory, ctx.judges_per_gpu)
-        torch.cuda.synchronize(device)
     return ctx
 
 
@@ -509,8 +550,9 @@ def main() -> None:
             os.chown(path, uid, uid)
     supply.launch()
     ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
-    launchers.wait_ready()
-    supply.start()
+    launchers.wait_ready()  # cuda_utils is in the store before the first runner is forked
+    supply.zygote.wait_started()
+    replenish(ctx)
     ready: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
     ready["runners_unprivileged"] = runners_unprivileged(init["device"])
     if ctx.device.type == "cpu":
@@ -526,7 +568,7 @@ def main() -> None:
         release(ctx.device)  # the job's memory goes back to the device before the next job
         launchers.after_job(message["workdir"], result)
         channel.send({"result": result})
-        supply.replenish()  # if this job took none (refused before running), the spare is still there
+        replenish(ctx)  # if this job took none (refused before running), the spare is still there
     supply.close()
     launchers.close()
     if ctx.twin is not None:

@@ -3,8 +3,11 @@
 Timing never trusts the runner's clock: every bracket is timed by two CUDA events of the judge's,
 on the judge's stream, around a batch of ``N`` calls on ``N`` fresh input sets (new secret seeds
 every batch, integer inputs included). A repetition holds four brackets (``Bench`` says how each is
-built): the reference's batch and the candidate's, in alternating order, then the two empty
-brackets (each its side's bracket without forwards) that are subtracted from them.
+built): the reference's batch and the candidate's, in an order drawn in secret, then the two sides'
+empty brackets (each its side's bracket without forwards). timing.py turns repetitions into a
+speedup: what it subtracts from each side's bracket (one robust per-job estimate, bounded by what
+the judge measured with nobody else on the GPU), which repetitions are measurements, the estimator
+and when to stop.
 
 * The candidate's inputs are copied into its slots after ``start``: nothing can work on them ahead
   of the clock. The slots are mapped by the runner (CUDA IPC, a memory pool of their own, so no
@@ -17,19 +20,37 @@ brackets (each its side's bracket without forwards) that are subtracted from the
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it.
-* Every bracket's work is queued while a hold (a sleep kernel) keeps the judge's stream waiting, so
-  a bracket measures GPU time for both sides alike: neither the host's launch overhead nor the
-  message round trip to the runner is in it. Work that waits for the GPU on the host (a
-  ``.item()``, a synchronisation) is in it: the inputs exist only after the hold.
+* Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
+  ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
+  alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
+  that waits for the GPU on the host (a ``.item()``, a synchronisation) is in it: the inputs exist
+  only after the hold.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
-  its inputs from memory.
+  its inputs from memory; before ``end`` it writes the L2's size once more (the probe). Both are
+  timed by events of their own: fixed workloads whose clean durations the judge measured when it
+  started, under the exclusive lock (``calibrate_workloads``).
 
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
-(twin.py), which never runs candidate code, measures it in every repetition: its empty bracket is the
-one subtracted from the candidate's side, and two events of the judge's around the twin's part give
-the hand-off alone (``hand_off_us``). What the twin cannot see (the runner's context starting
-cold after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``).
+(twin.py), which never runs candidate code, closes the candidate's empty bracket in the runner's
+place, and two events of the judge's around the twin's part give the hand-off alone
+(``hand_off_us``). What is subtracted for it is at most the clean hand-off measured when the judge
+started (``clean_hand_off_us``) plus a slack (timing.HAND_OFF_SLACK): a slower hand-off is charged
+to the candidate, never credited. What the twin cannot see (the runner's context starting cold
+after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``; a fast
+candidate's batch is lengthened until its net time is several times what is subtracted).
+
+Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
+kernels it left queued between its forwards, another sandbox, another program) slows the judge's
+brackets, and the reference's most of all: the candidate would look faster. Freezing the runner
+does not help (a stopped process's queued kernels still run). Instead each repetition is checked
+against the judge's own fixed workloads (flush, probe, hand-off): one much slower than clean had
+company, and the repetition is repeated (``contended_reps``); when such repetitions outnumber the
+valid ones, the result has no speedup and a ``timing_untrusted`` finding. The secret order and
+hold jitter keep a runner from aiming its work between the probes. This GPU's lock (``gpu_lock``)
+keeps the rest of ours off the GPU while a candidate is timed: every other stage that runs GPU
+work holds it shared, including a spare runner's start (``start_covered``) and a killed runner's end
+(``end_covered``).
 
 Coverage comes from one forward profiled in the runner (profiling.py): it is the runner's word.
 """
@@ -41,8 +62,11 @@ import fcntl
 import math
 import os
 import secrets
+import select
 import statistics
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -74,18 +98,61 @@ WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
+HOLD_JITTER_S = 0.001
+"""Each hold is longer by a secret random part of this: a runner cannot tell from its own clock when
+the judge's brackets start, so work it leaves on the GPU cannot aim between the judge's probes."""
+MAX_GROWN_BATCH = 4096
+"""Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
+MAX_BATCH_S = 0.1
+"""A batch is not lengthened past this much of the reference's time."""
+DEADLINE_RESERVE_S = 5.0
+"""The timing's ceiling leaves this much of the job's timeout for what comes after it (profiling)."""
 
 
 _exclusive: set[int] = set()
 """Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
 its whole length; the stages' own uses of the lock inside that are no-ops)."""
+_covers: dict[int, list[Cover]] = {}
+"""Lock descriptor -> covers of GPU work outside a job's stages (a runner's start, a killed runner's
+end): see ``start_covered``, ``end_covered``."""
+COVER_S = 10.0
+"""The longest a cover keeps this GPU's lock shared, and timing waits for it (making a CUDA context
+takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
+
+
+class Cover:
+    """This GPU's lock held shared through a descriptor of its own (``second``; -1: inside this
+    process's exclusive hold, nothing to hold) while some GPU work outside a job's stages goes on; a
+    thread of its own lets it go as soon as ``over`` (which waits at most the seconds it is given)
+    says that work is over, or after ``COVER_S``: an idle judge never keeps it."""
+
+    def __init__(self, second: int, over):
+        self.second, self.over = second, over
+        self.released = threading.Event()
+        self._guard = threading.Lock()
+        threading.Thread(target=self._watch, name="tritongym-gpu-lock-cover", daemon=True).start()
+
+    def _watch(self) -> None:
+        with contextlib.suppress(Exception):
+            self.over(COVER_S)
+        self.release()
+
+    def release(self) -> None:
+        with self._guard:
+            if self.released.is_set():
+                return
+            self.released.set()
+        _unlock(self.second)
 
 
 @contextlib.contextmanager
 def gpu_lock(fd: int, exclusive: bool):
-    """This GPU's lock, shared by every judge on the machine: trials hold it shared, timing and
-    profiling exclusively, so nothing else of ours runs on the GPU while a candidate is timed.
-    A no-op on the CPU (fd < 0) and inside an exclusive hold of the same lock."""
+    """This GPU's lock, shared by every judge on the machine: what runs work on the GPU outside
+    timing holds it shared (the reference, the candidate's import, build, trials and guards, a
+    runner's start and its end), timing and profiling hold it exclusively, so nothing else of ours
+    runs on the GPU while a candidate is timed. A no-op on the CPU (fd < 0) and inside an exclusive
+    hold of the same lock; an exclusive hold first waits for the covered work to end (``settle``)."""
+    settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
         return
@@ -97,6 +164,96 @@ def gpu_lock(fd: int, exclusive: bool):
     finally:
         _exclusive.discard(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def start_covered(fd: int, start, wait: bool = True) -> bool:
+    """Call ``start``, which starts a runner and returns the judge's end of its socket (None: none
+    was started), under this GPU's lock held shared through a descriptor of its own, and keep it
+    until that runner said its first word (its Hello, sent once its CUDA context exists) or closed
+    the socket (``settle``): a runner's start does not disturb another judge's timing, nor this
+    one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it).
+    Without ``wait``, where another judge times now, nothing is started: returns whether it was."""
+    if fd < 0:
+        start()
+        return True
+    second = -1
+    if fd not in _exclusive:
+        second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+        try:
+            fcntl.flock(second, fcntl.LOCK_SH | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(second)
+            return False
+    sock = None
+    try:
+        sock = start()
+    finally:
+        if sock is None:
+            _unlock(second)
+        else:
+            _covers.setdefault(fd, []).append(Cover(second, lambda timeout_s: _said(sock, timeout_s)))
+    return True
+
+
+def end_covered(fd: int, end) -> None:
+    """Call ``end``, which kills a runner and returns a function that says, waiting at most the
+    seconds given, whether it is gone (its CUDA context with it); then hold this GPU's lock shared
+    until it is, where no judge times now (the kill never waits for the lock: a runner that may keep
+    the GPU busy ends at once; a timing it overlaps sees its company in its fixed workloads)."""
+    over = end()
+    if fd < 0 or fd in _exclusive:
+        if fd >= 0:
+            _covers.setdefault(fd, []).append(Cover(-1, over))
+        return
+    second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
+    try:
+        fcntl.flock(second, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(second)
+        return
+    _covers.setdefault(fd, []).append(Cover(second, over))
+
+
+def settle(fd: int, block: bool, timeout_s: float = COVER_S) -> None:
+    """Forget the covers (``start_covered``, ``end_covered``) that let the lock go; with ``block``,
+    first wait for each of the others, at most ``timeout_s``, then let it go anyway. Call it with
+    ``block`` before reading a covered runner's first word, and before timing."""
+    for cover in list(_covers.get(fd, ())):
+        if block:
+            cover.released.wait(timeout_s)
+            cover.release()
+        if cover.released.is_set():
+            _covers[fd].remove(cover)
+
+
+def _said(sock, timeout_s: float) -> bool:
+    """Whether a runner said something on its socket or closed it (within ``timeout_s``)."""
+    try:
+        return bool(select.select([sock], [], [], timeout_s)[0])
+    except (OSError, ValueError):  # its socket is closed already
+        return True
+
+
+def gone(pid: int, timeout_s: float) -> bool:
+    """Whether a killed process has ended (gone, or a zombie: its CUDA context is torn down), waiting
+    at most ``timeout_s`` for it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    return True
+        except (OSError, IndexError):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+
+
+def _unlock(fd: int) -> None:
+    if fd >= 0:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 # --- slots and their export ----------------------------------------------------------------------
@@ -299,6 +456,42 @@ def run_batch(model, slots, count: int) -> None:
 # --- judge side ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Bracket:
+    """One timed bracket (seconds): all of it, and the judge's two fixed workloads in it."""
+
+    seconds: float
+    flush_s: float
+    """The L2 flush after ``start`` (its calibrated clean duration: ``WorkerContext.flush_s``)."""
+    probe_s: float
+    """The probe just before ``end`` (clean: ``WorkerContext.probe_s``)."""
+
+
+def workload_bytes(device) -> tuple[int, int]:
+    """Bytes the flush and the end probe of every bracket write: ``L2_FLUSH_FACTOR`` times the L2
+    (at least 64 MiB), and the L2's size (at least 8 MiB)."""
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    return max(L2_FLUSH_FACTOR * l2, 64 << 20), max(l2, 8 << 20)
+
+
+def calibrate_workloads(device, reps: int = 21) -> tuple[float, float]:
+    """The flush's and the probe's clean durations (seconds, medians), measured when the judge
+    starts, under this GPU's exclusive lock and before any candidate ran."""
+    flush, probe = workload_bytes(device)
+    scratch = torch.empty(flush, dtype=torch.int8, device=device)
+    durations: tuple[list[float], list[float]] = ([], [])
+    for _ in range(reps + 1):  # the first of each is a warm-up
+        for k, size in enumerate((flush, probe)):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            scratch[:size].zero_()
+            end.record()
+            end.synchronize()
+            durations[k].append(start.elapsed_time(end) / 1e3)
+    del scratch
+    return statistics.median(durations[0][1:]), statistics.median(durations[1][1:])
+
+
 class Bench:
     """The slots of a batch and the four brackets of a repetition, each timed on the judge's stream.
 
@@ -338,8 +531,8 @@ class Bench:
         self.persistent = persistent
         self.device = state.ctx.device
         self.shape = layout(sample_inputs)
-        l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
-        self.scratch = torch.empty(max(L2_FLUSH_FACTOR * l2, 64 << 20), dtype=torch.int8, device=self.device)
+        flush, self.probe_bytes = workload_bytes(self.device)
+        self.scratch = torch.empty(flush, dtype=torch.int8, device=self.device)
         specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
         self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
@@ -349,7 +542,7 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S}
+        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S}
         self.late = 0
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
@@ -359,29 +552,40 @@ class Bench:
         """``count`` input sets from new secret seeds, each as the problem makes it."""
         return [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
 
-    def _open(self, kind: str, sets: list[list] | None):
-        """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), flush."""
+    def _open(self, kind: str, sets: list[list] | None) -> list:
+        """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
+        flush between two events. Returns the bracket's events (start, flush start, flush end, probe
+        start, end)."""
         if sets is not None:
             for t in self.shared_out:
                 slot_bytes(t).fill_(POISON)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(self.hold_s[kind] * self.cycles_per_s))
-        start.record()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
+        hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
+        torch.cuda._sleep(int(hold * self.cycles_per_s))
+        events[0].record()
         for k, inputs in enumerate(sets or ()):
             for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
                 slot[k].copy_(leaf)
+        events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
-        return start, end
+        events[2].record()
+        return events
 
-    def _close(self, start, end, in_time: bool | None = None) -> float | None:
-        """Record ``end`` and wait for it; the bracket's seconds, or None where it was late. A local
-        bracket's lateness is known once ``end`` is queued; a remote one's (``in_time``) before the
-        judge polled ``done`` (which fires only once the hold is over)."""
+    def _close(self, events: list, in_time: bool | None = None) -> Bracket | None:
+        """The probe between two events, ``end``, and wait for it; the bracket, or None where it was
+        late. A local bracket's lateness is known once ``end`` is queued; a remote one's
+        (``in_time``) before the judge polled ``done`` (which fires only once the hold is over)."""
+        start, flush_start, flush_end, probe_start, end = events
+        probe_start.record()
+        self.scratch[: self.probe_bytes].zero_()
         end.record()
         if in_time is None:
             in_time = self._queued("local", start)
         end.synchronize()
-        return start.elapsed_time(end) / 1e3 if in_time else None
+        if not in_time:
+            return None
+        return Bracket(start.elapsed_time(end) / 1e3, flush_start.elapsed_time(flush_end) / 1e3,
+                       probe_start.elapsed_time(end) / 1e3)  # fmt: skip
 
     def _queued(self, kind: str, start) -> bool:
         """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
@@ -393,23 +597,23 @@ class Bench:
         self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
         return False
 
-    def reference_batch(self, model, sets: list[list]) -> tuple[float | None, list[list]]:
+    def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
         that the candidate gets them as made); each call's output leaves, kept as returned."""
         given = clone(sets) if self.mutates else sets
-        start, end = self._open("local", None)
+        events = self._open("local", None)
         outputs = []
         with torch.no_grad():
             for args in given:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
-        return self._close(start, end), outputs
+        return self._close(events), outputs
 
-    def empty_batch(self) -> float | None:
+    def empty_batch(self) -> Bracket | None:
         """The reference's bracket without its forwards (with its copies, where it makes them)."""
-        start, end = self._open("local", None)
+        events = self._open("local", None)
         copies = [[t[-1].clone() for t in self.kept] for _ in range(self.count)] if self.persistent else []
-        elapsed = self._close(start, end)
+        elapsed = self._close(events)
         del copies
         return elapsed
 
@@ -423,26 +627,53 @@ class Bench:
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             kept.copy_(slot)
 
-    def candidate_batch(self, sets: list[list]) -> tuple[float | None, list]:
+    def candidate_batch(self, sets: list[list]) -> tuple[Bracket | None, list]:
         """The runner's forwards on the shared slots; the outputs as copied out of the slots inside
         the bracket (per leaf, one tensor of ``count`` calls; overwritten by the next bracket)."""
-        start, end = self._open("remote", sets)
+        events = self._open("remote", sets)
         self.go.record()
         self.state.ask(p.Batch(self.count), (p.BatchQueued,))
-        in_time = self._queued("remote", start)
+        in_time = self._queued("remote", events[0])
         self._poll(self.done)
         self._copy_out()
-        return self._close(start, end, in_time), self.kept
+        return self._close(events, in_time), self.kept
 
-    def remote_empty_batch(self, sets: list[list]) -> tuple[float | None, float]:
+    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
         copies a contiguous output (the candidate's last, kept) into each slot, the twin waits on
         ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
         of the judge's around the twin's go and done)."""
-        start, end = self._open("remote", sets)
+        events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
+        handed, back = self._hand_to_twin()
+        in_time = self._queued("remote", events[0])
+        self._poll(self.twin.done)
+        back.record()
+        self._copy_out()
+        return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+
+    def company_check(self) -> float:
+        """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
+        are time-sliced, so where another context has work (a runner's thread, kernels it left
+        queued), the twin waits for that one's time slice and the hand-off is much slower than clean
+        (timing.contention). Queued behind a hold of its own kind, as the calibration's
+        (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
+        it; where the hold ended first, that hold doubles and this check says nothing (0)."""
+        torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
+        handed, back = self._hand_to_twin()
+        in_time = not handed.query()
+        if not in_time:
+            self.hold_s["twin"] = min(2 * self.hold_s["twin"], MAX_HOLD_S)
+        self._poll(self.twin.done)
+        back.record()
+        back.synchronize()
+        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
+
+    def _hand_to_twin(self):
+        """Record ``handed`` and the twin's ``go`` on the judge's stream and have the twin queue its
+        wait and ``done``; returns ``handed`` and the event to record once ``done`` fired."""
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
         self.twin.go.record()
@@ -456,11 +687,7 @@ class Bench:
                 "The judge's timing process was killed while this solution was being timed; only a process of the "
                 "judge's user can do that, and the solution's runner is one. Do not signal other processes.",
             ) from None
-        in_time = self._queued("remote", start)
-        self._poll(self.twin.done)
-        back.record()
-        self._copy_out()
-        return self._close(start, end, in_time), handed.elapsed_time(back) / 1e3
+        return handed, back
 
 
 def sleep_rate() -> float:
@@ -522,11 +749,10 @@ def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
     return any(t.numel() and t.untyped_storage().data_ptr() in before for t in again)
 
 
-def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any, mutates: bool) -> int:
+def _batch_size(state, model, sample_inputs: list, footprint: Footprint, sample_bytes: int) -> tuple[int, float]:
     """Calls per batch: enough for ``TARGET_BATCH_S`` of the reference's time, as many as fit in
     memory (memory.timing_batch), counting the sample's own memory as available: it is dropped
-    before the batch's input sets are made."""
-    sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
+    before the batch's input sets are made. Also returns the reference's time of one call (s)."""
     fit = max(1, SLOT_BYTES // max(sample_bytes, 1))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
@@ -539,8 +765,7 @@ def _batch_size(state, reference, model, sample_inputs: list, sample_output: Any
         end.synchronize()
     one = max(start.elapsed_time(end) / 3e3, 1e-7)
     wanted = int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
-    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
-    return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted)
+    return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted), one
 
 
 def _baseline(reference, baseline: str, sample_inputs: list):
@@ -556,63 +781,122 @@ def _baseline(reference, baseline: str, sample_inputs: list):
     return compiled
 
 
-def repetition(bench: Bench, model, rep: int) -> tuple[float, float, float] | None:
-    """One repetition on fresh inputs: reference and candidate (their order alternates), the check
-    of every output, and the two empty brackets. Each side's time less its empty bracket's, and the
-    hand-off measured in the twin's; None when a bracket was not queued in time (its hold is now
-    longer; the caller repeats). Every output is checked either way."""
+def clean_workloads(ctx) -> timing.Clean:
+    """The judge's fixed workloads as calibrated when it started (judge.warm_up)."""
+    return timing.Clean(ctx.flush_s, ctx.probe_s, ctx.hand_off_s)
+
+
+def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
+    """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
+    it in secret), the check of every output, and the two empty brackets, each but the last followed
+    by a hand-off to the twin outside the bracket (``Bench.company_check``). None when a bracket was
+    not queued in time (its hold is now longer; the caller repeats). Every output is checked either
+    way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
+    slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
     sets = bench.fresh_inputs()
     outputs: list = [None, None]
-    elapsed: list = [None, None]
-    for side in (0, 1) if rep % 2 == 0 else (1, 0):
-        elapsed[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
+    brackets: list = [None, None]
+    checks = []
+    for side in (1, 0) if candidate_first else (0, 1):
+        brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
+        checks.append(bench.company_check())
     check_batch(outputs[0], outputs[1], rep)
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
-    empty, (remote_empty, hand_off) = bench.empty_batch(), bench.remote_empty_batch(sets)
-    if None in elapsed or empty is None or remote_empty is None:
+    empty = bench.empty_batch()
+    checks.append(bench.company_check())
+    remote_empty, hand_off = bench.remote_empty_batch(sets)
+    every = [*brackets, empty, remote_empty]
+    if None in every:
         return None
-    return max(elapsed[0] - empty, 1e-9), max(elapsed[1] - remote_empty, 1e-9), hand_off
+    flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
+    contended = timing.contention(flushes, probes, [hand_off, *checks], clean)
+    reference, candidate = brackets
+    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended)
+
+
+def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
+    """Calls per batch that give the candidate's net time ``timing.SIGNAL_FACTOR`` times its noise
+    (mostly the hand-off's, timing.Subtraction), judged from one repetition of ``count`` calls;
+    ``count`` where it already does, at most ``limit``."""
+    less = timing.subtracted([rep], clean_hand_off_s)
+    net, wanted = rep.candidate - less.remote, timing.SIGNAL_FACTOR * less.candidate_noise
+    if net >= wanted:
+        return count
+    per_call = max(net, 0.05 * less.candidate_noise) / count  # a net time lost in the noise: grow as far as allowed
+    return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
+
+
+def warm_up(bench: Bench, model) -> timing.Rep | None:
+    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
+    one queued in time."""
+    for _ in range(WARM_UP_REPS):
+        rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
+        if rep is not None:
+            return rep
+    return None
 
 
 def time_candidate(state, reference) -> dict:
     """The speedup, from a sample input set of its own (the trials' are gone: their memory is the
-    batch's) and batches of fresh input sets."""
-    job = state.job
+    batch's) and batches of fresh input sets; None with a ``timing_untrusted`` finding where no
+    trustworthy one could be measured before the ceiling (timing.stop_reason)."""
+    job, ctx = state.job, state.ctx
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     model = _baseline(reference, job.baseline, sample_inputs)
     with torch.no_grad():
         sample_output = model(*sample_inputs)
     persistent = outputs_persist(model, sample_output, sample_inputs)
-    count = _batch_size(state, reference, model, sample_inputs, sample_output, mutates)
+    footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
+    sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
+    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     bytes_read = nbytes(sample_inputs)
+    first = warm_up(bench, model)
+    if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
+        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / one_s)), max(1, SLOT_BYTES // max(sample_bytes, 1)))
+        wanted = grown_count(first, count, ctx.hand_off_s, limit)
+        if wanted > count:
+            bench = None  # its flush buffer and copy-out go back to the cache before the longer batch's
+            count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
+            bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+            state.shared = SharedInputs(bench.shared_in, bench.shape)
+            warm_up(bench, model)
     del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
-    for _ in range(WARM_UP_REPS):  # autotuning, caches, and holds long enough to queue each bracket
-        if repetition(bench, model, 0) is not None:
-            break
-    times: tuple[list[float], list[float]] = ([], [])
-    hand_offs: list[float] = []
+    clean = clean_workloads(ctx)
+    floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
+    reps: list[timing.Rep] = []
     began = time.perf_counter()
-    rep = 0
-    while True:
-        measured = repetition(bench, model, rep + 1)
+    ceiling = min(timing.ceiling_s(job.timing_budget_s),
+                  max(job.timing_budget_s, state.deadline - time.monotonic() - DEADLINE_RESERVE_S))  # fmt: skip
+    counted, stopped, n = None, None, 0
+    while stopped is None:
+        measured = repetition(bench, model, n + 1, bool(secrets.randbits(1)), clean)
+        n += 1
         spent = time.perf_counter() - began
         if measured is not None:
-            for side in (0, 1):
-                times[side].append(measured[side] * 1e3 / count)
-            hand_offs.append(measured[2])
-            rep += 1
-        if times[0] and (rep % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
-            summary = timing.summarise(*times)
-            stopped = timing.stop_reason(summary, job.timing_target, spent, job.timing_budget_s)
-            if stopped:
-                break
-    result = {
-        "speedup": round(summary.speedup, 4),
-        "timing": {
-            "baseline": job.baseline,
+            reps.append(measured)
+        if reps and (len(reps) % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
+            counted = timing.tally(reps, count, clean.hand_off_s, floor)
+            stopped = timing.stop_reason(counted.summary, job.timing_target, spent, job.timing_budget_s,
+                                         counted.contended, ceiling)  # fmt: skip
+        elif spent >= ceiling:
+            stopped = "ceiling"
+    return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
+
+
+def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, count: int, bench: Bench,
+                  reps: list[timing.Rep], ctx, bytes_read: int, ceiling: float) -> dict:  # fmt: skip
+    """The result's ``speedup``, ``timing`` and ``findings`` from what the timing measured."""
+    summary = counted.summary if counted is not None else None
+    trusted = stopped in timing.TRUSTED and summary is not None
+    result: dict[str, Any] = {"speedup": round(summary.speedup, 4) if trusted else None}
+    invalid = dict(counted.invalid) if counted is not None else {}
+    findings = []
+    if summary is not None:
+        result["timing"] = {
+            "baseline": baseline,
             "reference_ms": summary.reference_ms,
             "reference_ci_ms": list(summary.reference_ci_ms),
             "candidate_ms": summary.candidate_ms,
@@ -621,16 +905,32 @@ def time_candidate(state, reference) -> dict:
             "spread": round(summary.spread, 4),
             "reps": summary.reps,
             "stopped": stopped,
-            "input_sets": summary.reps * count,
+            "input_sets": len(reps) * count,
             "flush_bytes": bench.scratch.numel(),
             "late_brackets": bench.late,
-            "hand_off_us": round(statistics.median(hand_offs) * 1e6, 2),
-            "clean_hand_off_us": round(state.ctx.hand_off_s * 1e6, 2),
-        },
-    }
-    flag = timing.implausible(summary.candidate_ms, bytes_read, state.ctx.copy_bandwidth)
+            "invalid_reps": sum(invalid.values()),
+            "contended_reps": invalid.get("contended", 0),
+            "subtracted_us": [round(x * 1e6, 2) for x in counted.subtracted_s],
+            "hand_off_us": round(statistics.median(r.hand_off for r in reps) * 1e6, 2),
+            "clean_hand_off_us": round(ctx.hand_off_s * 1e6, 2),
+        }
+    if not trusted:
+        why = {"contended": "the GPU had other work on it in most repetitions (work a solution leaves running "
+                            "between its calls counts too)",
+               "ceiling": f"fewer than {timing.MIN_VALID_REPS} repetitions were measurements, or their spread "
+                          f"was too wide, within the ceiling of {ceiling:.1f} s"}.get(stopped, stopped)  # fmt: skip
+        listing = ", ".join(f"{k} x{v}" for k, v in sorted(invalid.items())) or "none"
+        findings.append({"check": "timing_untrusted", "message": f"no speedup: {why} ({len(reps)} repetitions, "
+                         f"{summary.reps if summary else 0} valid; not measurements: {listing})"})  # fmt: skip
+    floor_reps = invalid.get("physical_floor", 0)
+    flag = timing.implausible(summary.candidate_ms, bytes_read, ctx.copy_bandwidth) if trusted else None
+    if flag is None and floor_reps and floor_reps * 2 >= len(reps):
+        flag = (f"{floor_reps} of {len(reps)} repetitions timed the candidate's batch below the time needed just to "
+                "read its inputs; the measurement was evaded, not beaten")  # fmt: skip
     if flag:
-        result["findings"] = [{"check": "implausible_speedup", "message": flag}]
+        findings.append({"check": "implausible_speedup", "message": flag})
+    if findings:
+        result["findings"] = findings
     return result
 
 

@@ -5,9 +5,13 @@ launch (the two contexts are time-sliced: hundreds of microseconds on an H100), 
 bracket holds that cost and the reference's does not. The twin measures it where no candidate can
 touch it: it never imports candidate code, runs as the judge's user, and is asked to do exactly what a
 runner does around a batch (wait on the judge's ``go`` event, record ``done``) with nothing in between.
-The bracket it closes, less the judge's own empty bracket, is the hand-off; speed.py subtracts it
-from the candidate's side and reports it next to the one measured before any candidate ran (a much
-slower one means something else shared the GPU).
+The bracket it closes is the candidate's empty bracket, and two events of the judge's around its
+part give the hand-off alone. Its cost measured before any candidate ran (``calibrate``, under the
+GPU's exclusive lock) bounds what speed.py subtracts for the hand-off from the candidate's side
+(timing.subtracted): a slower hand-off is charged to the candidate, never credited. The contexts
+are time-sliced, so a hand-off waits for every other context with work on the GPU: speed.py also
+hands to the twin and back after the other brackets, and a hand-off much slower than the clean one
+marks its repetition as contended (timing.contention).
 
 Run as ``python -m tritongym.evaluate.judge.twin DEVICE_INDEX``; the judge writes the two event
 handles (hex) on the first line of its stdin, then one byte per hand-off, and reads one byte back
