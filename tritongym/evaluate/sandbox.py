@@ -43,7 +43,7 @@ START_TIMEOUT_S = 300.0
 _PASSTHROUGH_ENV = (
     "PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CC",
     "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
-    "TRITONGYM_RUNNER_USER",
+    "TRITONGYM_RUNNER_USER", "TRITONGYM_RUNNER_LANDLOCK",
 )  # fmt: skip
 
 
@@ -179,6 +179,10 @@ class Sandbox:
                 "TRITONGYM_RUNNER_USER=own works on the CPU only: CUDA's inter-process memory and event "
                 "handles, which the judge and a GPU runner share, do not open across users"
             )
+        from tritongym.evaluate.judge.landlock import check_host
+        from tritongym.evaluate.judge.zygote import runners_unprivileged
+
+        check_host(shares_judge_user=not runners_unprivileged(device))
         self.device = device
         self.device_env = device_env or {}
         self.info: dict = {}

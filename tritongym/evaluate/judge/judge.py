@@ -380,11 +380,14 @@ def judge_candidate(
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         ctx.supply.replenish()  # the next job's runner warms up (its CUDA context) while this one runs
-        if state.runner.uid:  # the job's directory is its runner's user's own
-            os.chown(job.workdir, state.runner.uid, state.runner.uid)
+        workdir = state.runner.directory  # the runner's own, the only one it may write in (landlock.py)
+        candidate = workdir / Path(job.candidate_path).name
+        candidate.write_text(source, encoding="utf-8")
+        if state.runner.uid:
+            os.chown(candidate, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        load = p.Load(job.candidate_path, job.solution_class, job.workdir, state.runner.memory_limit, lifetime)
+        load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
         state.ask(load, (p.Loaded,))
     with state.timed("build"):
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
@@ -493,7 +496,9 @@ def main() -> None:
         path.mkdir(mode=0o700)
     runner_env = {"TRITON_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "HOME": str(scratch),
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
-    supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
+    jobs = home / "jobs"  # each runner's directory (its job's): nothing of the judge's is beneath
+    jobs.mkdir(mode=0o711)
+    supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home), jobs)
     for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
         kill_user(uid)  # anything left by an earlier judge that had this pid
         for path in (home / f"runner-{uid}", home / f"runner-{uid}" / "triton", home / f"runner-{uid}" / "tmp"):
