@@ -124,6 +124,23 @@ def test_an_older_abi_restricts_what_it_knows_and_says_what_it_cannot(tmp_path):
     assert got["not_confined"] == [landlock.NOT_BEFORE[abi] for abi in (2, 3, 4, 5, 6)]
 
 
+def test_a_kernel_without_landlock_or_a_container_refusing_it_has_abi_0(monkeypatch):
+    def refused(code):
+        def call(*args):
+            raise OSError(code, os.strerror(code))
+
+        return call
+
+    for code in (errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
+        monkeypatch.setattr(landlock, "_syscall", refused(code))
+        assert abi_version() == 0
+    monkeypatch.setattr(landlock, "_syscall", refused(errno.EINVAL))
+    with pytest.raises(OSError):
+        abi_version()
+    with pytest.raises(OSError, match="no Landlock"):
+        restrict(Policy(), 0)
+
+
 def test_each_abi_handles_the_write_rights_it_knows():
     assert landlock.handled_writes(1) & (landlock.FS_REFER | landlock.FS_TRUNCATE | landlock.FS_IOCTL_DEV) == 0
     assert landlock.handled_writes(3) & landlock.FS_TRUNCATE and not landlock.handled_writes(4) & landlock.FS_IOCTL_DEV

@@ -99,11 +99,12 @@ def _syscall(number: int, *args) -> int:
 
 
 def abi_version() -> int:
-    """The kernel's Landlock ABI, 0 where it has none (not built in, or not enabled at boot)."""
+    """The kernel's Landlock ABI, 0 where it has none (not built in, not enabled at boot, or the call
+    refused by a container's seccomp profile)."""
     try:
         return _syscall(SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
     except OSError as exc:
-        if exc.errno in (errno.ENOSYS, errno.EOPNOTSUPP):
+        if exc.errno in (errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
             return 0
         raise
 
