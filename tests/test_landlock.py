@@ -190,6 +190,30 @@ def test_a_runners_policy_lets_it_write_its_directory_and_its_own_proc_entry_onl
                    "null": "ok"}  # fmt: skip
 
 
+def confine_with_a_thread(directory: str) -> dict:
+    import threading
+
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()
+    try:
+        landlock.confine_runner(directory, "cpu", shares_judge_user=True)
+    except RuntimeError as exc:
+        outside = os.path.join(os.path.dirname(directory), "x")
+        return {"refused": str(exc), "still_writes": attempt(lambda: open(outside, "w"))}
+    finally:
+        stop.set()
+    return {"refused": ""}
+
+
+@needs
+def test_a_runner_with_a_python_thread_is_not_confined_but_refused(tmp_path, monkeypatch):
+    """A thread that exists when the domain is made stays outside it: the runner must have none."""
+    monkeypatch.delenv(landlock.MODE_ENV, raising=False)
+    (tmp_path / "runner").mkdir()
+    got = in_child(confine_with_a_thread, str(tmp_path / "runner"))
+    assert "2 Python threads" in got["refused"] and got["still_writes"] == "ok", got
+
+
 def test_the_runners_writable_roots_are_its_directory_and_on_a_gpu_shared_memory():
     assert landlock.runner_writable_roots("/x/jobs/r", "cpu") == ["/x/jobs/r", f"/proc/{os.getpid()}"]
     assert "/dev/shm" in landlock.runner_writable_roots("/x/jobs/r", "cuda:0")

@@ -29,6 +29,7 @@ import glob
 import logging
 import os
 import struct
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -249,6 +250,8 @@ def confine_runner(directory: str, device: str, shares_judge_user: bool) -> Conf
             raise OSError(errno.EOPNOTSUPP, f"the kernel has no Landlock and the runner shares the judge's user "
                           f"(set {MODE_ENV}=optional to run unconfined)")  # fmt: skip
         return None
+    if threading.active_count() != 1:  # a thread that exists now would stay outside the domain
+        raise RuntimeError(f"the runner has {threading.active_count()} Python threads before Landlock: one expected")
     return restrict(runner_policy(directory, device), abi)
 
 
