@@ -3,8 +3,9 @@ another, each in a runner of its own that the judge forks and kills.
 
 The caller keeps a backstop on the judge: a wall-clock deadline per job (the judge enforces the
 job's own timeout on its runner; this one catches a stuck judge), a memory watchdog, its own session
-and parent-death signal (so it and its runners die with the caller), a private working directory per
-job, and an allowlisted environment. A judge that dies or breaks its protocol is killed; the next
+and parent-death signal (so it and its runners die with the caller), a private directory per
+job (the candidate's file, which the judge reads and copies into its runner's own directory), and an
+allowlisted environment. A judge that dies or breaks its protocol is killed; the next
 job starts a fresh one.
 """
 
@@ -275,7 +276,7 @@ class Sandbox:
         outcome = SandboxOutcome(judge_exposed=not self.info.get("runners_unprivileged", False))
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
         nonce = secrets.token_hex(16)
-        job = job | {"workdir": str(workdir), "nonce": nonce, "candidate_path": str(workdir / "solution.py"),
+        job = job | {"nonce": nonce, "candidate_path": str(workdir / "solution.py"),
                      "timeout_s": timeout_s, "output_limit_bytes": output_limit_bytes}  # fmt: skip
         (workdir / "solution.py").write_text(job.pop("candidate_source"), encoding="utf-8")
         start = time.monotonic()

@@ -68,7 +68,8 @@ class Job:
     entry_point: str
     solution_class: str
     candidate_path: str
-    workdir: str
+    """The candidate's file as the pool wrote it (read by the judge; its runner gets a copy in its own
+    directory)."""
     trials: int
     tolerance: str
     error_factor: float
