@@ -10,6 +10,7 @@
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
+#   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
 #        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
 #        (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against eager);
@@ -17,8 +18,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|memory|timing|contention|overhead|train|learning|kernelbench) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|contention|overhead|train|learning|kernelbench" >&2; exit 2 ;;
+  tests|memory|timing|contention|overhead|train|learning|kernelbench|landlock) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|contention|overhead|train|learning|kernelbench|landlock" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -57,6 +58,9 @@ case "${1:-}" in
     timeout 560 python3 -m tritongym.design tabulate --config benchmarks/learning/configs/learning.toml \
       --out benchmarks/results/learning_gpu/table.jsonl --device cuda --sandboxes 4 --time-budget-s 480 2>&1 | tail -5
     cp benchmarks/results/learning_gpu/table.jsonl "$OUT/" ;;
+  landlock)
+    timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      | tee "$OUT/landlock_probe.log" | tail -80 ;;
   kernelbench)
     LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]}
     IDS=${3:-}

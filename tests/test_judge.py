@@ -3,6 +3,7 @@ that never outlive their judge."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
@@ -109,9 +110,9 @@ with Sandbox({device!r}) as sandbox:
 """
 
 HANGS_AND_TELLS = (
-    KERNELS.replace("{", "{{").replace("}", "}}")
+    KERNELS
     + "\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b):\n"
-    + "        open({pid_file!r}, 'w').write(str(__import__('os').getpid()))\n"
+    + "        open('runner.pid', 'w').write(str(__import__('os').getpid()))  # in its job's directory\n"
     + "        while True:\n            pass\n"
 )
 
@@ -130,18 +131,20 @@ def _parent(pid: int) -> int:
 
 def test_killing_the_pool_kills_its_judge_and_a_hanging_runner(tmp_path):
     shared = Path(tempfile.mkdtemp())
-    shared.chmod(0o777)  # the runner may run as an unprivileged user, outside pytest's private tmp
-    pid_file = shared / "runner.pid"
+    shared.chmod(0o755)  # the pool's temporary directory: a runner of its own user passes through to its job's
     source = tmp_path / "hangs.py"
-    source.write_text(HANGS_AND_TELLS.format(pid_file=str(pid_file)))
+    source.write_text(HANGS_AND_TELLS)
     script = POOL_SCRIPT.format(tests=str(Path(__file__).parent), device=DEVICE, candidate=str(source))
-    pool = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ)
+    env = os.environ | {"TMPDIR": str(shared)}
+    pool = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
     try:
         judge = int(pool.stdout.readline().split()[1])
         deadline = time.monotonic() + 120
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        told = ""  # the runner may write only in its job's directory, under the sandbox's home
+        while not told and time.monotonic() < deadline:
             time.sleep(0.1)
-        runner = int(pid_file.read_text())
+            told = "".join(Path(f).read_text() for f in glob.glob(f"{shared}/tritongym-sandbox-*/jobs/*/runner.pid"))
+        runner = int(told)
         zygote = _parent(runner)
         assert _parent(zygote) == judge
         os.kill(pool.pid, signal.SIGKILL)

@@ -244,7 +244,7 @@ def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
 def test_a_stopped_spare_is_replaced_not_given_the_job(monkeypatch, tmp_path, after_hello):
     monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")  # no users of their own: the ping must catch it
     env = dict(os.environ) | {"TRITON_INTERPRET": "1", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
-    supply = RunnerSupply("cpu", env, str(tmp_path))
+    supply = RunnerSupply("cpu", env, str(tmp_path), tmp_path)
     try:
         supply.launch()
         supply.start()

@@ -12,6 +12,7 @@ from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.judge.evidence import no_kernel, source_kernels, unknown_own_kernels
+from tritongym.evaluate.judge.landlock import abi_version
 
 HERE = Path(__file__).parent / "redteam3"
 ROOT = os.geteuid() == 0
@@ -37,7 +38,6 @@ def run_in_order(env: LocalEnv, names: list[str], **overrides) -> list:
     return [env.submit(problem, path.read_text(), config(**overrides)).result() for path in paths]
 
 
-@pytest.mark.xfail(strict=True, reason="redteam3 #1: a uid-0 runner without capabilities writes root's files")
 def test_a_runner_of_the_judges_user_can_write_no_file_of_the_judges(monkeypatch):
     """Write access is probed by opening for appending (nothing is written): tritongym's, torch's and
     Triton's sources (imported by every later judge) and the sandbox home (the judge's caches)."""
@@ -48,7 +48,6 @@ def test_a_runner_of_the_judges_user_can_write_no_file_of_the_judges(monkeypatch
 
 
 @pytest.mark.skipif(not ROOT, reason="a judge that is not root has runners that are not root: /proc/sys is refused")
-@pytest.mark.xfail(strict=True, reason="redteam3 #1: a uid-0 runner without capabilities writes the host's sysctls")
 def test_a_runner_of_the_judges_user_cannot_write_the_hosts_kernel_settings(monkeypatch):
     """Each setting is written with the value it has (nothing changes)."""
     with same_user_pool(monkeypatch) as env:
@@ -65,7 +64,6 @@ def test_a_runner_of_the_judges_user_cannot_lower_its_zygotes_limits(monkeypatch
 
 
 @pytest.mark.skipif(not ROOT, reason="a non-root judge's /proc files are root's: its runners cannot write them")
-@pytest.mark.xfail(strict=True, reason="redteam3 #4: /proc/<pid>/oom_score_adj of the zygote and judge")
 def test_a_runner_of_the_judges_user_cannot_mark_its_zygote_for_the_oom_killer(monkeypatch):
     with same_user_pool(monkeypatch) as env:
         attacker, *victims = run_in_order(
@@ -155,6 +153,8 @@ def test_a_runners_files_in_tmp_go_with_the_job(warm_env):
         os.unlink(path)
     assert result.verdict is Verdict.OK, result.feedback
     assert not left
+    if abi_version() > 0:  # a runner with a user of its own is confined too
+        assert "refused" in result.stdout, result.stdout
 
 
 @pytest.mark.skipif(DEVICE != "cpu" or not ROOT, reason="a network namespace of its own: CPU runners of a root judge")

@@ -99,19 +99,6 @@ def test_evaluate_batch_returns_results_in_input_order(env):
     assert env.evaluate_batch([], CONFIG) == []
 
 
-def _sleeper(pid_file: Path) -> str:
-    return CORRECT.replace(
-        "class ModelNew(nn.Module):",
-        "import os, time\n\n"
-        f"PID_FILE = {str(pid_file)!r}\n\n"
-        "class ModelNew(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        open(PID_FILE, 'a').write(f'{os.getpid()}\\n')\n"
-        "        time.sleep(2)\n",
-    )
-
-
 def test_a_judge_killed_from_outside_before_the_candidate_ran_is_retried_and_nothing_is_lost(env):
     pid_file, starts = Path(tempfile.mkdtemp()) / "pids", env.sandbox_starts[0]
     slow = Problem(name="slow_reference", source=small_problem("vector_add").source.replace(

@@ -9,6 +9,7 @@ import pytest
 from helpers import CANDIDATES, small_problem
 from tritongym.env import Task
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.problems import Problem
 
 ray = pytest.importorskip("ray")
 from tritongym.env.ray_backend import RayEnv  # noqa: E402
@@ -39,17 +40,15 @@ def test_results_stream_back_from_actors(env):
 
 
 def test_an_actor_killed_mid_task_is_restarted_and_the_task_retried(env):
-    shared = Path(tempfile.mkdtemp())
-    shared.chmod(0o777)  # the candidate's runner may run as an unprivileged user
-    marker = shared / "started"
+    marker = Path(tempfile.mkdtemp()) / "started"
     marker.touch()
-    marker.chmod(0o666)  # each runner may run as a user of its own: all of them append here
-    slow = CORRECT.replace(
-        "class ModelNew(nn.Module):",
-        f"import time\n\nopen({str(marker)!r}, 'a').write('x')\ntime.sleep(1.5)\n\nclass ModelNew(nn.Module):",
-    )
-    config = EvalConfig(trials=2, static_checks=False)  # the candidate writes a marker file
-    futures = [env.submit(PROBLEM, slow, config) for _ in range(2)]  # one on each actor
+    slow = Problem(  # each judge that starts the task says so (a runner may write only in its job's directory)
+        name="slow_vector_add",
+        source=PROBLEM.source.replace(
+            "def get_init_inputs():", f"def get_init_inputs():\n    open({str(marker)!r}, 'a').write('x')\n"
+            "    time.sleep(1.5)").replace("import torch", "import time\n\nimport torch", 1),
+    )  # fmt: skip
+    futures = [env.submit(slow, CORRECT, CONFIG) for _ in range(2)]  # one on each actor
     deadline = time.monotonic() + 60
     while (not marker.exists() or len(marker.read_text()) < 2) and time.monotonic() < deadline:
         time.sleep(0.05)

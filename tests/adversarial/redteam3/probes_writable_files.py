@@ -2,7 +2,8 @@
 judge's it could write, without writing them: each is opened for appending and closed at once
 (nothing written, no time stamp changed). WRITABLE lines name tritongym's entry point, torch's and
 Triton's ``__init__.py`` (imported by every later judge and zygote), the sandbox home (where the
-judge's Inductor and Triton caches live: it creates and removes an empty directory there), and the
+judge's Inductor and Triton caches live: it creates and removes an empty directory there, and in the
+directory of every runner's directory), and the
 block device of the root file system (opened read-write and closed: raw access to every file). It also
 reports whether it can list root's home (mode 0700: where a trainer's tokens and keys live); reading
 is not a write, so READABLE does not fail the test that uses this probe."""
@@ -17,7 +18,8 @@ import triton.language as tl
 
 import tritongym
 
-HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+JOBS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # every runner's directory is in it
+HOME = os.path.dirname(JOBS)
 
 
 def probe():
@@ -39,12 +41,13 @@ def probe():
         print("READABLE /root", len(os.listdir("/root")), "entries")
     except OSError as exc:
         print("refused /root", exc.strerror)
-    try:
-        os.mkdir(os.path.join(HOME, "redteam3-probe"))
-        os.rmdir(os.path.join(HOME, "redteam3-probe"))
-        print("WRITABLE", HOME)
-    except OSError as exc:
-        print("refused", HOME, exc.strerror)
+    for top in (HOME, JOBS):
+        try:
+            os.mkdir(os.path.join(top, "redteam3-probe"))
+            os.rmdir(os.path.join(top, "redteam3-probe"))
+            print("WRITABLE", top)
+        except OSError as exc:
+            print("refused", top, exc.strerror)
 
 
 @triton.jit

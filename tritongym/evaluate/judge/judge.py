@@ -88,7 +88,8 @@ class Job:
     entry_point: str
     solution_class: str
     candidate_path: str
-    workdir: str
+    """The candidate's file as the pool wrote it (read by the judge; its runner gets a copy in its own
+    directory)."""
     trials: int
     tolerance: str
     error_factor: float
@@ -139,6 +140,8 @@ class WorkerContext:
     judges_per_gpu: int = 1
     """Judges the pool runs on this GPU (``TRITONGYM_JUDGES_PER_GPU``): each one's memory budget is
     the GPU's memory divided by this (memory.needs_whole_gpu)."""
+    launchers: Any = None
+    """The store of Triton's C modules and its builder (launcher_builder.LauncherStore)."""
     answer_limit: int = 0
     """The largest problem (bytes of one input set and its output) whose trials' answers stay on
     the GPU (memory.answer_limit); 0 on the CPU."""
@@ -413,11 +416,14 @@ def judge_candidate(
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         replenish(ctx, wait=False)  # the next job's runner warms up (its CUDA context) while this one runs
-        if state.runner.uid:  # the job's directory is its runner's user's own
-            os.chown(job.workdir, state.runner.uid, state.runner.uid)
+        workdir = state.runner.directory  # the runner's own, the only one it may write in (landlock.py)
+        candidate = workdir / Path(job.candidate_path).name
+        candidate.write_text(source, encoding="utf-8")
+        if state.runner.uid:
+            os.chown(candidate, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        load = p.Load(job.candidate_path, job.solution_class, job.workdir, state.runner.memory_limit, lifetime)
+        load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
         with gpu_lock(ctx.gpu_lock, exclusive=False):  # candidate code may run GPU work at import
             state.ask(load, (p.Loaded,))
     with state.timed("build"), gpu_lock(ctx.gpu_lock, exclusive=False):
@@ -542,14 +548,17 @@ def main() -> None:
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
     runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
-    supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home))
+    jobs = home / "jobs"  # each runner's directory (its job's): nothing of the judge's is beneath
+    jobs.mkdir(mode=0o711)
+    supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home), jobs)
     for uid in set(supply.uids) - {0}:  # each runner user's own cache and scratch (zygote.drop_privileges)
         kill_user(uid)  # anything left by an earlier judge that had this pid
         for path in (home / f"runner-{uid}", home / f"runner-{uid}" / "triton", home / f"runner-{uid}" / "tmp"):
             path.mkdir(mode=0o700)
             os.chown(path, uid, uid)
     supply.launch()
-    ctx = warm_up(init["device"], init["lock_dir"], {"channel": channel, "supply": supply, "home": home})
+    ctx_args = {"channel": channel, "supply": supply, "home": home, "launchers": launchers}
+    ctx = warm_up(init["device"], init["lock_dir"], ctx_args)
     launchers.wait_ready()  # cuda_utils is in the store before the first runner is forked
     supply.zygote.wait_started()
     replenish(ctx)
@@ -566,7 +575,6 @@ def main() -> None:
         output_limit = message.pop("output_limit_bytes")
         result = run_job(ctx, Job.from_dict(message), output_limit)
         release(ctx.device)  # the job's memory goes back to the device before the next job
-        launchers.after_job(message["workdir"], result)
         channel.send({"result": result})
         replenish(ctx)  # if this job took none (refused before running), the spare is still there
     supply.close()

@@ -415,14 +415,14 @@ class LauncherStore:
         if self.builder is not None and not self.builder.wait_ready(self.READY_TIMEOUT_S):
             log.warning("launcher store: cuda_utils is not in the store; runners build it")
 
-    def after_job(self, workdir: str, result: dict) -> None:
-        """Ask the builder for what the job's runner missed; the number of C modules it said it
-        built itself goes in the result's stages (``c_modules_built``)."""
+    def after_job(self, directory: str | Path) -> int:
+        """Ask the builder for what the job's runner (working in ``directory``) missed; the number
+        of C modules it said it built itself (the result's ``stage_seconds["c_modules_built"]``)."""
         if self.builder is None:
-            return
-        count, specs = read_misses(Path(workdir) / "triton-cache")
-        result.setdefault("stage_seconds", {})["c_modules_built"] = count
+            return 0
+        count, specs = read_misses(Path(directory) / "triton-cache")
         self.builder.ask(specs)
+        return count
 
     def close(self) -> None:
         if self.builder is not None:

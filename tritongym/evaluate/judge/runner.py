@@ -33,8 +33,8 @@ from tritongym.evaluate.guards import (
     poison_free_memory,
     thread_starts,
 )
+from tritongym.evaluate.judge import landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
-from tritongym.evaluate.judge import seccomp
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
@@ -395,15 +395,18 @@ def warm_up(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def serve(sock: socket.socket, zygote: int, device_name: str) -> None:
-    """The runner's life after the zygote forked and hardened it (never returns)."""
+def serve(sock: socket.socket, zygote: int, device_name: str, directory: str, shares_judge_user: bool) -> None:
+    """The runner's life after the zygote forked and hardened it (never returns). ``directory`` is
+    the only one it may write in (its job's, made and removed by the judge)."""
     lifetime = [time.monotonic() + 600.0]  # until a job sets its own
     device = torch.device(device_name)
     try:
         warm_up(device)
-        # Capabilities are per thread: dropped after the CUDA context is made (device files open) and
-        # before the runner starts a Python thread, so that no thread that runs Python keeps any
+        # Capabilities and Landlock domains are per thread: both after the CUDA context is made (device
+        # files open, Triton's driver built in the runners' shared cache) and before the runner starts
+        # a Python thread, so that no thread that runs Python keeps a capability or writes elsewhere
         drop_capabilities()
+        landlock.confine_runner(directory, device_name, shares_judge_user)
         if seccomp.supported():  # signals and process access only to itself and its own group
             seccomp.confine(os.getpid())
         watchdog(zygote, lifetime)

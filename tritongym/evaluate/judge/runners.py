@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -276,8 +277,8 @@ class Zygote:
         return kind, pid, status
 
     def fork(self, fds: list[int], uid: int) -> int:
-        """A new runner's pid (its descriptors are passed to the zygote, which forks it to run as
-        ``uid``; 0: the zygote's own user)."""
+        """A new runner's pid (its descriptors, socket, stdout, stderr and its directory, are passed to
+        the zygote, which forks it to run as ``uid``; 0: the zygote's own user)."""
         if not self.alive:
             self.start()
         try:
@@ -310,17 +311,25 @@ class Zygote:
 
 
 class RunnerHandle:
-    """One runner as the judge sees it."""
+    """One runner as the judge sees it, and its directory: the only one it may write in (landlock.py),
+    its job's when it gets one, removed when it is killed."""
 
-    def __init__(self, zygote: Zygote, uid: int = 0):
+    def __init__(self, zygote: Zygote, jobs: Path, uid: int = 0):
         self.zygote, self.uid = zygote, uid
+        self.directory = Path(tempfile.mkdtemp(prefix="runner-", dir=jobs))
+        if uid:
+            os.chown(self.directory, uid, uid)
         self.sock, theirs = socket.socketpair()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        directory = os.open(self.directory, os.O_PATH | os.O_DIRECTORY)
         try:
-            self.pid = zygote.fork([theirs.fileno(), out_w, err_w], uid)
+            self.pid = zygote.fork([theirs.fileno(), out_w, err_w, directory], uid)
+        except BaseException:
+            self._remove_directory()
+            raise
         finally:
-            for fd in (theirs.detach(), out_w, err_w):
+            for fd in (theirs.detach(), out_w, err_w, directory):
                 os.close(fd)
         self.stdout, self.stderr = _Drain(out_r), _Drain(err_r)
         self.ready = False
@@ -401,6 +410,12 @@ class RunnerHandle:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(target, signal.SIGKILL)
         self.sock.close()
+        self._remove_directory()
+
+    def _remove_directory(self) -> None:
+        from tritongym.evaluate.sandbox import remove_tree
+
+        remove_tree(self.directory)
 
 
 class OutOfMemory(Exception):
@@ -414,8 +429,10 @@ class RunnerSupply:
     as two different unprivileged users (reaping.py), so that no candidate can signal the next job's
     runner; in any case a spare must answer a ping before it is given a job."""
 
-    def __init__(self, device: str, env: dict[str, str], cwd: str):
+    def __init__(self, device: str, env: dict[str, str], cwd: str, jobs: Path):
         self.zygote = Zygote(device, env, cwd)
+        self.jobs = jobs
+        """Where each runner's directory is made (nothing of the judge's is in it)."""
         self.spare: RunnerHandle | None = None
         self.forks = 0
         self.uids = runner_uids(os.getpid()) if runners_unprivileged(device) else (0, 0)
@@ -436,7 +453,7 @@ class RunnerSupply:
     def replenish(self) -> None:
         if self.spare is None:
             with contextlib.suppress(RunnerLost):
-                self.spare = RunnerHandle(self.zygote, self._other(self.taken_uid))
+                self.spare = RunnerHandle(self.zygote, self.jobs, self._other(self.taken_uid))
                 self.forks += 1
 
     def take(self, deadline: float, attempts: int = 3) -> RunnerHandle:
@@ -449,7 +466,7 @@ class RunnerSupply:
             runner, self.spare = self.spare, None
             try:
                 if runner is None:
-                    runner = RunnerHandle(self.zygote, uid)
+                    runner = RunnerHandle(self.zygote, self.jobs, uid)
                     self.forks += 1
                 uid = runner.uid
                 runner.wait_ready(deadline)

@@ -5,15 +5,16 @@ the judge's imports and holds nothing of any job); a zygote that dies later (a r
 replaced by ``python -m tritongym.evaluate.judge.zygote FD PARENT DEVICE``, a fresh executable, since
 a judge with a CUDA context must not fork. It imports torch, Triton and the runner's modules, never
 initialises CUDA (a forked CUDA context is unusable), keeps one thread, and then serves requests on
-its control socket: each is the byte ``f`` with three file descriptors (the runner's socket and
-the write ends of its stdout and stderr pipes), answered with ``F`` and the new pid. Children it
+its control socket: each is the byte ``f`` with four file descriptors (the runner's socket, the
+write ends of its stdout and stderr pipes, and its directory), answered with ``F`` and the new pid. Children it
 reaps are reported as ``X``, pid and wait status. It is the subreaper of everything its runners
 start, and kills any such orphan on sight.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
 root: a user of its own; a runner that stays root loses every capability once warm), the parent-death signal
 (then a re-check that the zygote is still the parent), stdin from /dev/null, the pipes as stdout and
-stderr, every other descriptor closed, no core files, a file-size limit.
+stderr, every other descriptor closed, no core files, a file-size limit. Once warm, the runner
+confines its writes to its directory (landlock.py).
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def isolate_network(device: str) -> None:
         raise OSError(ctypes.get_errno(), "a network namespace for the runner could not be made")
 
 
-def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: str, uid: int) -> None:
+def _become_runner(sock_fd: int, out_fd: int, err_fd: int, dir_fd: int, zygote: int, device: str, uid: int) -> None:
+    directory = os.readlink(f"/proc/self/fd/{dir_fd}")  # the judge made it: its path, not a runner's word
     os.setsid()
     isolate_network(device)
     drop_privileges(uid)
@@ -137,7 +139,7 @@ def _become_runner(sock_fd: int, out_fd: int, err_fd: int, zygote: int, device: 
         signal.signal(sig, signal.SIG_DFL)
     from tritongym.evaluate.judge import runner
 
-    runner.serve(socket.socket(fileno=keep), zygote, device)
+    runner.serve(socket.socket(fileno=keep), zygote, device, directory, shares_judge_user=uid == 0)
 
 
 def _reap(control: socket.socket, runners: set[int]) -> None:
@@ -211,12 +213,12 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         if not ready:
             continue
         try:
-            message, fds, _, _ = socket.recv_fds(control, REQUEST.size, 3)
+            message, fds, _, _ = socket.recv_fds(control, REQUEST.size, 4)
         except OSError:
             os._exit(0)
         if not message:
             os._exit(0)  # the judge is gone
-        if len(fds) != 3 or len(message) != REQUEST.size:
+        if len(fds) != 4 or len(message) != REQUEST.size:
             for fd in fds:
                 os.close(fd)
             continue
