@@ -11,6 +11,9 @@
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
+* OpWitness records forward's aten ops a second way, with PyTorch's profiler (the dispatcher's own
+  hooks), so that compute run with the Python dispatch key switched off, which the op recorder
+  never sees, is still reported.
 * count_thread_starts() counts every Python thread started in the process (installed in the zygote,
   before any candidate): PyTorch's dispatch modes, the op recorder included, are per thread, so work
   on a thread that forward starts and joins would go unrecorded; the runner reports such a thread.
@@ -118,6 +121,54 @@ class OpRecorder(TorchDispatchMode):
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
         return func(*args, **(kwargs or {}))
+
+
+class OpWitness:
+    """A second record of forward's aten ops, from PyTorch's profiler (CPU activity only), which hooks
+    the dispatcher itself (RecordFunction) rather than the Python dispatch key. The op recorder is
+    skipped wherever that key is switched off: ``torch._C._DisableTorchDispatch()``, an
+    ``_ExcludeDispatchKeyGuard`` of the Python key, the dispatch-mode stack popped for a block. The
+    profiler sees those ops. Its innermost ops (those that called no other) are what the recorder
+    would have seen; ``compute`` holds those that are not glue. The profiler runs in the candidate's
+    process too: stopping it is reported (``stopped``) rather than prevented."""
+
+    def __init__(self) -> None:
+        self.compute: collections.Counter[str] = collections.Counter()
+        self.stopped = False
+        """The profiler was no longer running when forward returned (the candidate stopped it)."""
+        self._profile = None
+
+    def __enter__(self) -> OpWitness:
+        from torch.profiler import ProfilerActivity, profile
+
+        self._profile = profile(activities=[ProfilerActivity.CPU])
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not torch.autograd.profiler._is_profiler_enabled:
+            self.stopped = True
+            return
+        try:
+            self._profile.__exit__(None, None, None)
+            events = self._profile.events()
+        except Exception:  # a profiler the candidate stopped and restarted, or whose state it broke
+            self.stopped = True
+            return
+        for event in events:
+            name = event.name.removeprefix("aten::")
+            if event.name.startswith("aten::") and not event.cpu_children and name not in GLUE_OPS:
+                self.compute[name] += 1
+
+
+def unrecorded_compute(recorder: OpRecorder, witness: OpWitness) -> collections.Counter:
+    """The compute the witness saw where the op recorder saw none: ops run with the Python dispatch
+    key switched off. (Where the recorder saw compute, the forward already reports some; the witness's
+    innermost ops include those that the recorder's ops run inside their kernels, so the two are not
+    compared op by op.)"""
+    if recorder.compute:
+        return collections.Counter()
+    return collections.Counter({f"{name} (hidden from the op recorder)": n for name, n in witness.compute.items()})
 
 
 INDUCTOR_LAUNCHER = "torch._inductor.runtime.triton_heuristics"

@@ -291,9 +291,19 @@ def run_trials(
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
 
 
+def compute_listing(compute: collections.Counter) -> str:
+    listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
+    return f"PyTorch compute ran inside forward over the trials: {listing}"
+
+
 def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
-    """Does forward route around failed Triton launches; does its output depend on its Triton
-    kernels at all; how much PyTorch compute does it run."""
+    """How much PyTorch compute does forward run; does it route around failed Triton launches; does
+    its output depend on its Triton kernels at all. What the trials already showed is decided first:
+    the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
+    do nothing), and a forward that ends its process there would turn a hack verdict decided by the
+    trials into a crash."""
+    if compute and state.job.torch_compute == "forbid":
+        raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -315,12 +325,9 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
         )
     if not compute or state.job.torch_compute == "allow":
         return []
-    listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
-    message = f"PyTorch compute ran inside forward over the trials: {listing}"
+    message = compute_listing(compute)
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
-    if state.job.torch_compute == "forbid":
-        raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
     return [{"check": "torch_compute", "message": message}]
 
 

@@ -28,10 +28,12 @@ import torch
 from tritongym.evaluate.guards import (
     LaunchMonitor,
     OpRecorder,
+    OpWitness,
     aliasing,
     count_thread_starts,
     poison_free_memory,
     thread_starts,
+    unrecorded_compute,
 )
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge import seccomp
@@ -179,14 +181,15 @@ class Runner:
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
-        recorder = OpRecorder()
+        recorder, witness = OpRecorder(), OpWitness()
         started = thread_starts()
         try:
-            with LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
+            with witness, LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
                 self.synchronize()
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
+        compute = recorder.compute + unrecorded_compute(recorder, witness)
         try:
             answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
@@ -204,8 +207,9 @@ class Runner:
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
                 off_stream_ops=[clip(name) for name in sorted(recorder.off_stream)[:MAX_NAMES]],
-                compute=clipped_counts(recorder.compute),
-                tampering=[clip(reason, 1000) for reason in self.baseline.tampering()],
+                compute=clipped_counts(compute),
+                tampering=[clip(reason, 1000) for reason in self.baseline.tampering()]
+                + (["stopped the profiler that records forward's PyTorch ops"] if witness.stopped else []),
                 threads=stray,
                 alias=aliasing(got, given, self.model) or "",
             )
