@@ -71,6 +71,19 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
+MAX_LISTED_KEYS = 8
+"""Keys of a dict output named in a structure message (the candidate's dict may hold any number)."""
+
+
+def _some_keys(keys: set) -> str:
+    """A bounded listing of dict keys: the first few in order, each clipped, and how many more."""
+    names = sorted(repr(k)[:60] for k in keys)
+    more = len(names) - MAX_LISTED_KEYS
+    if not names:
+        return "none"
+    return "[" + ", ".join(names[:MAX_LISTED_KEYS]) + (f", ... {more} more" if more > 0 else "") + "]"
+
+
 def _structure_error(got: Any, expected: Any, path: str) -> str | None:
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)):
@@ -86,7 +99,8 @@ def _structure_error(got: Any, expected: Any, path: str) -> str | None:
         if not isinstance(got, dict):
             return f"{path}: expected a dict with keys {sorted(map(repr, expected))}, got {_describe(got)}"
         if set(got) != set(expected):
-            return f"{path}: keys {sorted(map(repr, got))} differ from the expected {sorted(map(repr, expected))}"
+            missing, extra = _some_keys(set(expected) - set(got)), _some_keys(set(got) - set(expected))
+            return f"{path}: keys differ from the expected ones (missing: {missing}; unexpected: {extra})"
         for key in expected:
             error = _structure_error(got[key], expected[key], f"{path}[{key!r}]")
             if error:

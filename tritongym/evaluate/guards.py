@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
+import secrets
 import sys
 from collections.abc import Callable
 
@@ -135,24 +136,31 @@ class OpWitness:
     def __init__(self) -> None:
         self.compute: collections.Counter[str] = collections.Counter()
         self.stopped = False
-        """The profiler was no longer running when forward returned (the candidate stopped it)."""
+        """The profiler was no longer running when forward returned, or the session running then is
+        not the one started here (the candidate stopped it, and maybe started one of its own)."""
         self._profile = None
+        self._mark = f"tritongym-witness-{secrets.token_hex(8)}"
 
     def __enter__(self) -> OpWitness:
         from torch.profiler import ProfilerActivity, profile
 
         self._profile = profile(activities=[ProfilerActivity.CPU])
         self._profile.__enter__()
+        with record_function(self._mark):  # a session without it at the end is not this one
+            pass
         return self
 
     def __exit__(self, *exc) -> None:
-        if not torch.autograd.profiler._is_profiler_enabled:
+        if not torch.autograd._profiler_enabled():
             self.stopped = True
             return
         try:
             self._profile.__exit__(None, None, None)
             events = self._profile.events()
-        except Exception:  # a profiler the candidate stopped and restarted, or whose state it broke
+        except Exception:  # a profiler whose state the candidate broke
+            self.stopped = True
+            return
+        if not any(event.name == self._mark for event in events):
             self.stopped = True
             return
         for event in events:

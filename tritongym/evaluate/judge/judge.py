@@ -27,7 +27,7 @@ import torch
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
-from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
 from tritongym.evaluate.judge.memory import (
     Footprint,
     answer_bytes,
@@ -451,6 +451,9 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         state.runner.kill()
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+    for key in ("feedback", "detail"):
+        if isinstance(result.get(key), str):
+            result[key] = bounded(result[key])
     errors = result.get("errors")
     if errors is not None and not isinstance(errors, dict):
         from dataclasses import asdict

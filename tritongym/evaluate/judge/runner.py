@@ -380,7 +380,7 @@ def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
 def exercise_guards() -> None:
     """The guards' first use imports lazy modules that rebind torch attributes; the zygote does it
     once (on the CPU: no CUDA), so that no runner pays for it."""
-    with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+    with OpWitness(), LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
         torch.ones(1).add(1)
     count_thread_starts()
 

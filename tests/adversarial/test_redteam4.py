@@ -1,0 +1,105 @@
+"""The fourth red team's breaks (tests/adversarial/redteam4/README.md). Each test asserts the safe
+behaviour; those of breaks still open are marked xfail(strict=True) and flip when fixed."""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import DEVICE, small_problem
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
+from tritongym.problems.problem import Problem
+from tritongym.rewards import TieredReward, VerifiableReward
+
+HERE = Path(__file__).parent / "redteam4"
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(device=DEVICE, **({"trials": 2, "timing_budget_s": 1.0} | overrides))
+
+
+def judged(env, name: str, problem: str = "softmax", **overrides):
+    return env.submit(small_problem(problem), (HERE / name).read_text(), config(**overrides)).result()
+
+
+def test_compute_run_with_the_python_dispatch_key_off_is_still_compute(warm_env):
+    """#1: `torch._C._DisableTorchDispatch()` skips the op recorder (a TorchDispatchMode); the
+    profiler's record of forward's ops (guards.OpWitness) still sees `_softmax`."""
+    result = judged(warm_env, "disables_op_recorder.py", torch_compute="forbid")
+    assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
+    assert "_softmax" in result.feedback
+
+
+@pytest.mark.parametrize("name", ["stops_the_op_witness.py", "restarts_the_op_witness.py"])
+def test_stopping_the_profiler_that_witnesses_forward_is_tampering(warm_env, name):
+    """#1's variants against its fix: the witness's profiler stopped, or stopped and replaced by a
+    session of the candidate's own (which lacks the witness's mark)."""
+    result = judged(warm_env, name, torch_compute="forbid")
+    assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
+    assert "stopped the profiler" in result.feedback
+
+
+def test_a_forward_that_ends_its_process_in_the_guard_checks_keeps_its_hack_verdict(warm_env):
+    """#2: PyTorch compute recorded in the trials is `hack_torch_compute` under "forbid"; a forward
+    that exits when the fallback or hollow check runs it must not turn that into a `crash`."""
+    result = judged(warm_env, "exits_during_guard_checks.py", torch_compute="forbid")
+    assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_a_runner_cannot_report_a_number_that_is_not_finite(number):
+    """#3: a coverage of NaN compares false with every bound (speed.py clamps it to [0, 1] with
+    min/max, which keep NaN) and skips the decoy cross-check (`coverage == 0.0`)."""
+    fields = f'{{"coverage": {number}, "kernels": [], "foreign_streams": []}}'
+    header = f'{{"kind": "profile_result", "fields": {fields}}}'.encode()
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(p._PREFIX.pack(p.MAGIC, len(header), 0) + header)
+        with pytest.raises(p.ProtocolError, match="wrong type"):
+            p.receive(b, (p.ProfileResult,), time.monotonic() + 5, 1 << 20)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"coverage": math.nan},
+        {"coverage": 40.0},
+        {"coverage": -3.0},
+        {"speedup": math.nan},
+        {"speedup": math.inf, "coverage": math.inf},
+        {"speedup": "3.0"},
+    ],
+)
+def test_no_result_number_moves_a_reward_out_of_its_range(fields):
+    """#3: whatever a result's speedup and coverage hold, the reward stays finite and within what an
+    honest result can earn."""
+    result = {"verdict": "ok", "findings": []} | fields
+    verifiable = VerifiableReward()
+    reward = verifiable(result)
+    top = verifiable.w_correct + verifiable.w_speedup * verifiable.speedup_cap + verifiable.w_coverage
+    assert math.isfinite(reward) and verifiable.w_correct <= reward <= top, reward
+    tiered = TieredReward()(result)
+    assert math.isfinite(tiered) and tiered <= max(r for _, r in TieredReward().tiers)
+    if isinstance(fields.get("speedup"), float) and math.isnan(fields["speedup"]):
+        assert tiered == TieredReward().untimed  # not measured, not "slower"
+
+
+def test_feedback_stays_bounded_whatever_the_output_holds(warm_env):
+    """#4: a dict output with 60,000 long keys made a `wrong_shape` feedback of 12 MB (every key was
+    listed); the structure message names a few keys, and every feedback and detail is bounded."""
+    problem = Problem("dict_output", (HERE / "dict_output_problem.py").read_text())
+    source = (HERE / "floods_feedback_with_keys.py").read_text()
+    result = warm_env.submit(problem, source, config()).result()
+    assert result.verdict is Verdict.WRONG_SHAPE, result.feedback[:500]
+    assert len(result.feedback) <= MAX_FEEDBACK_CHARS + 100 and "more" in result.feedback, len(result.feedback)
+
+
+def test_bounded_text_says_what_it_left_out():
+    assert bounded("x" * 10, 20) == "x" * 10
+    assert bounded("x" * 30, 20) == "x" * 20 + " ... (10 more characters)"
