@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers import DEVICE, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
 from tritongym.problems.problem import Problem
@@ -103,3 +105,45 @@ def test_feedback_stays_bounded_whatever_the_output_holds(warm_env):
 def test_bounded_text_says_what_it_left_out():
     assert bounded("x" * 10, 20) == "x" * 10
     assert bounded("x" * 30, 20) == "x" * 20 + " ... (10 more characters)"
+
+
+@pytest.mark.parametrize("other", [None, "mean"])
+def test_an_output_with_a_value_that_is_not_a_number_can_be_judged(other):
+    """#6 (found on the way): a reference output holding None or a string beside its tensors made every
+    candidate's comparison raise ("Could not infer dtype of NoneType"), so even a correct one got
+    `crash`; such leaves are compared by equality."""
+    expected = (torch.ones(3), other)
+    expected64 = (torch.ones(3, dtype=torch.float64), other)
+    assert compare_outputs((torch.ones(3), other), expected, expected64, Tolerance()).ok
+    wrong = compare_outputs((torch.ones(3), "sum"), expected, expected64, Tolerance())
+    assert wrong.verdict in (Verdict.MISMATCH, Verdict.WRONG_SHAPE), wrong
+
+
+COMPILE_ERROR_TEXT = (
+    (HERE / "launders_compile_error.py")
+    .read_text()
+    .replace(
+        """        failed = False
+        try:
+            add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, out, a.numel(), BLOCK=256)
+        except Exception:
+            failed = True
+        if failed:
+            raise ValueError("the sizes do not fit")
+""",
+        """        add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, out, a.numel(), BLOCK=256)
+""",
+    )
+)
+
+
+@pytest.mark.xfail(strict=True, reason="redteam4 #5: runtime_error (-0.3) ranks above compile_error (-1.0)")
+def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_env):
+    """#5: TieredReward gives the `incorrect` category -0.3 and `failed` -1.0, but which of the two a
+    failure after import lands in is the candidate's choice: it catches its kernel's compile error and
+    raises a plain exception (`runtime_error`)."""
+    honest = warm_env.submit(small_problem("vector_add"), COMPILE_ERROR_TEXT, config()).result()
+    laundered = judged(warm_env, "launders_compile_error.py", problem="vector_add")
+    assert honest.verdict is Verdict.COMPILE_ERROR, honest.feedback
+    assert laundered.verdict is Verdict.RUNTIME_ERROR, laundered.feedback
+    assert TieredReward()(laundered) <= TieredReward()(honest)
