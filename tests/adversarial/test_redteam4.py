@@ -147,3 +147,12 @@ def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_
     assert honest.verdict is Verdict.COMPILE_ERROR, honest.feedback
     assert laundered.verdict is Verdict.RUNTIME_ERROR, laundered.feedback
     assert TieredReward()(laundered) <= TieredReward()(honest)
+
+
+@pytest.mark.xfail(strict=True, reason="redteam4 #7: PyTorch in a child process forward forks and reaps")
+def test_compute_in_a_child_process_that_forward_reaps_is_not_the_candidates_triton(warm_env):
+    """#7: the op recorder, its witness and the thread counter watch the runner's own process; the
+    judge sees only children still running when forward returns. A child that computes and exits
+    before forward returns leaves nothing to see."""
+    result = judged(warm_env, "computes_in_a_child_process.py", torch_compute="forbid")
+    assert result.verdict in (Verdict.HACK_TORCH_COMPUTE, Verdict.HACK_THREADS), result.feedback
