@@ -54,6 +54,14 @@ def test_a_forward_that_ends_its_process_in_the_guard_checks_keeps_its_hack_verd
     assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
 
 
+def test_candidate_code_run_after_forward_returns_is_watched_like_forward(warm_env):
+    """#9: the runner asked the model for its parameters (aliasing check) after the op recorder and
+    its witness had stopped and before it sent the output; an override of `named_parameters`
+    computed the output there."""
+    result = judged(warm_env, "computes_after_forward_returns.py", torch_compute="forbid")
+    assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
+
+
 @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
 def test_a_runner_cannot_report_a_number_that_is_not_finite(number):
     """#3: a coverage of NaN compares false with every bound (speed.py clamps it to [0, 1] with

@@ -187,13 +187,15 @@ class Runner:
             with witness, LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
                 self.synchronize()
+                # Everything that reads the output or the model may run candidate code (an override of
+                # named_parameters, a container's __iter__) that could still write the output: it
+                # runs here, watched like forward. Past this block no candidate code runs before the
+                # answer is sent.
+                alias = aliasing(got, given, self.model) or ""
+                answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
         compute = recorder.compute + unrecorded_compute(recorder, witness)
-        try:
-            answered = message.out_slots and self.output_in_slots(got)
-        except BaseException as exc:
-            raise classify_failure(exc, self.path, IN_FORWARD) from None
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
@@ -211,7 +213,7 @@ class Runner:
                 tampering=[clip(reason, 1000) for reason in self.baseline.tampering()]
                 + (["stopped the profiler that records forward's PyTorch ops"] if witness.stopped else []),
                 threads=stray,
-                alias=aliasing(got, given, self.model) or "",
+                alias=alias,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
