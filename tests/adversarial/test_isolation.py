@@ -70,10 +70,14 @@ def test_launch_accounting_in_the_runner_is_the_runners_word(judge):
     """The known limit (docs/environment.md, threat model): a candidate that edits the runner's
     launch monitor and op recorder passes the launch count and PyTorch-compute checks; the forward
     whose launches do not run (its output still correct) gives it away. Its output is checked by
-    the judge on fresh inputs: a wrong one fails whatever it claims."""
+    the judge on fresh inputs: a wrong one fails whatever it claims. The recorder's profiler witness
+    (red team 4) also sees the `add` that the cleared recorder lost."""
     result = judge(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
-    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "even when none of the solution's Triton kernels ran" in result.feedback
+    assert result.verdict in (Verdict.HACK_NO_TRITON, Verdict.HACK_TORCH_COMPUTE), result.feedback
+    if result.verdict is Verdict.HACK_TORCH_COMPUTE:
+        assert "add (hidden from the op recorder)" in result.feedback
+    else:
+        assert "even when none of the solution's Triton kernels ran" in result.feedback
     wrong = source("edits_launch_counter").replace("out = a + b", "out = a - b")
     assert judge(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import os
 import secrets
 import sys
@@ -130,22 +131,29 @@ class OpWitness:
     skipped wherever that key is switched off: ``torch._C._DisableTorchDispatch()``, an
     ``_ExcludeDispatchKeyGuard`` of the Python key, the dispatch-mode stack popped for a block. The
     profiler sees those ops. Its innermost ops (those that called no other) are what the recorder
-    would have seen; ``compute`` holds those that are not glue. The profiler runs in the candidate's
-    process too: stopping it is reported (``stopped``) rather than prevented."""
+    would have seen, except composite ones that returned without dispatching anything (``to`` or
+    ``resolve_conj`` on a tensor that needs no change), which never reach the Python key;
+    ``compute`` holds the innermost ops that are neither glue nor such composites.
+
+    The profiler is started through its low-level API, which leaves ``torch.autograd.profiler``'s
+    Python flag alone, so that library code that asks that flag (Inductor's launcher) runs as it
+    would without the witness. It runs in the candidate's process: stopping it, or replacing its
+    session with another, is reported (``stopped``) rather than prevented."""
 
     def __init__(self) -> None:
         self.compute: collections.Counter[str] = collections.Counter()
         self.stopped = False
         """The profiler was no longer running when forward returned, or the session running then is
         not the one started here (the candidate stopped it, and maybe started one of its own)."""
-        self._profile = None
         self._mark = f"tritongym-witness-{secrets.token_hex(8)}"
 
     def __enter__(self) -> OpWitness:
-        from torch.profiler import ProfilerActivity, profile
+        from torch._C._profiler import _ExperimentalConfig
+        from torch.autograd import ProfilerActivity, ProfilerConfig, ProfilerState
 
-        self._profile = profile(activities=[ProfilerActivity.CPU])
-        self._profile.__enter__()
+        config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+        torch.autograd._prepare_profiler(config, {ProfilerActivity.CPU})
+        torch.autograd._enable_profiler(config, {ProfilerActivity.CPU})
         with record_function(self._mark):  # a session without it at the end is not this one
             pass
         return self
@@ -155,18 +163,36 @@ class OpWitness:
             self.stopped = True
             return
         try:
-            self._profile.__exit__(None, None, None)
-            events = self._profile.events()
+            roots = torch.autograd._disable_profiler().experimental_event_tree()
         except Exception:  # a profiler whose state the candidate broke
             self.stopped = True
             return
-        if not any(event.name == self._mark for event in events):
-            self.stopped = True
-            return
-        for event in events:
+        marked, todo = False, list(roots)
+        while todo:
+            event = todo.pop()
+            todo += event.children
+            marked |= event.name == self._mark
             name = event.name.removeprefix("aten::")
-            if event.name.startswith("aten::") and not event.cpu_children and name not in GLUE_OPS:
+            if event.name.startswith("aten::") and not event.children and _computes(name):
                 self.compute[name] += 1
+        self.stopped = not marked
+
+
+@functools.cache
+def _computes(name: str) -> bool:
+    """Whether an innermost aten op is compute: not glue, and not an op whose every overload is a
+    composite (which, innermost, returned without running anything)."""
+    if name in GLUE_OPS:
+        return False
+    packet = getattr(torch.ops.aten, name, None)
+    overloads = []
+    with contextlib.suppress(Exception):
+        overloads = [getattr(packet, overload).name() for overload in packet.overloads()]
+    composite = []
+    for qualified in overloads:
+        with contextlib.suppress(RuntimeError):  # overloads TorchScript knows but the dispatcher does not
+            composite.append(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"))
+    return not (composite and all(composite))
 
 
 def unrecorded_compute(recorder: OpRecorder, witness: OpWitness) -> collections.Counter:

@@ -195,7 +195,7 @@ class Runner:
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        compute = recorder.compute + unrecorded_compute(recorder, witness)
+        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness)
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
