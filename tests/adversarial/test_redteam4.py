@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from helpers import DEVICE, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.guards import OpRecorder, OpWitness, unrecorded_compute
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
 from tritongym.problems.problem import Problem
@@ -36,6 +38,29 @@ def test_compute_run_with_the_python_dispatch_key_off_is_still_compute(warm_env)
     result = judged(warm_env, "disables_op_recorder.py", torch_compute="forbid")
     assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
     assert "_softmax" in result.feedback
+
+
+PYTHON_KEY = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+QUIETERS = {
+    "disable_torch_dispatch": lambda: torch._C._DisableTorchDispatch(),
+    "exclude_python_key": lambda: torch._C._ExcludeDispatchKeyGuard(PYTHON_KEY),
+    "disable_current_modes": lambda: _disable_current_modes(),
+}
+
+
+@pytest.mark.parametrize("quiet", list(QUIETERS), ids=list(QUIETERS))
+def test_every_way_to_switch_the_python_key_off_is_witnessed(quiet):
+    """#1's spellings, in this process: the recorder sees nothing, the witness sees `tanh`; glue and
+    composites that return at once (`.numpy()`'s `resolve_conj`) are not compute."""
+    x = torch.randn(8, 8)
+    recorder, witness = OpRecorder(), OpWitness()
+    with witness, recorder:
+        with QUIETERS[quiet]():
+            torch.tanh(x)
+        x.numpy()
+        x.clone().view(64)
+    assert not recorder.compute and not witness.stopped
+    assert dict(unrecorded_compute(recorder, witness)) == {"tanh (hidden from the op recorder)": 1}
 
 
 @pytest.mark.parametrize("name", ["stops_the_op_witness.py", "restarts_the_op_witness.py"])
