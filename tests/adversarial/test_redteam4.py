@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 from helpers import DEVICE, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
-from tritongym.evaluate.guards import OpRecorder, OpWitness, unrecorded_compute
+from tritongym.evaluate.guards import OpRecorder, OpWitness, count_profiler_switches, unrecorded_compute
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
 from tritongym.problems.problem import Problem
@@ -63,10 +63,34 @@ def test_every_way_to_switch_the_python_key_off_is_witnessed(quiet):
     assert dict(unrecorded_compute(recorder, witness)) == {"tanh (hidden from the op recorder)": 1}
 
 
-@pytest.mark.parametrize("name", ["stops_the_op_witness.py", "restarts_the_op_witness.py"])
+CPU = {torch.autograd.ProfilerActivity.CPU}
+PAUSES = {
+    "toggle_collection": (lambda: torch.autograd._toggle_collection_dynamic(False, CPU),
+                          lambda: torch.autograd._toggle_collection_dynamic(True, CPU)),
+    "record_function_off": (lambda: torch._C._autograd._enable_record_function(False),
+                            lambda: torch._C._autograd._enable_record_function(True)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("pause", list(PAUSES), ids=list(PAUSES))
+def test_pausing_the_witness_inside_forward_is_seen(pause):
+    """#1c: the profiler's collection paused around hidden work and resumed before forward returns:
+    the witness's switch counter shows it (callbacks cleared for good: its end mark is missing)."""
+    count_profiler_switches()
+    off, on = PAUSES[pause]
+    recorder, witness = OpRecorder(), OpWitness()
+    with witness, recorder:
+        off()
+        with torch._C._DisableTorchDispatch():
+            torch.tanh(torch.randn(4))
+        on()
+    assert witness.stopped
+
+
+@pytest.mark.parametrize("name", ["stops_the_op_witness.py", "restarts_the_op_witness.py", "pauses_the_op_witness.py"])
 def test_stopping_the_profiler_that_witnesses_forward_is_tampering(warm_env, name):
-    """#1's variants against its fix: the witness's profiler stopped, or stopped and replaced by a
-    session of the candidate's own (which lacks the witness's mark)."""
+    """#1's variants against its fix: the witness's profiler stopped, stopped and replaced by a
+    session of the candidate's own (which lacks the witness's mark), or paused and resumed."""
     result = judged(warm_env, name, torch_compute="forbid")
     assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
     assert "stopped the profiler" in result.feedback

@@ -156,26 +156,62 @@ class OpWitness:
         torch.autograd._enable_profiler(config, {ProfilerActivity.CPU})
         with record_function(self._mark):  # a session without it at the end is not this one
             pass
+        self._switches = profiler_switches()
         return self
 
     def __exit__(self, *exc) -> None:
-        if not torch.autograd._profiler_enabled():
-            self.stopped = True
-            return
+        # the end mark is missing where the candidate left the profiler's callbacks off or cleared
+        with record_function(self._mark + "-end"):
+            pass
+        if not torch.autograd._profiler_enabled() or profiler_switches() != self._switches:
+            self.stopped = True  # stopped, or collection paused and resumed inside forward
         try:
             roots = torch.autograd._disable_profiler().experimental_event_tree()
         except Exception:  # a profiler whose state the candidate broke
             self.stopped = True
             return
-        marked, todo = False, list(roots)
+        marks, todo = set(), list(roots)
         while todo:
             event = todo.pop()
             todo += event.children
-            marked |= event.name == self._mark
+            if event.name.startswith(self._mark):
+                marks.add(event.name)
             name = event.name.removeprefix("aten::")
             if event.name.startswith("aten::") and not event.children and _computes(name):
                 self.compute[name] += 1
-        self.stopped = not marked
+        self.stopped |= marks != {self._mark, self._mark + "-end"}
+
+
+PROFILER_SWITCHES = ("_toggle_collection_dynamic", "_enable_record_function")
+"""The profiler's native controls that pause its collection (or every RecordFunction callback)
+without stopping it: a forward could pause the witness around hidden work and resume it."""
+_profiler_switches = [0]
+
+
+def count_profiler_switches() -> None:
+    """Count every call of the profiler's pausing switches from now on, under every name a loaded
+    module holds them by (``torch.autograd._toggle_collection_dynamic`` is ``torch._C._autograd``'s).
+    Installed in the zygote, like the thread counter; the runner's word like it."""
+    native = torch._C._autograd
+    for name in PROFILER_SWITCHES:
+        original = getattr(native, name, None)
+        if original is None or getattr(original, "_tritongym_counted", False):
+            continue
+
+        def switch(*args, _original=original, **kwargs):
+            _profiler_switches[0] += 1
+            return _original(*args, **kwargs)
+
+        switch._tritongym_counted = True
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if isinstance(namespace, dict) and namespace.get(name) is original:
+                setattr(module, name, switch)
+
+
+def profiler_switches() -> int:
+    """Calls of the profiler's pausing switches since count_profiler_switches()."""
+    return _profiler_switches[0]
 
 
 @functools.cache

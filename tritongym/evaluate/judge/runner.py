@@ -30,6 +30,7 @@ from tritongym.evaluate.guards import (
     OpRecorder,
     OpWitness,
     aliasing,
+    count_profiler_switches,
     count_thread_starts,
     poison_free_memory,
     thread_starts,
@@ -385,6 +386,7 @@ def exercise_guards() -> None:
     with OpWitness(), LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
         torch.ones(1).add(1)
     count_thread_starts()
+    count_profiler_switches()
 
 
 def warm_up(device: torch.device) -> None:
