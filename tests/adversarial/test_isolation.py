@@ -30,8 +30,9 @@ def config(**overrides) -> EvalConfig:
 
 CASES = [
     # candidate, static checks, verdict, phrase in the feedback
-    ("forges_verdict_through_frames", True, Verdict.CRASH, "it claimed 'ok'"),
-    ("forges_infrastructure_error", True, Verdict.CRASH, "it claimed 'infrastructure_error'"),
+    # (static checks off: they refuse importing tritongym, and the runtime's answer is what is tested)
+    ("forges_verdict_through_frames", False, Verdict.CRASH, "it claimed 'ok'"),
+    ("forges_infrastructure_error", False, Verdict.CRASH, "it claimed 'infrastructure_error'"),
     ("forges_result_on_every_fd", True, Verdict.CRASH, "broke the sandbox protocol during trial 1: bad frame magic"),
     ("poisons_next_job", False, Verdict.HACK_TAMPERING, "tritongym.evaluate.compare.compare_outputs"),
     ("kills_own_group", False, Verdict.CRASH, "died during trial 1 (signal SIGKILL)"),

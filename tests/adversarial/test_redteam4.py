@@ -18,6 +18,7 @@ from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.guards import OpRecorder, OpWitness, count_profiler_switches, unrecorded_compute
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
+from tritongym.evaluate.static_checks import forbidden_constructs
 from tritongym.problems.problem import Problem
 from tritongym.rewards import TieredReward, VerifiableReward
 
@@ -213,3 +214,21 @@ def test_compute_in_a_child_process_that_forward_reaps_is_not_the_candidates_tri
     before forward returns leaves nothing to see."""
     result = judged(warm_env, "computes_in_a_child_process.py", torch_compute="forbid")
     assert result.verdict in (Verdict.HACK_TORCH_COMPUTE, Verdict.HACK_THREADS), result.feedback
+
+
+PATCHES_THE_RUNNER = """
+import tritongym.evaluate.judge.runner as runner
+import torch
+vars(runner)["OpRecorder"] = object
+torch.nn.functional.__dict__["softmax"] = None
+"""
+
+
+def test_the_judges_package_and_module_namespaces_are_refused_as_written():
+    """#10: the runner's guards were reachable without any obfuscation: `import tritongym...` and a
+    write into `vars(module)` (which the assignment check did not see) replace its op recorder. The
+    candidate's own namespaces (`self.__dict__`, `vars(self)`) stay allowed."""
+    found = forbidden_constructs(PATCHES_THE_RUNNER)
+    assert [line for line, _ in found] == [2, 4, 5], found
+    own = "class M:\n    def f(self):\n        self.__dict__['x'] = 1\n        return vars(self), vars()\n"
+    assert forbidden_constructs(own) == []
