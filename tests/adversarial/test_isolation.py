@@ -30,8 +30,9 @@ def config(**overrides) -> EvalConfig:
 
 CASES = [
     # candidate, static checks, verdict, phrase in the feedback
-    ("forges_verdict_through_frames", True, Verdict.CRASH, "it claimed 'ok'"),
-    ("forges_infrastructure_error", True, Verdict.CRASH, "it claimed 'infrastructure_error'"),
+    # (static checks off: they refuse importing tritongym, and the runtime's answer is what is tested)
+    ("forges_verdict_through_frames", False, Verdict.CRASH, "it claimed 'ok'"),
+    ("forges_infrastructure_error", False, Verdict.CRASH, "it claimed 'infrastructure_error'"),
     ("forges_result_on_every_fd", True, Verdict.CRASH, "broke the sandbox protocol during trial 1: bad frame magic"),
     ("poisons_next_job", False, Verdict.HACK_TAMPERING, "tritongym.evaluate.compare.compare_outputs"),
     ("kills_own_group", False, Verdict.CRASH, "died during trial 1 (signal SIGKILL)"),
@@ -70,10 +71,14 @@ def test_launch_accounting_in_the_runner_is_the_runners_word(judge):
     """The known limit (docs/environment.md, threat model): a candidate that edits the runner's
     launch monitor and op recorder passes the launch count and PyTorch-compute checks; the forward
     whose launches do not run (its output still correct) gives it away. Its output is checked by
-    the judge on fresh inputs: a wrong one fails whatever it claims."""
+    the judge on fresh inputs: a wrong one fails whatever it claims. The recorder's profiler witness
+    (red team 4) also sees the `add` that the cleared recorder lost."""
     result = judge(small_problem("vector_add"), source("edits_launch_counter"), config(torch_compute="forbid"))
-    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "even when none of the solution's Triton kernels ran" in result.feedback
+    assert result.verdict in (Verdict.HACK_NO_TRITON, Verdict.HACK_TORCH_COMPUTE), result.feedback
+    if result.verdict is Verdict.HACK_TORCH_COMPUTE:
+        assert "add (hidden from the op recorder)" in result.feedback
+    else:
+        assert "even when none of the solution's Triton kernels ran" in result.feedback
     wrong = source("edits_launch_counter").replace("out = a + b", "out = a - b")
     assert judge(small_problem("vector_add"), wrong, config()).verdict is Verdict.MISMATCH
 

@@ -11,6 +11,9 @@
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
+* OpWitness records forward's aten ops a second way, with PyTorch's profiler (the dispatcher's own
+  hooks), so that compute run with the Python dispatch key switched off, which the op recorder
+  never sees, is still reported.
 * count_thread_starts() counts every Python thread started in the process (installed in the zygote,
   before any candidate): PyTorch's dispatch modes, the op recorder included, are per thread, so work
   on a thread that forward starts and joins would go unrecorded; the runner reports such a thread.
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import os
+import secrets
 import sys
 from collections.abc import Callable
 
@@ -118,6 +123,122 @@ class OpRecorder(TorchDispatchMode):
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
         return func(*args, **(kwargs or {}))
+
+
+class OpWitness:
+    """A second record of forward's aten ops, from PyTorch's profiler (CPU activity only), which hooks
+    the dispatcher itself (RecordFunction) rather than the Python dispatch key. The op recorder is
+    skipped wherever that key is switched off: ``torch._C._DisableTorchDispatch()``, an
+    ``_ExcludeDispatchKeyGuard`` of the Python key, the dispatch-mode stack popped for a block. The
+    profiler sees those ops. Its innermost ops (those that called no other) are what the recorder
+    would have seen, except composite ones that returned without dispatching anything (``to`` or
+    ``resolve_conj`` on a tensor that needs no change), which never reach the Python key;
+    ``compute`` holds the innermost ops that are neither glue nor such composites.
+
+    The profiler is started through its low-level API, which leaves ``torch.autograd.profiler``'s
+    Python flag alone, so that library code that asks that flag (Inductor's launcher) runs as it
+    would without the witness. It runs in the candidate's process: stopping it, or replacing its
+    session with another, is reported (``stopped``) rather than prevented."""
+
+    def __init__(self) -> None:
+        self.compute: collections.Counter[str] = collections.Counter()
+        self.stopped = False
+        """The profiler was no longer running when forward returned, or the session running then is
+        not the one started here (the candidate stopped it, and maybe started one of its own)."""
+        self._mark = f"tritongym-witness-{secrets.token_hex(8)}"
+
+    def __enter__(self) -> OpWitness:
+        from torch._C._profiler import _ExperimentalConfig
+        from torch.autograd import ProfilerActivity, ProfilerConfig, ProfilerState
+
+        config = ProfilerConfig(ProfilerState.KINETO, False, False, False, False, False, _ExperimentalConfig())
+        torch.autograd._prepare_profiler(config, {ProfilerActivity.CPU})
+        torch.autograd._enable_profiler(config, {ProfilerActivity.CPU})
+        with record_function(self._mark):  # a session without it at the end is not this one
+            pass
+        self._switches = profiler_switches()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # the end mark is missing where the candidate left the profiler's callbacks off or cleared
+        with record_function(self._mark + "-end"):
+            pass
+        if not torch.autograd._profiler_enabled() or profiler_switches() != self._switches:
+            self.stopped = True  # stopped, or collection paused and resumed inside forward
+        try:
+            roots = torch.autograd._disable_profiler().experimental_event_tree()
+        except Exception:  # a profiler whose state the candidate broke
+            self.stopped = True
+            return
+        marks, todo = set(), list(roots)
+        while todo:
+            event = todo.pop()
+            todo += event.children
+            if event.name.startswith(self._mark):
+                marks.add(event.name)
+            name = event.name.removeprefix("aten::")
+            if event.name.startswith("aten::") and not event.children and _computes(name):
+                self.compute[name] += 1
+        self.stopped |= marks != {self._mark, self._mark + "-end"}
+
+
+PROFILER_SWITCHES = ("_toggle_collection_dynamic", "_enable_record_function")
+"""The profiler's native controls that pause its collection (or every RecordFunction callback)
+without stopping it: a forward could pause the witness around hidden work and resume it."""
+_profiler_switches = [0]
+
+
+def count_profiler_switches() -> None:
+    """Count every call of the profiler's pausing switches from now on, under every name a loaded
+    module holds them by (``torch.autograd._toggle_collection_dynamic`` is ``torch._C._autograd``'s).
+    Installed in the zygote, like the thread counter; the runner's word like it."""
+    native = torch._C._autograd
+    for name in PROFILER_SWITCHES:
+        original = getattr(native, name, None)
+        if original is None or getattr(original, "_tritongym_counted", False):
+            continue
+
+        def switch(*args, _original=original, **kwargs):
+            _profiler_switches[0] += 1
+            return _original(*args, **kwargs)
+
+        switch._tritongym_counted = True
+        for module in list(sys.modules.values()):
+            namespace = getattr(module, "__dict__", None)
+            if isinstance(namespace, dict) and namespace.get(name) is original:
+                setattr(module, name, switch)
+
+
+def profiler_switches() -> int:
+    """Calls of the profiler's pausing switches since count_profiler_switches()."""
+    return _profiler_switches[0]
+
+
+@functools.cache
+def _computes(name: str) -> bool:
+    """Whether an innermost aten op is compute: not glue, and not an op whose every overload is a
+    composite (which, innermost, returned without running anything)."""
+    if name in GLUE_OPS:
+        return False
+    packet = getattr(torch.ops.aten, name, None)
+    overloads = []
+    with contextlib.suppress(Exception):
+        overloads = [getattr(packet, overload).name() for overload in packet.overloads()]
+    composite = []
+    for qualified in overloads:
+        with contextlib.suppress(RuntimeError):  # overloads TorchScript knows but the dispatcher does not
+            composite.append(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"))
+    return not (composite and all(composite))
+
+
+def unrecorded_compute(recorder: OpRecorder, witness: OpWitness) -> collections.Counter:
+    """The compute the witness saw where the op recorder saw none: ops run with the Python dispatch
+    key switched off. (Where the recorder saw compute, the forward already reports some; the witness's
+    innermost ops include those that the recorder's ops run inside their kernels, so the two are not
+    compared op by op.)"""
+    if recorder.compute:
+        return collections.Counter()
+    return collections.Counter({f"{name} (hidden from the op recorder)": n for name, n in witness.compute.items()})
 
 
 INDUCTOR_LAUNCHER = "torch._inductor.runtime.triton_heuristics"

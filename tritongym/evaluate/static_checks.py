@@ -35,6 +35,7 @@ FORBIDDEN_MODULES = {
     "socket": "opens network connections",
     "pickle": "runs arbitrary code",
     "fcntl": "takes the judge's locks",
+    "tritongym": "reaches the judge's own code (the guards that watch it in its process)",
 }
 FORBIDDEN_NAMES = {
     "__import__": "imports dynamically",
@@ -187,6 +188,9 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
             dotted = _dotted(node)
             if dotted and (hit := _forbidden_path(resolve(dotted))):
                 found.append((node.lineno, f"uses {hit[0]} ({hit[1]})"))
+        namespace = _namespace_of(node)
+        if namespace is not None and (owner := _patch_target(namespace, aliases, resolve)):
+            found.append((node.lineno, f"reaches the namespace of {owner} (patches what is not its own)"))
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
@@ -194,6 +198,17 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
                 if dotted and dotted.split(".")[0] in aliases:
                     found.append((node.lineno, f"assigns {resolve(dotted)} (patches a module)"))
     return sorted(set(found))
+
+
+def _namespace_of(node: ast.AST) -> ast.AST | None:
+    """The object whose attribute dictionary ``node`` reads (``vars(x)``, ``x.__dict__``), or None.
+    Writing into it patches ``x`` as an assignment to its attribute would, in a spelling the
+    assignment check does not see (``vars(module)["name"] = ...``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+        return node.args[0]
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    return None
 
 
 def _patch_target(target: ast.AST | None, aliases: dict[str, str], resolve) -> str | None:

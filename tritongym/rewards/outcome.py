@@ -4,6 +4,7 @@ use, is stdlib-only)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,7 +50,25 @@ def timing_untrusted(result: Any) -> bool:
     return TIMING_UNTRUSTED in _checks(result)
 
 
+def number(value: Any) -> float | None:
+    """A result's number as a float, or None where it is missing, not a number, NaN or infinite (a
+    reward computed from such a value would be NaN or unbounded, and one NaN reward turns every
+    advantage of its group into NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def trusted_speedup(result: Any) -> float | None:
-    """The measured speedup, or None where there is none or the evaluator flagged it as beyond the
-    device's roofline (a timing that was evaded, not beaten, earns no speed reward)."""
-    return None if IMPLAUSIBLE_SPEEDUP in _checks(result) else field(result, "speedup")
+    """The measured speedup, or None where there is none, it is not a finite number, or the evaluator
+    flagged it as beyond the device's roofline (a timing that was evaded, not beaten, earns no speed
+    reward)."""
+    return None if IMPLAUSIBLE_SPEEDUP in _checks(result) else number(field(result, "speedup"))
+
+
+def trusted_coverage(result: Any) -> float | None:
+    """The profiling coverage, a share, within [0, 1]; None where there is none or it is not a finite
+    number."""
+    coverage = number(field(result, "coverage"))
+    return None if coverage is None else min(max(coverage, 0.0), 1.0)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import category, field, timing_untrusted, trusted_speedup
+from tritongym.rewards.outcome import category, timing_untrusted, trusted_coverage, trusted_speedup
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,12 @@ class VerifiableReward:
         if kind is not Category.OK:
             return self.failure
         speedup = trusted_speedup(result)
-        coverage = field(result, "coverage")
+        coverage = trusted_coverage(result)
         reward = self.w_correct
         if speedup is not None:
-            reward += self.w_speedup * min(max(float(speedup), 0.0), self.speedup_cap)
+            reward += self.w_speedup * min(max(speedup, 0.0), self.speedup_cap)
         if coverage is not None:
-            reward += self.w_coverage * float(coverage)
+            reward += self.w_coverage * coverage
         return reward
 
 

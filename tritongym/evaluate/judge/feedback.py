@@ -6,6 +6,16 @@ import traceback
 
 from tritongym.evaluate.result import Verdict
 
+MAX_FEEDBACK_CHARS = 8000
+"""Longest feedback (and detail) a result carries: both go into logs, the service's answers and the
+model's next prompt, and parts of them (exception messages, a dict output's keys) are the
+candidate's to choose."""
+
+
+def bounded(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how many were left out."""
+    return text if len(text) <= limit else f"{text[:limit]} ... ({len(text) - limit} more characters)"
+
 
 class Failure(Exception):
     """Ends the evaluation with a verdict."""

@@ -27,7 +27,7 @@ import torch
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
-from tritongym.evaluate.judge.feedback import Failure, classify_failure, speed_feedback
+from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
 from tritongym.evaluate.judge.launcher_builder import LauncherStore
 from tritongym.evaluate.judge.memory import (
     Footprint,
@@ -324,9 +324,19 @@ def run_trials(
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
 
 
+def compute_listing(compute: collections.Counter) -> str:
+    listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
+    return f"PyTorch compute ran inside forward over the trials: {listing}"
+
+
 def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
-    """Does forward route around failed Triton launches; does its output depend on its Triton
-    kernels at all; how much PyTorch compute does it run."""
+    """How much PyTorch compute does forward run; does it route around failed Triton launches; does
+    its output depend on its Triton kernels at all. What the trials already showed is decided first:
+    the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
+    do nothing), and a forward that ends its process there would turn a hack verdict decided by the
+    trials into a crash."""
+    if compute and state.job.torch_compute == "forbid":
+        raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -348,12 +358,9 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
         )
     if not compute or state.job.torch_compute == "allow":
         return []
-    listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
-    message = f"PyTorch compute ran inside forward over the trials: {listing}"
+    message = compute_listing(compute)
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
-    if state.job.torch_compute == "forbid":
-        raise Failure(Verdict.HACK_TORCH_COMPUTE, message + "; do this work in Triton kernels.")
     return [{"check": "torch_compute", "message": message}]
 
 
@@ -492,6 +499,9 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+    for key in ("feedback", "detail"):
+        if isinstance(result.get(key), str):
+            result[key] = bounded(result[key])
     errors = result.get("errors")
     if errors is not None and not isinstance(errors, dict):
         from dataclasses import asdict

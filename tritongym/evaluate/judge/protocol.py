@@ -16,6 +16,7 @@ crash.
 from __future__ import annotations
 
 import json
+import math
 import select
 import socket
 import struct
@@ -394,9 +395,14 @@ _SCALARS = {"str": str, "int": int, "float": (int, float), "bool": bool, "list":
 
 
 def _typed(value: Any, annotation: str) -> bool:
-    """Whether a header value has a field's declared type (``list[str]``, ``dict[str, int]``...)."""
+    """Whether a header value has a field's declared type (``list[str]``, ``dict[str, int]``...). A
+    ``float`` field must be finite: JSON as Python reads it carries NaN and infinities, and a number
+    such as a coverage that compares false with everything would slip past every bound the judge
+    puts on it (values in a tree, a forward's output, may be anything)."""
     base, _, inner = annotation.partition("[")
     if not isinstance(value, _SCALARS[base]) or (base in ("int", "float") and type(value) is bool):
+        return False
+    if base == "float" and not math.isfinite(value):
         return False
     if base == "list" and inner:
         return all(_typed(v, inner.rstrip("]")) for v in value)

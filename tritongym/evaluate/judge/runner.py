@@ -28,10 +28,13 @@ import torch
 from tritongym.evaluate.guards import (
     LaunchMonitor,
     OpRecorder,
+    OpWitness,
     aliasing,
+    count_profiler_switches,
     count_thread_starts,
     poison_free_memory,
     thread_starts,
+    unrecorded_compute,
 )
 from tritongym.evaluate.judge import landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
@@ -179,18 +182,21 @@ class Runner:
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
-        recorder = OpRecorder()
+        recorder, witness = OpRecorder(), OpWitness()
         started = thread_starts()
         try:
-            with LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
+            with witness, LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
                 self.synchronize()
+                # Everything that reads the output or the model may run candidate code (an override of
+                # named_parameters, a container's __iter__) that could still write the output: it
+                # runs here, watched like forward. Past this block no candidate code runs before the
+                # answer is sent.
+                alias = aliasing(got, given, self.model) or ""
+                answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        try:
-            answered = message.out_slots and self.output_in_slots(got)
-        except BaseException as exc:
-            raise classify_failure(exc, self.path, IN_FORWARD) from None
+        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness)
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
@@ -204,10 +210,11 @@ class Runner:
                 launches=monitor.launches,
                 off_stream=monitor.off_stream + sum(recorder.off_stream.values()),
                 off_stream_ops=[clip(name) for name in sorted(recorder.off_stream)[:MAX_NAMES]],
-                compute=clipped_counts(recorder.compute),
-                tampering=[clip(reason, 1000) for reason in self.baseline.tampering()],
+                compute=clipped_counts(compute),
+                tampering=[clip(reason, 1000) for reason in self.baseline.tampering()]
+                + (["stopped the profiler that records forward's PyTorch ops"] if witness.stopped else []),
                 threads=stray,
-                alias=aliasing(got, given, self.model) or "",
+                alias=alias,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
@@ -376,9 +383,10 @@ def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
 def exercise_guards() -> None:
     """The guards' first use imports lazy modules that rebind torch attributes; the zygote does it
     once (on the CPU: no CUDA), so that no runner pays for it."""
-    with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+    with OpWitness(), LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
         torch.ones(1).add(1)
     count_thread_starts()
+    count_profiler_switches()
 
 
 def warm_up(device: torch.device) -> None:
