@@ -132,6 +132,7 @@ def child(variant: str, device_name: str) -> None:
         check("landlock.restrict", lambda: "; ".join(landlock.describe(landlock.restrict(policy))))
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # as runner.load does
     os.environ["TRITON_CACHE_DIR"] = os.path.join(workdir, "triton-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor-cache")
     tempfile.tempdir = None
     os.chdir(workdir)
     if device.type == "cuda":

@@ -102,6 +102,9 @@ class Runner:
         # Triton's compile cache is the job's own, removed with it: a compiled kernel planted by an
         # earlier candidate under the key of a later one's kernel is never loaded
         os.environ["TRITON_CACHE_DIR"] = os.path.join(job.workdir, "triton-cache")
+        # Inductor's too (a candidate's torch.compile-made code): its default is fixed the first time any
+        # process of the pool asked (torch._inductor's cache_dir() writes it into the environment)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job.workdir, "inductor-cache")
         tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
         self.path = job.candidate_path
         from tritongym.evaluate.taint import ProcessState
@@ -380,10 +383,13 @@ def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
     return None
 
 
-def exercise_guards() -> None:
+def exercise_guards(witness: bool) -> None:
     """The guards' first use imports lazy modules that rebind torch attributes; the zygote does it
-    once (on the CPU: no CUDA), so that no runner pays for it."""
-    with OpWitness(), LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+    once (on the CPU: no CUDA), so that no runner pays for it. The op witness's profiler only where
+    ``witness``: on a CUDA build with a GPU, starting it initialises CUDA, after which no forked
+    runner could make a CUDA context (``warm_up`` starts it there instead, after the context)."""
+    witnessed = OpWitness() if witness else contextlib.nullcontext()
+    with witnessed, LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
         torch.ones(1).add(1)
     count_thread_starts()
     count_profiler_switches()
@@ -398,7 +404,7 @@ def warm_up(device: torch.device) -> None:
         from triton.runtime import driver
 
         driver.active.get_current_device()
-        with LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
+        with OpWitness(), LaunchMonitor("", OpRecorder()) as monitor, monitor.recorder:
             torch.ones(1, device=device).add(1)
         torch.cuda.synchronize(device)
 

@@ -192,7 +192,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         import triton.runtime.interpreter
     from tritongym.evaluate.judge import runner
 
-    runner.exercise_guards()
+    runner.exercise_guards(witness=device == "cpu")
     if os.environ.get("TRITON_INTERPRET") == "1":  # the interpreter's first launch sets up lazily
         from tritongym.evaluate.selftest import interpreter_problem
 
