@@ -490,6 +490,8 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
             failure = classify_failure(exc, "", f"in the judge during {state.stage}")
         result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
+        if ctx.launchers is not None:  # what it missed, read before its directory goes with it
+            state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
         runner = state.runner
 
         def end():
