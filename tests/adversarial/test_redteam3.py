@@ -40,9 +40,10 @@ def run_in_order(env: LocalEnv, names: list[str], **overrides) -> list:
 
 def test_a_runner_of_the_judges_user_can_write_no_file_of_the_judges(monkeypatch):
     """Write access is probed by opening for appending (nothing is written): tritongym's, torch's and
-    Triton's sources (imported by every later judge) and the sandbox home (the judge's caches)."""
+    Triton's sources (imported by every later judge) and the sandbox home (the judge's caches). The
+    probe imports tritongym to find its files, which the static checks refuse: they are off here."""
     with same_user_pool(monkeypatch) as env:
-        (probe,) = run_in_order(env, ["probes_writable_files.py"])
+        (probe,) = run_in_order(env, ["probes_writable_files.py"], static_checks=False)
     assert probe.verdict is Verdict.OK, probe.feedback
     assert "WRITABLE" not in probe.stdout, probe.stdout
 
