@@ -195,11 +195,10 @@ COMPILE_ERROR_TEXT = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason="redteam4 #5: runtime_error (-0.3) ranks above compile_error (-1.0)")
 def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_env):
-    """#5: TieredReward gives the `incorrect` category -0.3 and `failed` -1.0, but which of the two a
-    failure after import lands in is the candidate's choice: it catches its kernel's compile error and
-    raises a plain exception (`runtime_error`)."""
+    """#5: which category a failure after import lands in is the candidate's choice: it catches its
+    kernel's compile error and raises a plain exception (`runtime_error`). TieredReward paid the
+    `incorrect` category -0.3 and `failed` -1.0; it now pays both `not_correct`."""
     honest = warm_env.submit(small_problem("vector_add"), COMPILE_ERROR_TEXT, config()).result()
     laundered = judged(warm_env, "launders_compile_error.py", problem="vector_add")
     assert honest.verdict is Verdict.COMPILE_ERROR, honest.feedback

@@ -79,8 +79,8 @@ def test_rewards_read_eval_results_directly():
         (row("ok", True, 1.2), 0.4),
         (row("ok", True, 1.0), 0.2),
         (row("ok", True, 0.9), -0.1),
-        (row("mismatch"), -0.3),
-        (row("runtime_error"), -0.3),
+        (row("mismatch"), -1.0),
+        (row("runtime_error"), -1.0),
         (row("compile_error"), -1.0),
         (row("timeout"), -1.0),
         (row("hack_input_mutation"), -1.0),
@@ -155,3 +155,12 @@ def test_similarity_first_block_and_kernel_coder_reward():
         similarity_reward(text, "x", block="middle")
     assert KernelCoderReward()(text, "abce") == pytest.approx(1.0 + 0.75)
     assert KernelCoderReward(w_format=0.5, w_similarity=2.0)("<think>t</think>", "abce") == pytest.approx(0.25)
+
+
+def test_tiered_reward_pays_a_failure_the_same_whichever_category_the_candidate_chose():
+    """Once its code runs, a candidate picks the category of its failure (red team 4, #5): a compile
+    error re-raised as a plain exception, or caught and turned into a wrong output."""
+    tiered = TieredReward()
+    paid = {tiered(row(v)) for v in ("compile_error", "runtime_error", "mismatch", "timeout", "crash", "out_of_memory")}
+    assert paid == {tiered.not_correct}
+    assert tiered(row("ok", True, speedup=0.5)) == tiered.slower > tiered.not_correct

@@ -61,10 +61,12 @@ class TieredReward:
     """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible. A timing
     the evaluator could not trust (``timing_untrusted``) pays the lower of this and ``slower``: a slow
     kernel must not gain by keeping the GPU busy until its timing gives up."""
-    incorrect: float = -0.3
-    """The ``incorrect`` category: ran, but raised or returned a wrong output."""
-    failed: float = -1.0
-    """The ``failed`` category: did not parse, load, compile or finish."""
+    not_correct: float = -1.0
+    """Every verdict of the ``failed`` (did not parse, load, compile or finish) and ``incorrect``
+    (raised, or returned a wrong output) categories alike: once its code runs, which of the two a
+    failure lands in is the candidate's choice (a kernel's compile error caught and re-raised as a
+    plain exception, or turned into a wrong output), so paying one more than the other would teach
+    try/except wrappers around every launch."""
     hack_penalty: float = -1.0
     """The ``hack`` category (every hack_* verdict and uninitialized_output)."""
 
@@ -74,10 +76,8 @@ class TieredReward:
             return None
         if kind is Category.HACK:
             return self.hack_penalty
-        if kind is Category.FAILED:
-            return self.failed
-        if kind is Category.INCORRECT:
-            return self.incorrect
+        if kind in (Category.FAILED, Category.INCORRECT):
+            return self.not_correct
         speedup = trusted_speedup(result)
         if speedup is None:
             return min(self.untimed, self.slower) if timing_untrusted(result) else self.untimed

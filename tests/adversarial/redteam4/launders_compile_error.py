@@ -1,7 +1,8 @@
 """Attack (a failure of one category passed off as another): its Triton kernel does not compile
-(`tl.bogus`), which is `compile_error` (the `failed` category: TieredReward -1.0). forward catches the
+(`tl.bogus`), which is `compile_error` (the `failed` category). forward catches the
 failure and, once outside the `except` block (so that the exception chain no longer holds Triton's
-error), raises a plain `ValueError`: `runtime_error` (the `incorrect` category: TieredReward -0.3).
+error), raises a plain `ValueError`: `runtime_error` (the `incorrect` category: TieredReward paid
+-0.3 there; it now pays both categories -1.0).
 Any failure after import (a compile error, a hang the candidate cuts short itself, a crash it
 prevents) can be re-raised this way. Deserves what its kernel earned: the same reward as
 `compile_error`."""
