@@ -1,0 +1,156 @@
+"""Throughput on an RL-shaped batch: many candidates with kernels of their own, about half of them
+failing, judged by the local pool with timing and profiling on, pool start included.
+
+    python benchmarks/rl_batch.py --device cuda --candidates 200 --sandboxes 4 --out OUT/rl_batch.json
+    python benchmarks/rl_batch.py --device cuda --devices cuda:0,1 --sandboxes 4 ...   # two GPUs
+
+Candidates cycle through the bundled problems; each is one of four kinds, every copy with a new
+Triton cache key (a comment on each ``@triton.jit`` line), as in RL where no two samples are alike:
+
+* ``correct``: the bundled solution (half of the batch);
+* ``compile_error``: the solution with an attribute ``tl`` does not have in its first kernel;
+* ``mismatch``: the solution's output scaled and shifted after its kernels ran;
+* ``runtime_error``: forward raises after its kernels ran.
+
+Every failing kind ends its runner (a fresh one per candidate is the design), so replacement is in
+the measurement. The JSON has the machine and versions, the verdict counts per kind (a kind whose
+verdicts are not what it was made for is reported, not hidden), the wall time from the pool's
+creation to the last result, seconds per candidate amortised over the batch, and the median of
+each evaluation stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+import triton
+
+from tritongym.env import LocalEnv, PoolConfig, Task
+from tritongym.evaluate import EvalConfig
+from tritongym.problems import Problem, load_bundled
+
+KINDS = ("correct", "compile_error", "correct", "mismatch", "correct", "runtime_error")
+"""The cycle of candidate kinds: half correct, the rest failing in three ways."""
+EXPECTED = {"correct": {"ok"}, "compile_error": {"compile_error"}, "mismatch": {"mismatch"},
+            "runtime_error": {"runtime_error"}}  # fmt: skip
+"""The verdicts each kind is made for."""
+
+_WRAP = """
+
+class _Judged(ModelNew):
+    def forward(self, *args):
+        out = super().forward(*args)
+        {body}
+
+
+ModelNew = _Judged
+"""
+_VARIANT = itertools.count()
+
+
+def distinct(source: str) -> str:
+    """The same source with a new Triton cache key for every kernel."""
+    n = next(_VARIANT)
+    lines = source.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == "@triton.jit":
+            lines[i + 1] += f"  # variant {n}"
+    return "\n".join(lines) + "\n"
+
+
+def candidate(problem: Problem, kind: str) -> str:
+    """A candidate of ``kind`` for a bundled problem (from its known solution)."""
+    source = problem.solution or ""
+    if kind == "compile_error":
+        lines = source.splitlines()
+        jit = next(i for i, line in enumerate(lines) if line.strip() == "@triton.jit")
+        body = next(i for i in range(jit + 1, len(lines)) if lines[i].rstrip().endswith(":")) + 1
+        indent = lines[body][: len(lines[body]) - len(lines[body].lstrip())]
+        lines.insert(body, f"{indent}tl.no_such_language_feature()")
+        source = "\n".join(lines) + "\n"
+    elif kind == "mismatch":
+        source += _WRAP.format(body="return out * 1.5 + 1.0 if isinstance(out, torch.Tensor) else out")
+    elif kind == "runtime_error":
+        source += _WRAP.format(body='raise ValueError("the candidate gave up after its kernels ran")')
+    return distinct(source)
+
+
+def batch(problems: list[Problem], count: int) -> list[tuple[str, Task]]:
+    """``count`` (kind, task) pairs cycling through the problems and the kinds."""
+    pairs = zip(itertools.cycle(problems), itertools.cycle(KINDS), strict=False)
+    return [(kind, Task(p, candidate(p, kind), f"{p.name}:{kind}")) for p, kind in itertools.islice(pairs, count)]
+
+
+def machine(device: str) -> dict:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "torch": torch.__version__, "triton": triton.__version__}  # fmt: skip
+    if device == "cuda":
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return info
+
+
+def run(args: argparse.Namespace) -> dict:
+    problems = [p.small() if args.device == "cpu" else p for p in load_bundled() if p.solution]
+    kinds_tasks = batch(problems, args.candidates)
+    config = EvalConfig(device=args.device, trials=args.trials, timing=args.device != "cpu",
+                        profile=args.device != "cpu", timing_budget_s=args.timing_budget)  # fmt: skip
+    devices = args.devices or args.device
+    started = time.perf_counter()
+    with LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=args.sandboxes)) as env:
+        results = env.evaluate_batch([task for _, task in kinds_tasks], config)
+        slots = env.slots
+    wall = time.perf_counter() - started
+    by_kind: dict[str, Counter] = {}
+    for (kind, _), result in zip(kinds_tasks, results, strict=True):
+        by_kind.setdefault(kind, Counter())[str(result.verdict.value)] += 1
+    unexpected = {k: dict(c) for k, c in by_kind.items() if set(c) - EXPECTED[k]}
+    stages = sorted({s for r in results for s in r.stage_seconds})
+    return {
+        "benchmark": "rl_batch",
+        "device": args.device,
+        "devices": devices,
+        "sandboxes": slots,
+        "candidates": len(results),
+        "trials": args.trials,
+        "timing_budget_s": args.timing_budget,
+        "machine": machine(args.device),
+        "verdicts_by_kind": {k: dict(c) for k, c in by_kind.items()},
+        "unexpected": unexpected,
+        "wall_s": round(wall, 2),
+        "seconds_per_candidate": round(wall / len(results), 4),
+        "median_stage_seconds": {
+            s: round(statistics.median(r.stage_seconds[s] for r in results if s in r.stage_seconds), 4) for s in stages
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
+    parser.add_argument("--devices", default="", help="the pool's devices, e.g. cuda:0,1 (default: --device)")
+    parser.add_argument("--candidates", type=int, default=200)
+    parser.add_argument("--sandboxes", type=int, default=None, help="sandboxes per GPU (CPU: in all)")
+    parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument("--timing-budget", type=float, default=0.3, help="seconds of timing per candidate")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    report = run(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("candidates", "sandboxes", "wall_s", "seconds_per_candidate")}))
+    print("verdicts by kind:", json.dumps(report["verdicts_by_kind"]))
+    if report["unexpected"]:
+        print("kinds with verdicts they were not made for:", json.dumps(report["unexpected"]))
+
+
+if __name__ == "__main__":
+    main()
