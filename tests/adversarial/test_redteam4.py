@@ -12,12 +12,11 @@ import pytest
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from helpers import DEVICE, small_problem
+from helpers import DEVICE, PROCESSES_REFUSED, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.guards import OpRecorder, OpWitness, count_profiler_switches, unrecorded_compute
 from tritongym.evaluate.judge import protocol as p
-from tritongym.evaluate.judge import seccomp
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
 from tritongym.evaluate.static_checks import forbidden_constructs
 from tritongym.problems.problem import Problem
@@ -208,7 +207,7 @@ def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_
 
 
 @pytest.mark.skipif(
-    DEVICE != "cpu" or not seccomp.supported(),
+    not PROCESSES_REFUSED,
     reason="only a CPU runner on x86-64 is refused process creation (the GPU residual: docs/environment.md)",
 )
 def test_compute_in_a_child_process_that_forward_reaps_is_refused_on_the_cpu(warm_env):
