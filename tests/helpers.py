@@ -10,11 +10,22 @@ import os
 from pathlib import Path
 
 from tritongym.env import Env
-from tritongym.evaluate import EvalConfig, EvalResult, evaluate
+from tritongym.evaluate import EvalConfig, EvalResult, Verdict, evaluate
+from tritongym.evaluate.judge import seccomp
 from tritongym.problems import Problem, find_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"
 DEVICE = os.environ.get("TRITONGYM_TEST_DEVICE", "cpu")
+PROCESSES_REFUSED = DEVICE == "cpu" and seccomp.supported()
+"""Whether the tests' runners may not create processes (a CPU runner's seccomp filter, on x86-64:
+red team 4 #7): a candidate's fork fails there with EPERM in forward (``runtime_error``) instead of
+leaving a child for the judge to find (``hack_threads``) and kill."""
+
+
+def assert_fork_refused(result: EvalResult) -> None:
+    """The candidate's forward tried to fork in a runner that may not: the fork failed with EPERM."""
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "PermissionError: [Errno 1] Operation not permitted" in result.feedback, result.feedback
 
 
 def small_problem(name: str) -> Problem:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEVICE, run_candidate, small_problem
+from helpers import DEVICE, PROCESSES_REFUSED, assert_fork_refused, run_candidate, small_problem
 from tritongym.evaluate import Verdict
 from tritongym.evaluate.sandbox import BACKSTOP_S, group_rss_bytes
 
@@ -63,6 +63,10 @@ def test_group_rss_counts_a_process_in_the_group():
 @pytest.mark.parametrize("candidate", ["forks", "fork_continues"])
 def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(warm_env, candidate):
     result = run_candidate(candidate, env=warm_env, static_checks=False)
+    if PROCESSES_REFUSED:  # a CPU runner makes no child at all (red team 4 #7): nothing to outlive it
+        assert_fork_refused(result)
+        assert "forked child" not in result.stdout, result.stdout
+        return
     assert result.verdict is Verdict.HACK_THREADS, result.feedback
     assert "child processes still running" in result.feedback
     pids = [int(p) for p in re.findall(r"forked child (\d+)", result.stdout)]

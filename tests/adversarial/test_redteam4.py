@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from helpers import DEVICE, small_problem
+from helpers import DEVICE, PROCESSES_REFUSED, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.guards import OpRecorder, OpWitness, count_profiler_switches, unrecorded_compute
@@ -206,13 +206,24 @@ def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_
     assert TieredReward()(laundered) <= TieredReward()(honest)
 
 
-@pytest.mark.xfail(strict=True, reason="redteam4 #7: PyTorch in a child process forward forks and reaps")
-def test_compute_in_a_child_process_that_forward_reaps_is_not_the_candidates_triton(warm_env):
+@pytest.mark.skipif(
+    not PROCESSES_REFUSED,
+    reason="only a CPU runner on x86-64 is refused process creation (the GPU residual: docs/environment.md)",
+)
+def test_compute_in_a_child_process_that_forward_reaps_is_refused_on_the_cpu(warm_env):
     """#7: the op recorder, its witness and the thread counter watch the runner's own process; the
-    judge sees only children still running when forward returns. A child that computes and exits
-    before forward returns leaves nothing to see."""
+    judge sees only children still running when forward returns, so a child that computed and was
+    reaped before forward returned left nothing to see (the candidate got `ok` under `forbid`).
+    A CPU runner's seccomp filter now refuses process creation: the fork fails with EPERM in
+    forward, a runtime error of the candidate's, paid no more than an honest failure. (On a GPU,
+    where Triton's compiler needs subprocesses, the fork still succeeds: docs/environment.md.)"""
     result = judged(warm_env, "computes_in_a_child_process.py", torch_compute="forbid")
-    assert result.verdict in (Verdict.HACK_TORCH_COMPUTE, Verdict.HACK_THREADS), result.feedback
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "Operation not permitted" in result.feedback and "_split()" in result.feedback, result.feedback
+    honest = warm_env.submit(small_problem("vector_add"), COMPILE_ERROR_TEXT, config()).result()
+    assert honest.verdict is Verdict.COMPILE_ERROR, honest.feedback
+    for reward in (TieredReward(), VerifiableReward()):
+        assert reward(result) <= reward(honest), reward
 
 
 PATCHES_THE_RUNNER = """

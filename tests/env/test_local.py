@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CANDIDATES, DEVICE, small_problem
+from helpers import CANDIDATES, DEVICE, PROCESSES_REFUSED, small_problem
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.sandbox import BACKSTOP_S
@@ -48,7 +48,10 @@ def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
         ("patches_torch", Verdict.HACK_TAMPERING, "replaced, added or removed: torch.allclose"),
         ("changes_torch_settings", Verdict.HACK_TAMPERING, "changed torch settings: default_dtype"),
         ("leaves_thread", Verdict.HACK_THREADS, "threads still running: lingering"),
-        ("forks", Verdict.HACK_THREADS, "child processes still running"),
+        # a CPU runner may not fork (red team 4 #7): the candidate's fork fails in forward
+        ("forks", Verdict.RUNTIME_ERROR, "Operation not permitted")
+        if PROCESSES_REFUSED
+        else ("forks", Verdict.HACK_THREADS, "child processes still running"),
     ],
 )
 def test_a_tainting_candidate_is_judged_and_the_next_one_runs_in_a_fresh_runner(env, name, verdict, reason):

@@ -422,7 +422,8 @@ def serve(sock: socket.socket, zygote: int, device_name: str, directory: str, sh
         drop_capabilities()
         landlock.confine_runner(directory, device_name, shares_judge_user)
         if seccomp.supported():  # signals and process access only to itself and its own group
-            seccomp.confine(os.getpid())
+            # and, on the CPU, no new process (on a GPU Triton's compiler runs ptxas in one)
+            seccomp.confine(os.getpid(), processes=device.type != "cpu")
         watchdog(zygote, lifetime)
         prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
         p.send(sock, p.Hello(pid=os.getpid()))

@@ -11,6 +11,14 @@ I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), a
 read or write another process's memory or take its files are refused. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
+Where ``processes`` is off (CPU runners: Triton's interpreter, the guards and the watchdog start
+threads, never a process) the filter also refuses process creation: ``fork`` and ``vfork``, and
+``clone`` without ``CLONE_THREAD`` in its flags, fail with EPERM, so that no computation runs in a
+child the runner's guards do not watch (red team 4 #7); ``clone3`` fails with ENOSYS, since seccomp
+cannot read the flags it takes in a struct, and libc then falls back to ``clone`` (threads keep
+starting: ``pthread_create`` passes ``CLONE_THREAD``). On a GPU Triton's compiler runs ``ptxas`` as a
+subprocess, so runners there keep creating processes (docs/environment.md says what that leaves).
+
 The filter is written for x86-64 Linux; elsewhere runners go without it (docs/environment.md says
 what that leaves open). A 32-bit system call (``int 0x80``, another audit architecture) or an x32
 one from a filtered process kills it, so that no other table of system-call numbers slips past.
@@ -32,10 +40,12 @@ X32_SYSCALL_BIT = 0x40000000
 RET_ALLOW = 0x7FFF0000
 RET_KILL_PROCESS = 0x80000000
 RET_EPERM = 0x00050000 | errno.EPERM
+RET_ENOSYS = 0x00050000 | errno.ENOSYS
 
 LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 RET_K = 0x06  # BPF_RET | BPF_K
 
 OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0, OFFSET_ARG1 = 0, 4, 16, 24
@@ -69,6 +79,11 @@ REFUSED = {
     "semtimedop": 220,
 }
 FCNTL, IOCTL = 72, 16
+FORKS = {"fork": 57, "vfork": 58}
+"""Calls that only ever make a process: refused where processes are."""
+CLONE, CLONE3 = 56, 435
+CLONE_THREAD = 0x00010000
+"""``clone``'s first argument holds its flags: with ``CLONE_THREAD`` it starts a thread of the caller."""
 SIGNAL_OWNER_COMMANDS = {
     FCNTL: {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15},
     IOCTL: {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902},
@@ -104,8 +119,9 @@ def assemble(code: list[Instruction | str]) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def program(pid: int) -> list[tuple[int, int, int, int]]:
-    """The filter for a runner of this pid, as (code, jump if true, jump if false, constant)."""
+def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
+    """The filter for a runner of this pid, as (code, jump if true, jump if false, constant); one
+    that may not create processes where ``processes`` is off (it may still start threads)."""
     if not 0 < pid < 1 << 31:
         raise ValueError(f"not a process id: {pid}")
     code: list[Instruction | str] = [
@@ -118,6 +134,9 @@ def program(pid: int) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, "signal", 0, number) for number in sorted(SIGNALS_BY_PID.values())]
     code += [(JEQ_K, "self", 0, number) for number in sorted(SELF_ONLY.values())]
     code += [(JEQ_K, f"owner{call}", 0, call) for call in sorted(SIGNAL_OWNER_COMMANDS)]
+    if not processes:
+        code += [(JEQ_K, "eperm", 0, number) for number in sorted(FORKS.values())]
+        code += [(JEQ_K, "enosys", 0, CLONE3), (JEQ_K, "clone", 0, CLONE)]
     code += [(RET_K, 0, 0, RET_ALLOW), "signal", (LD_W_ABS, 0, 0, OFFSET_ARG0)]
     code += [(JEQ_K, "allow", 0, target) for target in (pid, 0, (-pid) & 0xFFFFFFFF)]  # itself, its group
     code.append((RET_K, 0, 0, RET_EPERM))
@@ -126,17 +145,22 @@ def program(pid: int) -> list[tuple[int, int, int, int]]:
         code += [f"owner{call}", (LD_W_ABS, 0, 0, OFFSET_ARG1)]
         code += [(JEQ_K, "eperm", 0, command) for command in sorted(commands.values())]
         code.append((RET_K, 0, 0, RET_ALLOW))
+    if not processes:
+        code += ["clone", (LD_W_ABS, 0, 0, OFFSET_ARG0), (JSET_K, "allow", "eperm", CLONE_THREAD)]
+        code += ["enosys", (RET_K, 0, 0, RET_ENOSYS)]
     code += ["eperm", (RET_K, 0, 0, RET_EPERM), "allow", (RET_K, 0, 0, RET_ALLOW)]
     code += ["kill", (RET_K, 0, 0, RET_KILL_PROCESS)]
     return assemble(code)
 
 
-def confine(pid: int) -> None:
+def confine(pid: int, processes: bool) -> None:
     """Install the filter in every thread of the process (the CUDA driver's included) and so in every
-    thread and process started later. Needs no_new_privs (``drop_capabilities`` sets it)."""
+    thread and process started later; ``processes``: whether the process may create processes (a
+    GPU runner's Triton compiles with subprocesses; a CPU runner needs none). Needs no_new_privs
+    (``drop_capabilities`` sets it)."""
     if not supported():
         raise OSError(f"the runner's seccomp filter is written for x86-64 Linux, not {platform.machine()}")
-    instructions = program(pid)
+    instructions = program(pid, processes)
     raw = b"".join(struct.pack("<HBBI", *instruction) for instruction in instructions)
     buffer = ctypes.create_string_buffer(raw, len(raw))
 
