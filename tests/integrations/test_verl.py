@@ -195,7 +195,7 @@ def test_the_sync_and_batch_scores_keep_input_order_and_take_the_named_reward():
     scripted = ScriptedEnv({"class ModelNew: ok": ok, "class ModelNew: wrong": wrong})
     answers = ["```python\nclass ModelNew: wrong\n```", "```python\nclass ModelNew: ok\n```"]
     batch = compute_score_batch(["tritongym"] * 2, answers, [None] * 2, [info()] * 2, env=scripted, reward="tiered")
-    assert [s["score"] for s in batch] == [-0.3, 0.0]  # tiered: incorrect, correct but untimed (CPU)
+    assert [s["score"] for s in batch] == [-1.0, 0.0]  # tiered: not correct, correct but untimed (CPU)
     assert compute_score_sync("tritongym", answers[1], None, info(), env=scripted)["score"] == 0.5
 
 
