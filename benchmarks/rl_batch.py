@@ -9,7 +9,7 @@ Triton cache key (a comment on each ``@triton.jit`` line), as in RL where no two
 
 * ``correct``: the bundled solution (half of the batch);
 * ``compile_error``: the solution with an attribute ``tl`` does not have in its first kernel;
-* ``mismatch``: the solution's output scaled and shifted after its kernels ran;
+* ``mismatch``: the solution's output changed after its kernels ran (every tensor of it, in its dtype);
 * ``runtime_error``: forward raises after its kernels ran.
 
 Every failing kind ends its runner (a fresh one per candidate is the design), so replacement is in
@@ -46,6 +46,16 @@ EXPECTED = {"correct": {"ok"}, "compile_error": {"compile_error"}, "mismatch": {
 
 _WRAP = """
 
+def _spoiled(out):
+    if isinstance(out, (tuple, list)):
+        return type(out)(_spoiled(o) for o in out)
+    if not isinstance(out, torch.Tensor):
+        return out
+    if out.dtype == torch.bool:
+        return ~out
+    return out * 1.5 + 1.0 if out.is_floating_point() else out + 1
+
+
 class _Judged(ModelNew):
     def forward(self, *args):
         out = super().forward(*args)
@@ -78,7 +88,7 @@ def candidate(problem: Problem, kind: str) -> str:
         lines.insert(body, f"{indent}tl.no_such_language_feature()")
         source = "\n".join(lines) + "\n"
     elif kind == "mismatch":
-        source += _WRAP.format(body="return out * 1.5 + 1.0 if isinstance(out, torch.Tensor) else out")
+        source += _WRAP.format(body="return _spoiled(out)")
     elif kind == "runtime_error":
         source += _WRAP.format(body='raise ValueError("the candidate gave up after its kernels ran")')
     return distinct(source)

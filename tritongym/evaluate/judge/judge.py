@@ -573,6 +573,9 @@ def main() -> None:
     ctx = warm_up(init["device"], init["lock_dir"], ctx_args)
     launchers.wait_ready()  # cuda_utils is in the store before the first runner is forked
     supply.zygote.wait_started()
+    if ctx.device.type == "cuda" and torch.version.hip is None:
+        major, minor = torch.cuda.get_device_capability(ctx.device)
+        supply.zygote.warm(10 * major + minor)
     replenish(ctx)
     ready: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
     ready["runners_unprivileged"] = runners_unprivileged(init["device"])

@@ -225,6 +225,9 @@ class Zygote:
         self.proc: subprocess.Popen | _Forked | None = None
         self.statuses: dict[int, int] = {}
         self.starts = 0
+        self.capability = 0
+        """The GPU's compute capability (e.g. 90) once the judge knows it: every zygote started
+        warms Triton's compiler for it before it forks a runner (compiler_warmth.py)."""
 
     @property
     def alive(self) -> bool:
@@ -260,6 +263,18 @@ class Zygote:
         kind, _, _ = self._event(time.monotonic() + START_TIMEOUT_S)
         if kind != b"R":
             raise RunnerLost("the zygote did not start")
+        if self.capability:
+            self._send_warm()
+
+    def warm(self, capability: int) -> None:
+        """Have the zygote, started (``wait_started``), warm Triton's compiler for this compute
+        capability before its next fork; a zygote started again later does the same."""
+        self.capability = capability
+        self._send_warm()
+
+    def _send_warm(self) -> None:
+        with contextlib.suppress(OSError):  # a zygote gone is found out, and replaced, at the next fork
+            self.control.sendall(REQUEST.pack(b"w", self.capability))
 
     def _event(self, deadline: float) -> tuple[bytes, int, int]:
         data = b""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import resource
 import select
@@ -41,7 +42,9 @@ PR_SET_NO_NEW_PRIVS = 38
 CAPABILITY_VERSION_3 = 0x20080522
 EVENT = struct.Struct("<cii")
 REQUEST = struct.Struct("<cI")
-"""A fork request: ``f`` and the user id the runner runs as (0: the zygote's own)."""
+"""A fork request: ``f`` and the user id the runner runs as (0: the zygote's own), with the runner's
+four descriptors; or ``w`` and a CUDA compute capability (e.g. 90), without descriptors: warm Triton's
+compiler for that target (compiler_warmth.py)."""
 
 FILE_SIZE_LIMIT = 256 << 20
 
@@ -169,6 +172,28 @@ def _kill_orphans(runners: set[int]) -> None:
         kill_trees(orphans)
 
 
+def warm(capability: int) -> None:
+    """Warm Triton's compiler for this compute capability. LLVM aborts the process on a target it
+    cannot lower for, so a child tries first; only if it compiled does the zygote. A failure leaves
+    the compiler cold, never the zygote dead."""
+    from tritongym.evaluate.judge.compiler_warmth import warm_compiler
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            warm_compiler(capability)
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        logging.getLogger(__name__).warning("Triton cannot compile for sm_%d: runners compile cold", capability)
+        return
+    with contextlib.suppress(Exception):  # the child compiled the same: nothing is expected here
+        warm_compiler(capability)
+
+
 def main() -> None:
     serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
 
@@ -218,6 +243,9 @@ def serve(control_fd: int, parent: int, device: str) -> None:
             os._exit(0)
         if not message:
             os._exit(0)  # the judge is gone
+        if message[:1] == b"w" and not fds and len(message) == REQUEST.size:
+            warm(REQUEST.unpack(message)[1])
+            continue
         if len(fds) != 4 or len(message) != REQUEST.size:
             for fd in fds:
                 os.close(fd)
