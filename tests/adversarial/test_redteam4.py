@@ -224,6 +224,21 @@ def test_compute_in_a_child_process_that_forward_reaps_is_refused(warm_env):
         assert reward(result) <= reward(honest), reward
 
 
+def test_a_triton_kernel_not_of_the_solutions_file_is_not_its_work(warm_env):
+    """#8 on the CPU: forward launches a Triton kernel compiled from a file it wrote (as Inductor's
+    kernels are, under `torch.compile` inside forward on a GPU); no aten op computes and that kernel
+    is not the candidate's, so nothing was counted (`ok` under `forbid`). Launches of a kernel not
+    of the solution's file are now forward's PyTorch compute (the rule of identity that coverage
+    uses): `hack_torch_compute` under forbid, a finding under penalize."""
+    forbidden = judged(warm_env, "launches_a_kernel_of_another_file.py", torch_compute="forbid", static_checks=False)
+    assert forbidden.verdict is Verdict.HACK_TORCH_COMPUTE, forbidden.feedback
+    assert "softmax_rows (Triton kernel not of the solution)" in forbidden.feedback, forbidden.feedback
+    penalized = judged(warm_env, "launches_a_kernel_of_another_file.py", static_checks=False)
+    assert penalized.verdict is Verdict.OK, penalized.feedback
+    findings = [f.message for f in penalized.findings if f.check == "torch_compute"]
+    assert findings and "softmax_rows (Triton kernel not of the solution)" in findings[0], penalized.findings
+
+
 PATCHES_THE_RUNNER = """
 import tritongym.evaluate.judge.runner as runner
 import torch

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import small_problem
+from helpers import CANDIDATES, small_problem
 from tritongym.evaluate import EvalConfig, Verdict, evaluate
 from tritongym.problems import find_problem
 
@@ -70,10 +70,44 @@ def test_compute_with_the_python_dispatch_key_off_is_compute_on_a_gpu():
     assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback + result.detail
 
 
-@pytest.mark.xfail(strict=True, reason="redteam4 #8: Inductor's Triton kernels inside forward are not the candidate's")
 def test_torch_compile_inside_forward_is_not_the_candidates_triton():
-    """Inductor compiles `torch.softmax` into Triton kernels of its own: no aten op runs, and its
-    launches are not the candidate's (low coverage, but no finding under forbid)."""
+    """#8: Inductor compiles `torch.softmax` into Triton kernels of its own (from files of its cache):
+    no aten op runs, and its launches were not the candidate's (`ok`, low coverage, no finding under
+    forbid). Launches of a Triton kernel not of the solution's file are PyTorch compute now. A runner
+    makes no process, so Inductor may already fail where it would start one (its compile workers):
+    then the candidate's forward fails (`runtime_error`, EPERM); where it compiles in the runner, its
+    kernels are found. Either way the work earns nothing."""
     source = (HERE / "compiles_the_reference.py").read_text()
     result = evaluate(small_problem("softmax"), source, EvalConfig(torch_compute="forbid", timeout_s=300, **CUDA))
-    assert result.verdict in (Verdict.HACK_TORCH_COMPUTE, Verdict.HACK_NO_TRITON), result.feedback
+    if result.verdict is Verdict.RUNTIME_ERROR:
+        assert "Operation not permitted" in result.feedback + result.detail, result.feedback + result.detail
+    else:
+        assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback + result.detail
+        assert "(Triton kernel not of the solution)" in result.feedback, result.feedback
+
+
+def test_a_triton_kernel_not_of_the_solutions_file_is_compute_on_a_gpu():
+    """#8 without Inductor (tests/adversarial/test_redteam4.py on the CPU): a kernel compiled from a
+    file forward wrote does the work; its launches are PyTorch compute, and coverage does not count
+    them as the candidate's (`penalize`: ok with a finding)."""
+    source = (HERE / "launches_a_kernel_of_another_file.py").read_text()
+    forbidden = evaluate(
+        small_problem("softmax"), source, EvalConfig(torch_compute="forbid", static_checks=False, **CUDA)
+    )
+    assert forbidden.verdict is Verdict.HACK_TORCH_COMPUTE, forbidden.feedback + forbidden.detail
+    assert "softmax_rows (Triton kernel not of the solution)" in forbidden.feedback, forbidden.feedback
+    penalized = evaluate(small_problem("softmax"), source, EvalConfig(static_checks=False, **CUDA))
+    assert penalized.verdict is Verdict.OK, penalized.feedback + penalized.detail
+    assert any("softmax_rows (Triton kernel not of the solution)" in f.message for f in penalized.findings)
+    assert penalized.coverage is not None and penalized.coverage < 0.9, penalized.coverage
+
+
+@pytest.mark.parametrize("name", ["inductor_linear_relu.py"])
+def test_inductor_style_candidates_launch_only_kernels_of_their_own_file(name):
+    """The rule of #8 does not touch honest Inductor-style code (KernelBook, `tritongym solutions
+    inductor`): its kernels are defined in its own file, launched by Inductor's CachingAutotuner."""
+    source = (CANDIDATES / name).read_text()
+    problem = find_problem("linear_relu")
+    result = evaluate(problem, source, EvalConfig(torch_compute="penalize", **CUDA))
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    assert not any("not of the solution" in f.message for f in result.findings), result.findings

@@ -199,7 +199,8 @@ class Runner:
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness)
+        # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
+        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
