@@ -182,3 +182,49 @@ def test_a_helper_refuses_what_it_does_not_run(tmp_path):
         os.close(write)
     answer = compiler_helper.run_tool({"argv": ["/x/ptxas"]}, [1, 2], ["/x/ptxas"], str(tmp_path))
     assert answer["errno"] == 2 and "/x/ptxas" in answer["error"]  # allowed but absent: FileNotFoundError
+
+
+def test_the_zygote_keeps_a_live_runners_helper_and_kills_it_with_its_runner():
+    """A helper is the zygote's child but no orphan: the sweep spares it while its runner lives; once
+    the runner is reaped (and reported), its helper's group is killed."""
+    import socket
+    import time
+
+    from tritongym.evaluate.judge import zygote
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # plays the zygote: its only children are one runner and its helper
+        try:
+            helper = os.fork()
+            if helper == 0:
+                os.setsid()
+                signal.pause()
+                os._exit(0)
+            runner = os.fork()
+            if runner == 0:
+                signal.pause()
+                os._exit(0)
+            ours, theirs = socket.socketpair()
+            runners, helpers = {runner}, {runner: helper}
+            zygote._kill_orphans(runners, helpers)
+            time.sleep(0.2)
+            spared = os.waitpid(helper, os.WNOHANG) == (0, 0) and os.waitpid(runner, os.WNOHANG) == (0, 0)
+            os.kill(runner, signal.SIGKILL)
+            deadline, helper_gone = time.monotonic() + 10, False
+            while not helper_gone and time.monotonic() < deadline:
+                zygote._reap(ours, runners, helpers)
+                try:
+                    os.kill(helper, 0)
+                except ProcessLookupError:  # killed and reaped
+                    helper_gone = True
+                time.sleep(0.05)
+            event = theirs.recv(zygote.EVENT.size)[:1]
+            report = {"spared": spared, "event": event, "helper gone": helper_gone, "left": helpers}
+            os.write(write, repr(report).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    report = os.read(read, 4096)
+    os.waitpid(child, 0)
+    assert ast.literal_eval(report.decode()) == {"spared": True, "event": b"X", "helper gone": True, "left": {}}

@@ -134,6 +134,8 @@ def _become_runner(
     os.dup2(null, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
+    if tools_fd == 3:  # never, while the zygote's control socket holds 3: kept apart from the runner's socket
+        tools_fd = os.dup(tools_fd)
     keep = os.dup2(sock_fd, 3) if sock_fd != 3 else 3
     tools = None
     if tools_fd is not None:  # fd 3 is taken: the helper's socket goes to 4
