@@ -8,7 +8,9 @@ initialises CUDA (a forked CUDA context is unusable), keeps one thread, and then
 its control socket: each is the byte ``f`` with four file descriptors (the runner's socket, the
 write ends of its stdout and stderr pipes, and its directory), answered with ``F`` and the new pid. Children it
 reaps are reported as ``X``, pid and wait status. It is the subreaper of everything its runners
-start, and kills any such orphan on sight.
+start, and kills any such orphan on sight. For a GPU runner it first forks the runner's compiler
+helper (compiler_helper.py: runners create no process, the helper runs Triton's ptxas for it),
+whose socket the runner gets as fd 4, and kills the helper's group when it reaps the runner.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
 root: a user of its own; a runner that stays root loses every capability once warm), the parent-death signal
