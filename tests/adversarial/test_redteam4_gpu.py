@@ -99,7 +99,8 @@ def test_a_triton_kernel_not_of_the_solutions_file_is_compute_on_a_gpu():
     penalized = evaluate(small_problem("softmax"), source, EvalConfig(static_checks=False, **CUDA))
     assert penalized.verdict is Verdict.OK, penalized.feedback + penalized.detail
     assert any("softmax_rows (Triton kernel not of the solution)" in f.message for f in penalized.findings)
-    assert penalized.coverage is not None and penalized.coverage < 0.9, penalized.coverage
+    assert any(k.name.startswith("softmax_rows") and not k.own for k in penalized.kernels), penalized.kernels
+    assert [k.name for k in penalized.kernels if k.own] == ["copy_kernel"], penalized.kernels
 
 
 @pytest.mark.parametrize("name", ["inductor_linear_relu.py"])
