@@ -123,7 +123,7 @@ def child(variant: str, device_name: str) -> None:
     tools = None
     if variant != "none" and device.type == "cuda":  # as the zygote does: the helper before the runner warms up
         dir_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
-        _, tools = compiler_helper.start(dir_fd, os.getpid(), compiler_helper.assembler_paths(), log_fd=2)
+        _, tools = compiler_helper.start(dir_fd, os.getpid(), compiler_helper.compiler_tools(), log_fd=2)
         os.close(dir_fd)
 
     def check(name: str, action, expect_refused: bool = False, information: bool = False) -> None:

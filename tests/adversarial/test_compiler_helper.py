@@ -27,15 +27,20 @@ TINY_PTX = """.version 7.0
 """
 
 
-def assemblers() -> list[str]:
+def tools_or_skip() -> tuple[dict[str, str], str]:
+    """The tools a helper runs here, and ptxas's path (the test is skipped without one)."""
     try:
         import triton.backends.nvidia.compiler  # noqa: F401
     except ImportError:
-        return []
-    return compiler_helper.assembler_paths()
+        pytest.skip("Triton's NVIDIA backend (ptxas) is not installed")
+    tools = compiler_helper.compiler_tools()
+    assemblers = [path for path, kind in tools.items() if kind == compiler_helper.ASSEMBLER]
+    if not assemblers:
+        pytest.skip("Triton's NVIDIA backend (ptxas) is not installed")
+    return tools, assemblers[0]
 
 
-def as_runner(probe, directory: str, tools: list[str]) -> dict:
+def as_runner(probe, directory: str, tools: dict[str, str]) -> dict:
     """In a forked child (a stand-in for zygote and runner at once): start a compiler helper for
     ``directory`` running ``tools``, install a runner's filter (no process), then report ``probe(sock)``."""
     read, write = os.pipe()
@@ -75,10 +80,7 @@ def outcome(call) -> str:
 
 
 def test_the_helper_assembles_for_a_runner_that_cannot_run_a_program_itself(tmp_path):
-    tools = assemblers()
-    if not tools:
-        pytest.skip("Triton's NVIDIA backend (ptxas) is not installed")
-    ptxas = tools[0]
+    tools, ptxas = tools_or_skip()
     (tmp_path / "tiny.ptx").write_text(TINY_PTX)
     (tmp_path / "broken.ptx").write_text(TINY_PTX.replace("ret;", "no_such_instruction;"))
 
@@ -114,9 +116,7 @@ def test_the_helper_assembles_for_a_runner_that_cannot_run_a_program_itself(tmp_
 def test_triton_compiles_a_kernel_to_a_cubin_in_a_runner_through_its_helper(tmp_path):
     """Triton's own compile (``make_cubin``, ``get_ptxas_version``) for an sm_90 target, in a fresh
     cache: routed through the helper it yields a cubin, without it the assembler cannot start."""
-    tools = assemblers()
-    if not tools:
-        pytest.skip("Triton's NVIDIA backend (ptxas) is not installed")
+    tools, _ = tools_or_skip()
     kernel = tmp_path / "kernel.py"
     kernel.write_text(
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef double(x, y, n: tl.constexpr):\n"
@@ -154,8 +154,25 @@ def test_triton_compiles_a_kernel_to_a_cubin_in_a_runner_through_its_helper(tmp_
     assert seen["helped"] == repr(b"\x7fELF"), seen
 
 
+TOOLS = {"/x/ptxas": compiler_helper.ASSEMBLER, "/x/cc": compiler_helper.C_COMPILER}
+BUILD = ["/x/cc", "/j/main.c", "-O3", "-shared", "-fPIC", "-Wno-psabi", "-o", "/j/m.so", "-lcuda", "-L/l", "-I/i"]
+"""Triton's build of a C module (runtime/build.py), as a runner asks for it."""
+
+
 def test_a_helper_refuses_what_it_does_not_run(tmp_path):
-    refused = {
+    c_build_options = {
+        "a wrapper": [*BUILD, "-wrapper", "/bin/sh,-c"],
+        "a program prefix": [*BUILD, "-B/tmp/evil"],
+        "a plugin": [*BUILD, "-fplugin=/tmp/evil.so"],
+        "a response file": [*BUILD, "@/tmp/options"],
+        "a specs file": [*BUILD, "-specs=/tmp/specs"],
+        "a linker option": [*BUILD, "-Wl,--plugin=/tmp/evil.so"],
+        "C++": [*BUILD, "-std=c++17"],
+        "two sources": [*BUILD, "/j/other.c"],
+        "no output": BUILD[:6],
+        "an output that is an option": [*BUILD[:7], "-fplugin=x.so"],
+    }
+    refused = {f"cc with {what}": {"argv": argv} for what, argv in c_build_options.items()} | {
         "another binary": {"argv": ["/bin/sh", "-c", "true"]},
         "no argv": {"argv": []},
         "not strings": {"argv": ["/x/ptxas", 1]},
@@ -167,7 +184,7 @@ def test_a_helper_refuses_what_it_does_not_run(tmp_path):
     ran = []
     for what, request in refused.items():
         try:
-            compiler_helper.run_tool(request, [], ["/x/ptxas"], str(tmp_path))
+            compiler_helper.run_tool(request, [], TOOLS, str(tmp_path))
             ran.append(what)
         except compiler_helper.ToolRefused:
             pass
@@ -176,12 +193,40 @@ def test_a_helper_refuses_what_it_does_not_run(tmp_path):
     try:
         with pytest.raises(compiler_helper.ToolRefused, match="descriptors more"):
             request = {"argv": ["/x/ptxas"], "stdout": "pipe", "stderr": "devnull"}
-            compiler_helper.run_tool(request, [read], ["/x/ptxas"], str(tmp_path))
+            compiler_helper.run_tool(request, [read], TOOLS, str(tmp_path))
     finally:
         os.close(read)
         os.close(write)
-    answer = compiler_helper.run_tool({"argv": ["/x/ptxas"]}, [1, 2], ["/x/ptxas"], str(tmp_path))
-    assert answer["errno"] == 2 and "/x/ptxas" in answer["error"]  # allowed but absent: FileNotFoundError
+    for argv in (["/x/ptxas"], BUILD):
+        answer = compiler_helper.run_tool({"argv": argv}, [1, 2], TOOLS, str(tmp_path))
+        assert answer["errno"] == 2 and argv[0] in answer["error"]  # allowed but absent: FileNotFoundError
+
+
+def test_the_helper_builds_a_c_module_as_triton_does(tmp_path):
+    """Triton 3.4-3.6 build a launcher per kernel signature in the runner where the launcher store
+    lacks it: Triton's own build, through the helper, in a runner that cannot run the compiler."""
+    tools, _ = tools_or_skip()
+    if compiler_helper.C_COMPILER not in tools.values():
+        pytest.skip("no C compiler")
+    source = tmp_path / "tiny.c"
+    source.write_text("int tiny(void) { return 7; }\n")
+
+    def probe(sock):
+        import inspect
+
+        from triton.runtime import build
+
+        extra = {"ccflags": []} if "ccflags" in inspect.signature(build._build).parameters else {}  # 3.7 on
+
+        def triton_build() -> str:
+            return build._build("tiny", str(source), str(tmp_path), [], [], [], **extra)
+
+        alone = outcome(triton_build)
+        compiler_helper.route_triton(compiler_helper.Tools(sock))
+        return {"alone": alone, "built": ctypes.CDLL(triton_build()).tiny()}
+
+    seen = as_runner(probe, str(tmp_path), tools)
+    assert seen == {"alone": "PermissionError", "built": 7}, seen.get("probe failed", seen)
 
 
 def test_the_zygote_keeps_a_live_runners_helper_and_kills_it_with_its_runner():

@@ -1,4 +1,4 @@
-"""Triton's PTX assembler run for a GPU runner by a helper process, so that no runner creates a process.
+"""Triton's compiler binaries run for a GPU runner by a helper process, so that no runner creates a process.
 
 Triton compiles a kernel at its first launch, in the runner, and its NVIDIA backend runs ``ptxas`` as a
 subprocess (``make_cubin``; ``ptxas --version`` too). A runner that may create processes can also fork
@@ -13,7 +13,11 @@ program whatever Landlock's execute right allows. So runners create no process o
   and ``ptxas_blackwell``; ``TRITON_PTXAS_PATH`` is honoured there), with the arguments the runner
   sends, in the runner's directory, with an environment of its own and the runner's files for the
   assembler's output and log (passed as descriptors). ptxas reads a PTX file and writes a cubin: it
-  runs nothing, so nothing a runner sends it computes over the candidate's inputs.
+  runs no program (none of its options does). It also runs the C compiler Triton would (``CC``,
+  else gcc, else clang) for the one command Triton's ``build`` makes of a C module (Triton 3.4-3.6
+  build a launcher per kernel signature in the runner where the launcher store lacks it), and only
+  with that command's arguments: a compiler's options can run other programs (``-wrapper``, ``-B``,
+  ``-fplugin``, ``@file``, ``-specs``), which are refused.
 * The helper is confined like a runner (capabilities dropped, Landlock writes only beneath the
   runner's directory, the seccomp filter of signals and process access; it may create processes, to
   run the assembler), leads a session of its own, and is killed with its process group when the
@@ -24,9 +28,7 @@ program whatever Landlock's execute right allows. So runners create no process o
 
 A request is a length-prefixed JSON object (``argv``, what to do with the tool's stdout and stderr)
 sent with the descriptors it names; the answer is one JSON object (``returncode``, the captured
-output, or ``error`` when the helper refused). What the helper does not run: any other binary (a C
-compiler included: Triton from 3.7 builds no C launcher in a runner, and the launcher store serves
-those of older versions; a store miss there fails the job).
+output, or ``error`` when the helper refused). It runs no other binary.
 """
 
 from __future__ import annotations
@@ -34,17 +36,15 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import logging
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-
-log = logging.getLogger(__name__)
+from collections.abc import Mapping, Sequence
 
 HEADER = struct.Struct("<I")
 MAX_REQUEST = 1 << 20
@@ -66,25 +66,56 @@ class ToolRefused(Exception):
     """The helper did not run what a runner asked for."""
 
 
-def assembler_paths() -> list[str]:
-    """The ptxas binaries Triton would run here, as Triton names them (its ``knobs``); empty without
-    Triton's NVIDIA backend. Called in the zygote (it runs ``ptxas --version`` once, which Triton caches:
-    forked runners then ask nothing more for it)."""
+ASSEMBLER, C_COMPILER = "assembler", "c compiler"
+"""The kinds of tool a helper runs."""
+
+
+def compiler_tools() -> dict[str, str]:
+    """The binaries a helper runs, by path, with their kind: the ptxas binaries Triton would run here,
+    as Triton names them (its ``knobs``; none without Triton's NVIDIA backend), and the C compiler its
+    ``build`` would choose. Called in the zygote (it runs ``ptxas --version`` once, which Triton
+    caches: forked runners then ask nothing more for it)."""
+    tools: dict[str, str] = {}
     try:
         from triton import knobs
 
         nvidia = knobs.nvidia
     except (ImportError, AttributeError):
-        return []
-    paths = []
-    for name in ("ptxas", "ptxas_blackwell"):
+        nvidia = None
+    for name in ("ptxas", "ptxas_blackwell") if nvidia is not None else ():
         try:
             tool = getattr(nvidia, name)
         except (AttributeError, OSError, RuntimeError, subprocess.SubprocessError):
             continue
-        if tool is not None and getattr(tool, "path", None) and tool.path not in paths:
-            paths.append(tool.path)
-    return paths
+        if tool is not None and getattr(tool, "path", None):
+            tools[tool.path] = ASSEMBLER
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+    if cc:
+        tools.setdefault(cc, C_COMPILER)
+    return tools
+
+
+C_FLAGS = frozenset({"-O3", "-shared", "-fPIC", "-Wno-psabi"})
+"""The fixed flags of Triton's build of a C module."""
+
+
+def check_c_build(args: list[str]) -> None:
+    """Refuse a C compiler's arguments other than those of Triton's build of a C module: one ``.c``
+    source, the fixed flags, ``-o <module>.so`` and ``-l``/``-L``/``-I`` with their value attached."""
+    sources, output, i = 0, None, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-o" and i + 1 < len(args):
+            output, i = args[i + 1], i + 1
+        elif arg in C_FLAGS or (arg[:2] in ("-l", "-L", "-I") and len(arg) > 2):
+            pass
+        elif arg.endswith(".c") and not arg.startswith(("-", "@")):
+            sources += 1
+        else:
+            raise ToolRefused(f"{arg[:100]!r} is not an argument of Triton's build of a C module")
+        i += 1
+    if sources != 1 or output is None or not output.endswith(".so") or output.startswith(("-", "@")):
+        raise ToolRefused("a C module's build names one .c source and -o <module>.so")
 
 
 # -- framing ------------------------------------------------------------------------------------
@@ -129,13 +160,16 @@ def _receive(sock: socket.socket, limit: int) -> tuple[dict | None, list[int]]:
 # -- the helper ---------------------------------------------------------------------------------
 
 
-def _check_argv(argv, tools: Sequence[str]) -> list[str]:
+def _check_argv(argv, tools: Mapping[str, str]) -> list[str]:
     if not isinstance(argv, list) or not 0 < len(argv) <= MAX_ARGS:
         raise ToolRefused("argv must be a non-empty list")
     if not all(isinstance(a, str) and len(a) <= MAX_ARG and "\0" not in a for a in argv):
         raise ToolRefused("every argument must be a string without NUL")
-    if argv[0] not in tools:
+    kind = tools.get(argv[0])
+    if kind is None:
         raise ToolRefused(f"{argv[0][:200]!r} is not a compiler binary this helper runs")
+    if kind == C_COMPILER:
+        check_c_build(argv[1:])
     return argv
 
 
@@ -152,7 +186,7 @@ def _stream(kind, fds: list[int], default: int):
     return {"pipe": subprocess.PIPE, "devnull": subprocess.DEVNULL, "stdout": subprocess.STDOUT}[kind]
 
 
-def run_tool(request: dict, fds: list[int], tools: Sequence[str], directory: str) -> dict:
+def run_tool(request: dict, fds: list[int], tools: Mapping[str, str], directory: str) -> dict:
     """Run what one request asks for; the answer to send back."""
     argv = _check_argv(request.get("argv"), tools)
     given = list(fds)
@@ -177,7 +211,7 @@ def run_tool(request: dict, fds: list[int], tools: Sequence[str], directory: str
     return {"returncode": done.returncode, "stdout": encoded(done.stdout), "stderr": encoded(done.stderr)}
 
 
-def serve(sock: socket.socket, tools: Sequence[str], directory: str) -> None:
+def serve(sock: socket.socket, tools: Mapping[str, str], directory: str) -> None:
     """Answer one runner's requests until it closes its end."""
     while True:
         try:
@@ -205,7 +239,7 @@ def serve(sock: socket.socket, tools: Sequence[str], directory: str) -> None:
             return
 
 
-def start(dir_fd: int, zygote: int, tools: Sequence[str], log_fd: int) -> tuple[int, socket.socket]:
+def start(dir_fd: int, zygote: int, tools: Mapping[str, str], log_fd: int) -> tuple[int, socket.socket]:
     """Fork the helper of one runner (called in the zygote, before the runner's fork): its pid and the
     runner's end of their socket. ``dir_fd`` names the runner's directory; the helper's own failures go
     to ``log_fd`` (the runner's stderr pipe)."""
@@ -221,7 +255,7 @@ def start(dir_fd: int, zygote: int, tools: Sequence[str], log_fd: int) -> tuple[
     return pid, theirs
 
 
-def _become_helper(sock_fd: int, dir_fd: int, zygote: int, tools: Sequence[str], log_fd: int) -> None:
+def _become_helper(sock_fd: int, dir_fd: int, zygote: int, tools: Mapping[str, str], log_fd: int) -> None:
     import resource
 
     from tritongym.evaluate.judge import landlock, seccomp
@@ -251,7 +285,7 @@ def _become_helper(sock_fd: int, dir_fd: int, zygote: int, tools: Sequence[str],
     drop_capabilities()
     landlock.confine_runner(directory, "cpu", shares_judge_user=True)  # writes beneath the runner's directory
     if seccomp.supported():
-        seccomp.confine(os.getpid(), processes=True)  # its only work is running the assembler
+        seccomp.confine(os.getpid(), processes=True)  # its only work is running compiler binaries
     prctl(PR_SET_DUMPABLE, 0)
     serve(socket.socket(fileno=keep), tools, directory)
 
@@ -330,8 +364,9 @@ class Tools:
         return 0
 
 
-TRITON_MODULES = ("triton.backends.nvidia.compiler", "triton.knobs")
-"""Triton's modules that start the assembler (``make_cubin``, ``get_ptxas_version``, ``NvidiaTool``)."""
+TRITON_MODULES = ("triton.backends.nvidia.compiler", "triton.knobs", "triton.runtime.build")
+"""Triton's modules that start a compiler binary (``make_cubin``, ``get_ptxas_version``, ``NvidiaTool``;
+``build`` of a C module)."""
 
 
 def route_triton(tools: Tools) -> list[str]:

@@ -225,7 +225,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
     import tritongym.evaluate.profiling
     import tritongym.evaluate.taint  # noqa: F401
 
-    tools = compiler_helper.assembler_paths() if device != "cpu" else []  # ptxas --version once, cached
+    tools = compiler_helper.compiler_tools() if device != "cpu" else {}  # ptxas --version once, cached
     assert not torch.cuda.is_initialized(), "the zygote must not initialise CUDA"
     del triton
     control = socket.socket(fileno=control_fd)
