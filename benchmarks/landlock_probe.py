@@ -15,8 +15,9 @@ slot and the event saw the child's work. Variants: ``full`` (the runner's policy
 ``no-tcp``, ``no-shm`` (``/dev/shm`` not writable: does CUDA IPC need it?) and ``none`` (not confined:
 what the host allows anyway; no seccomp, no helper). Only ``full`` and ``none`` count; the others print
 DIAG where they fail. Two information lines list the programs the helper ran (ptxas, with its
-arguments) and every process the child tried to make itself (Python's audit events: a step that failed
-with PermissionError there ran a program that a runner may not).
+arguments) and every process the child tried to make itself, marked ``warm-up`` (before the filter,
+allowed) or ``confined`` (``the job`` in ``none``; Python's audit events: a step that failed with
+PermissionError there ran a program that a runner may not).
 
 Part 2 (pool): a real GPU pool with Landlock on (``TRITONGYM_RUNNER_LANDLOCK=required``) judges a
 correct vector_add that also tries the refused writes (timing and profiling on), and Inductor's
@@ -110,10 +111,13 @@ def child(variant: str, device_name: str) -> None:
     results: list[dict] = []
     tried: list[str] = []  # programs the child tried to run itself (audit events), and the helper ran for it
     helped: list[str] = []
+    phase = ["warm-up"]  # then "confined" (after seccomp's filter), or "the job" where nothing confines
 
     def audit(event: str, args) -> None:
         if event.startswith(PROCESS_EVENTS) and len(tried) < 50:
-            tried.append(f"{event} {str(args[0] if args else '')[:150]}")
+            tried.append(f"[{phase[0]}] {event} {str(args[0] if args else '')[:150]}")
+
+    sys.addaudithook(audit)  # from the start: what the warm-up runs (before any filter) is listed too
 
     class Recorded(compiler_helper.Tools):
         def run(self, args, **kwargs):
@@ -159,7 +163,7 @@ def child(variant: str, device_name: str) -> None:
             check("route Triton through the compiler helper", lambda: compiler_helper.route_triton(Recorded(tools)))
         if seccomp.supported():
             check("seccomp: no process", lambda: seccomp.confine(os.getpid(), processes=False))
-    sys.addaudithook(audit)
+    phase[0] = "confined" if variant != "none" else "the job"
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # as runner.load does
     os.environ["TRITON_CACHE_DIR"] = os.path.join(workdir, "triton-cache")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor-cache")
