@@ -7,7 +7,8 @@ do not look (red team 4 #7), and no filter on the runner can tell that child fro
 ``vfork`` child shares the runner's memory, but what it executes does not, and ptxas is dynamically
 linked, so the dynamic loader would have to be executable, and ``ld.so /any/program`` runs any
 program whatever Landlock's execute right allows. So runners create no process on a GPU either
-(seccomp.py), and the zygote forks, beside each GPU runner, a helper that runs the assembler for it:
+(seccomp.py), and the zygote forks, beside each GPU runner, a helper that runs the compiler binaries
+for it:
 
 * The helper runs only the assembler binaries Triton resolved in the zygote (``knobs.nvidia.ptxas``
   and ``ptxas_blackwell``; ``TRITON_PTXAS_PATH`` is honoured there), with the arguments the runner
@@ -20,11 +21,11 @@ program whatever Landlock's execute right allows. So runners create no process o
   ``-fplugin``, ``@file``, ``-specs``), which are refused.
 * The helper is confined like a runner (capabilities dropped, Landlock writes only beneath the
   runner's directory, the seccomp filter of signals and process access; it may create processes, to
-  run the assembler), leads a session of its own, and is killed with its process group when the
+  run the tools), leads a session of its own, and is killed with its process group when the
   zygote reaps its runner.
-* In the runner, Triton's NVIDIA backend modules get :class:`Tools` in place of their ``subprocess``
-  module: ``run``, ``check_output`` and ``check_call`` ask the helper. A candidate that undoes that
-  only loses its own compiles (its exec fails with EPERM).
+* In the runner, Triton's modules that start these tools (``TRITON_MODULES``) get :class:`Tools` in
+  place of their ``subprocess`` module: ``run``, ``check_output`` and ``check_call`` ask the helper.
+  A candidate that undoes that only loses its own compiles (its exec fails with EPERM).
 
 A request is a length-prefixed JSON object (``argv``, what to do with the tool's stdout and stderr)
 sent with the descriptors it names; the answer is one JSON object (``returncode``, the captured
