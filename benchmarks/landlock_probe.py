@@ -5,14 +5,19 @@ fails if not? One call diagnoses everything:
 
 Part 1 (raw): this process plays the judge (CUDA context, a slot and an inter-process event exported
 as the judge does); for each variant of the runner's ruleset a fresh child warms up as a runner does
-(runner.warm_up, drop_capabilities), confines itself, and then tries, one by one: opening the judge's
-slot through CUDA IPC and writing it, opening and recording the judge's event, compiling and
-launching a new Triton kernel, profiling it (tritongym's profile_forward, Kineto), torch.compile
-(Inductor's caches), and writes it must be refused (``/root``, the tritongym package, ``/proc/sys``,
-TCP to this process, a signal to this process). The judge then checks that the slot and the event
-saw the child's work. Variants: ``full`` (the runner's policy), ``no-scope``, ``no-tcp``,
-``no-shm`` (``/dev/shm`` not writable: does CUDA IPC need it?) and ``none`` (not confined: what the
-host allows anyway). Only ``full`` and ``none`` count; the others print DIAG where they fail.
+(runner.warm_up, drop_capabilities), confines itself (Landlock; then, as a runner, seccomp's filter
+without process creation and, on a GPU, Triton's ptxas routed through a compiler helper), and then
+tries, one by one: opening the judge's slot through CUDA IPC and writing it, opening and recording the
+judge's event, compiling and launching a new Triton kernel, profiling it (tritongym's profile_forward,
+Kineto), torch.compile (Inductor's caches), and writes it must be refused (``/root``, the tritongym
+package, ``/proc/sys``, TCP to this process, a signal to this process). The judge then checks that the
+slot and the event saw the child's work. Variants: ``full`` (the runner's policy), ``no-scope``,
+``no-tcp``, ``no-shm`` (``/dev/shm`` not writable: does CUDA IPC need it?) and ``none`` (not confined:
+what the host allows anyway; no seccomp, no helper). Only ``full`` and ``none`` count; the others print
+DIAG where they fail. Two information lines list the programs the helper ran (ptxas, with its
+arguments) and every process the child tried to make itself, marked ``warm-up`` (before the filter,
+allowed) or ``confined`` (``the job`` in ``none``; Python's audit events: a step that failed with
+PermissionError there ran a program that a runner may not).
 
 Part 2 (pool): a real GPU pool with Landlock on (``TRITONGYM_RUNNER_LANDLOCK=required``) judges a
 correct vector_add that also tries the refused writes (timing and profiling on), and Inductor's
@@ -92,23 +97,47 @@ def try_write(path: str) -> str:
 # -- the child: a runner's life, step by step -----------------------------------------------------
 
 
+PROCESS_EVENTS = ("subprocess.Popen", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec", "os.system", "os.spawn")
+"""Audit events of a process being made or a program run (the probe lists every one the child tries)."""
+
+
 def child(variant: str, device_name: str) -> None:
-    from tritongym.evaluate.judge import landlock, runner
+    from tritongym.evaluate.judge import compiler_helper, landlock, runner, seccomp
     from tritongym.evaluate.judge.zygote import drop_capabilities
 
     job = json.loads(sys.stdin.readline())
     workdir = job["workdir"]
     device = torch.device(device_name)
     results: list[dict] = []
+    tried: list[str] = []  # programs the child tried to run itself (audit events), and the helper ran for it
+    helped: list[str] = []
+    phase = ["warm-up"]  # then "confined" (after seccomp's filter), or "the job" where nothing confines
 
-    def check(name: str, action, expect_refused: bool = False) -> None:
+    def audit(event: str, args) -> None:
+        if event.startswith(PROCESS_EVENTS) and len(tried) < 50:
+            tried.append(f"[{phase[0]}] {event} {str(args[0] if args else '')[:150]}")
+
+    sys.addaudithook(audit)  # from the start: what the warm-up runs (before any filter) is listed too
+
+    class Recorded(compiler_helper.Tools):
+        def run(self, args, **kwargs):
+            helped.append(" ".join(map(str, args))[:200])
+            return super().run(args, **kwargs)
+
+    tools = None
+    if variant != "none" and device.type == "cuda":  # as the zygote does: the helper before the runner warms up
+        dir_fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+        _, tools = compiler_helper.start(dir_fd, os.getpid(), compiler_helper.compiler_tools(), log_fd=2)
+        os.close(dir_fd)
+
+    def check(name: str, action, expect_refused: bool = False, information: bool = False) -> None:
         try:
             detail = action()
             ok = not expect_refused or (isinstance(detail, str) and detail.startswith("refused"))
-            results.append({"op": name, "ok": ok, "detail": str(detail)[:300]})
+            results.append({"op": name, "ok": ok or information, "detail": str(detail)[:300]})
         except BaseException as exc:  # every failure is the answer: report it and go on
             last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            results.append({"op": name, "ok": expect_refused, "detail": f"raised {last[:300]}"})
+            results.append({"op": name, "ok": expect_refused or information, "detail": f"raised {last[:300]}"})
 
     shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
     check("warm_up (CUDA context, Triton driver)", lambda: runner.warm_up(device))
@@ -130,6 +159,11 @@ def child(variant: str, device_name: str) -> None:
         elif variant == "no-shm":
             policy.writable = [w for w in policy.writable if w != "/dev/shm"]
         check("landlock.restrict", lambda: "; ".join(landlock.describe(landlock.restrict(policy))))
+        if tools is not None:  # as the runner does: Triton's ptxas through the helper, no process of its own
+            check("route Triton through the compiler helper", lambda: compiler_helper.route_triton(Recorded(tools)))
+        if seccomp.supported():
+            check("seccomp: no process", lambda: seccomp.confine(os.getpid(), processes=False))
+    phase[0] = "confined" if variant != "none" else "the job"
     os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # as runner.load does
     os.environ["TRITON_CACHE_DIR"] = os.path.join(workdir, "triton-cache")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(workdir, "inductor-cache")
@@ -179,7 +213,10 @@ def child(variant: str, device_name: str) -> None:
         assert torch.allclose(got, (x * 2).relu() + 1)
         return "compiled and ran"
 
-    check("Inductor: torch.compile", inductor)
+    if variant == "none":
+        check("Inductor: torch.compile", inductor)
+    else:  # its compile workers (Python) and C++ compiler are processes, which a runner may not make
+        check("Inductor: torch.compile in a runner (information: may fail at a process)", inductor, information=True)
     for path in refused_paths():
         check(f"write refused: {path}", lambda path=path: try_write(path), expect_refused=True)
 
@@ -193,6 +230,8 @@ def child(variant: str, device_name: str) -> None:
 
     check("TCP connect to the judge's host refused", tcp, expect_refused=True)
     check("signal to a process outside refused", signal_parent, expect_refused=True)
+    results.append({"op": "programs the helper ran (information)", "ok": True, "detail": str(helped[:10])})
+    results.append({"op": "programs the child tried to run itself (information)", "ok": True, "detail": str(tried)})
     made = sorted(set(os.listdir("/dev/shm")) - shm_before) if os.path.isdir("/dev/shm") else []
     results.append({"op": "files the runner left in /dev/shm (information)", "ok": True, "detail": str(made[:10])})
     print(json.dumps(results), flush=True)

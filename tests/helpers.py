@@ -16,10 +16,11 @@ from tritongym.problems import Problem, find_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"
 DEVICE = os.environ.get("TRITONGYM_TEST_DEVICE", "cpu")
-PROCESSES_REFUSED = DEVICE == "cpu" and seccomp.supported()
-"""Whether the tests' runners may not create processes (a CPU runner's seccomp filter, on x86-64:
-red team 4 #7): a candidate's fork fails there with EPERM in forward (``runtime_error``) instead of
-leaving a child for the judge to find (``hack_threads``) and kill."""
+PROCESSES_REFUSED = seccomp.supported()
+"""Whether the tests' runners may not create processes (the runner's seccomp filter, on x86-64, on
+every device: a GPU runner's compiler helper runs ptxas; red team 4 #7): a candidate's fork fails
+there with EPERM in forward (``runtime_error``) instead of leaving a child for the judge to find
+(``hack_threads``) and kill."""
 
 
 def assert_fork_refused(result: EvalResult) -> None:

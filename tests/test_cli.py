@@ -269,7 +269,7 @@ def test_guard_policies_from_the_command_line(warm_cli):
     forks = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "forks.py"), "--trials", "2",
              "--device", DEVICE]  # fmt: skip
     assert "hack_forbidden_api" in runner.invoke(app, forks).output
-    forked = "runtime_error" if PROCESSES_REFUSED else "hack_threads"  # a CPU runner may not fork at all
+    forked = "runtime_error" if PROCESSES_REFUSED else "hack_threads"  # a runner may not fork at all (red team 4 #7)
     assert forked in runner.invoke(app, [*forks, "--no-static-checks"]).output
 
 

@@ -63,7 +63,7 @@ def test_group_rss_counts_a_process_in_the_group():
 @pytest.mark.parametrize("candidate", ["forks", "fork_continues"])
 def test_forked_children_do_not_outlive_or_speak_for_the_evaluation(warm_env, candidate):
     result = run_candidate(candidate, env=warm_env, static_checks=False)
-    if PROCESSES_REFUSED:  # a CPU runner makes no child at all (red team 4 #7): nothing to outlive it
+    if PROCESSES_REFUSED:  # a runner makes no child at all (red team 4 #7): nothing to outlive it
         assert_fork_refused(result)
         assert "forked child" not in result.stdout, result.stdout
         return

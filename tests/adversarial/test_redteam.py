@@ -77,7 +77,7 @@ def test_an_attacker_cannot_reach_the_next_jobs_runner(pool, attacker):
     pool, starts = pool
     problem = small_problem("vector_add")
     attack = pool.submit(problem, source(attacker), config(static_checks=False)).result()
-    if attacker == "immortal_chain" and PROCESSES_REFUSED:  # a CPU runner: its first fork fails, no chain
+    if attacker == "immortal_chain" and PROCESSES_REFUSED:  # a runner: its first fork fails, no chain
         assert_fork_refused(attack)
     else:
         assert attack.verdict is Verdict.OK, attack.feedback + attack.stderr

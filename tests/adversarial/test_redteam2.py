@@ -98,7 +98,7 @@ def test_a_zygote_started_again_mid_job_holds_nothing_of_the_judge(monkeypatch):
     ]
     with LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1)) as env:
         killer, reader = env.evaluate_batch(tasks, config(static_checks=False))
-    if PROCESSES_REFUSED:  # a CPU runner: the killer's helper is never made, its zygote lives on
+    if PROCESSES_REFUSED:  # a runner: the killer's helper is never made, its zygote lives on
         assert_fork_refused(killer)
     else:
         assert killer.verdict is Verdict.OK, killer.feedback
@@ -176,7 +176,7 @@ def test_a_runner_of_the_judges_user_cannot_stop_its_zygote_to_rewrite_the_next_
         attacker, honest, wrong = env.evaluate_batch(tasks, config(static_checks=False))
     assert honest.verdict is Verdict.OK, honest.feedback
     assert wrong.verdict is Verdict.MISMATCH, wrong.feedback
-    if PROCESSES_REFUSED:  # a CPU runner: its helper is never made
+    if PROCESSES_REFUSED:  # a runner: its helper is never made
         assert_fork_refused(attacker)
     else:
         assert attacker.verdict is Verdict.OK, attacker.feedback  # its helper got EPERM and ended

@@ -206,17 +206,15 @@ def test_a_compile_error_re_raised_as_a_plain_exception_earns_nothing_more(warm_
     assert TieredReward()(laundered) <= TieredReward()(honest)
 
 
-@pytest.mark.skipif(
-    not PROCESSES_REFUSED,
-    reason="only a CPU runner on x86-64 is refused process creation (the GPU residual: docs/environment.md)",
-)
-def test_compute_in_a_child_process_that_forward_reaps_is_refused_on_the_cpu(warm_env):
+@pytest.mark.skipif(not PROCESSES_REFUSED, reason="the runner's seccomp filter is written for x86-64 Linux")
+def test_compute_in_a_child_process_that_forward_reaps_is_refused(warm_env):
     """#7: the op recorder, its witness and the thread counter watch the runner's own process; the
     judge sees only children still running when forward returns, so a child that computed and was
     reaped before forward returned left nothing to see (the candidate got `ok` under `forbid`).
-    A CPU runner's seccomp filter now refuses process creation: the fork fails with EPERM in
-    forward, a runtime error of the candidate's, paid no more than an honest failure. (On a GPU,
-    where Triton's compiler needs subprocesses, the fork still succeeds: docs/environment.md.)"""
+    A runner's seccomp filter now refuses process creation: the fork fails with EPERM in forward, a
+    runtime error of the candidate's, paid no more than an honest failure. On a GPU too (run with
+    TRITONGYM_TEST_DEVICE=cuda, and in test_redteam4_gpu.py): there the runner's compiler helper
+    runs Triton's ptxas."""
     result = judged(warm_env, "computes_in_a_child_process.py", torch_compute="forbid")
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
     assert "Operation not permitted" in result.feedback and "_split()" in result.feedback, result.feedback
@@ -224,6 +222,21 @@ def test_compute_in_a_child_process_that_forward_reaps_is_refused_on_the_cpu(war
     assert honest.verdict is Verdict.COMPILE_ERROR, honest.feedback
     for reward in (TieredReward(), VerifiableReward()):
         assert reward(result) <= reward(honest), reward
+
+
+def test_a_triton_kernel_not_of_the_solutions_file_is_not_its_work(warm_env):
+    """#8 on the CPU: forward launches a Triton kernel compiled from a file it wrote (as Inductor's
+    kernels are, under `torch.compile` inside forward on a GPU); no aten op computes and that kernel
+    is not the candidate's, so nothing was counted (`ok` under `forbid`). Launches of a kernel not
+    of the solution's file are now forward's PyTorch compute (the rule of identity that coverage
+    uses): `hack_torch_compute` under forbid, a finding under penalize."""
+    forbidden = judged(warm_env, "launches_a_kernel_of_another_file.py", torch_compute="forbid", static_checks=False)
+    assert forbidden.verdict is Verdict.HACK_TORCH_COMPUTE, forbidden.feedback
+    assert "softmax_rows (Triton kernel not of the solution)" in forbidden.feedback, forbidden.feedback
+    penalized = judged(warm_env, "launches_a_kernel_of_another_file.py", static_checks=False)
+    assert penalized.verdict is Verdict.OK, penalized.feedback
+    findings = [f.message for f in penalized.findings if f.check == "torch_compute"]
+    assert findings and "softmax_rows (Triton kernel not of the solution)" in findings[0], penalized.findings
 
 
 PATCHES_THE_RUNNER = """

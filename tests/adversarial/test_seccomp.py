@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="the filter is w
 
 def confined(probe, processes: bool = True) -> dict:
     """Run ``probe(parent)`` in a forked child that leads its own session and installed the filter
-    (no_new_privs first, as a runner does; ``processes`` as a GPU runner's, off as a CPU runner's);
+    (no_new_privs first, as a runner does; ``processes`` as a compiler helper's, off as a runner's);
     return what it reports."""
     parent = os.getpid()
     read, write = os.pipe()
@@ -214,9 +214,9 @@ def test_a_cpu_runners_filter_refuses_every_way_to_make_a_process_but_threads_ru
     assert set(seen.values()) == {"Operation not permitted"}, seen
 
 
-def test_a_gpu_runners_filter_lets_it_make_processes():
-    """On a GPU Triton's compiler runs ptxas as a subprocess: the filter there leaves process
-    creation alone (and clone3, which glibc tries first)."""
+def test_a_compiler_helpers_filter_lets_it_make_processes():
+    """A GPU runner's compiler helper runs ptxas as a subprocess (runners make none, on a GPU too):
+    its filter leaves process creation alone (and clone3, which glibc tries first)."""
 
     def probe(parent):
         import subprocess

@@ -48,7 +48,7 @@ def test_one_warm_sandbox_serves_every_bundled_problem_without_restarting(env):
         ("patches_torch", Verdict.HACK_TAMPERING, "replaced, added or removed: torch.allclose"),
         ("changes_torch_settings", Verdict.HACK_TAMPERING, "changed torch settings: default_dtype"),
         ("leaves_thread", Verdict.HACK_THREADS, "threads still running: lingering"),
-        # a CPU runner may not fork (red team 4 #7): the candidate's fork fails in forward
+        # a runner may not fork (red team 4 #7): the candidate's fork fails in forward
         ("forks", Verdict.RUNTIME_ERROR, "Operation not permitted")
         if PROCESSES_REFUSED
         else ("forks", Verdict.HACK_THREADS, "child processes still running"),

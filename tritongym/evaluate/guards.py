@@ -271,8 +271,29 @@ def _launch_classes() -> list[type]:
     return classes
 
 
+FOREIGN = "(Triton kernel not of the solution)"
+"""How a launch of a Triton kernel compiled from a function outside the candidate's file is named
+among forward's PyTorch compute (red team 4 #8: Inductor's kernels inside ``torch.compile``)."""
+
+
+def kernel_name(kernel) -> str:
+    """The name of the function a launchable kernel (a JITFunction, or a launcher holding one) was
+    compiled from."""
+    fn = kernel
+    for _ in range(4):
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            return code.co_name
+        fn = getattr(fn, "fn", None)
+    return type(kernel).__name__
+
+
 class LaunchMonitor:
-    """Counts (and optionally blocks) launches of the candidate's own kernels while active."""
+    """Counts (and optionally blocks) launches of the candidate's own kernels while active, and counts
+    launches of every other Triton kernel (``foreign``): a kernel compiled from a function that is not
+    in the candidate's file (Inductor's, a library's) does work that is not the candidate's, like a
+    PyTorch op. Both use one rule of identity, ``_own``, which coverage attribution uses too
+    (profiling.py: a GPU record is the candidate's only inside one of its own launches)."""
 
     def __init__(
         self,
@@ -286,6 +307,9 @@ class LaunchMonitor:
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
+        self.foreign: collections.Counter[str] = collections.Counter()
+        """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
+        solution)``."""
         self.off_stream = 0
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, object]] = []
@@ -323,7 +347,12 @@ class LaunchMonitor:
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
             if not monitor._own(kernel):
-                return original(kernel, *args, **kwargs)
+                monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
+                monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
+                try:
+                    return original(kernel, *args, **kwargs)
+                finally:
+                    monitor._launching = outer
             monitor.launches += 1
             if monitor.block:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")

@@ -36,7 +36,7 @@ from tritongym.evaluate.guards import (
     thread_starts,
     unrecorded_compute,
 )
-from tritongym.evaluate.judge import landlock, seccomp
+from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
@@ -199,7 +199,8 @@ class Runner:
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
-        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness)
+        # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
+        compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
         stray = [f"threads still running: {', '.join(threads[:5])}"] if threads else []
         started = thread_starts() - started
@@ -409,21 +410,27 @@ def warm_up(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def serve(sock: socket.socket, zygote: int, device_name: str, directory: str, shares_judge_user: bool) -> None:
+def serve(
+    sock: socket.socket, zygote: int, device_name: str, directory: str, shares_judge_user: bool,
+    tools: socket.socket | None = None,
+) -> None:  # fmt: skip
     """The runner's life after the zygote forked and hardened it (never returns). ``directory`` is
-    the only one it may write in (its job's, made and removed by the judge)."""
+    the only one it may write in (its job's, made and removed by the judge); ``tools``: on a GPU, the
+    socket of its compiler helper, which runs Triton's assembler for it (compiler_helper.py)."""
     lifetime = [time.monotonic() + 600.0]  # until a job sets its own
     device = torch.device(device_name)
     try:
         warm_up(device)
+        if tools is not None:
+            compiler_helper.route_triton(compiler_helper.Tools(tools))
         # Capabilities and Landlock domains are per thread: both after the CUDA context is made (device
         # files open, Triton's driver built in the runners' shared cache) and before the runner starts
         # a Python thread, so that no thread that runs Python keeps a capability or writes elsewhere
         drop_capabilities()
         landlock.confine_runner(directory, device_name, shares_judge_user)
-        if seccomp.supported():  # signals and process access only to itself and its own group
-            # and, on the CPU, no new process (on a GPU Triton's compiler runs ptxas in one)
-            seccomp.confine(os.getpid(), processes=device.type != "cpu")
+        if seccomp.supported():  # signals and process access only to itself and its own group, and no
+            # new process, on a GPU too: its helper runs Triton's assembler (red team 4 #7)
+            seccomp.confine(os.getpid(), processes=False)
         watchdog(zygote, lifetime)
         prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
         p.send(sock, p.Hello(pid=os.getpid()))

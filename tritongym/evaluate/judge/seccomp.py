@@ -11,13 +11,14 @@ I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), a
 read or write another process's memory or take its files are refused. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
-Where ``processes`` is off (CPU runners: Triton's interpreter, the guards and the watchdog start
-threads, never a process) the filter also refuses process creation: ``fork`` and ``vfork``, and
-``clone`` without ``CLONE_THREAD`` in its flags, fail with EPERM, so that no computation runs in a
-child the runner's guards do not watch (red team 4 #7); ``clone3`` fails with ENOSYS, since seccomp
-cannot read the flags it takes in a struct, and libc then falls back to ``clone`` (threads keep
-starting: ``pthread_create`` passes ``CLONE_THREAD``). On a GPU Triton's compiler runs ``ptxas`` as a
-subprocess, so runners there keep creating processes (docs/environment.md says what that leaves).
+Where ``processes`` is off (every runner) the filter also refuses process creation: ``fork`` and
+``vfork``, and ``clone`` without ``CLONE_THREAD`` in its flags, fail with EPERM, so that no
+computation runs in a child the runner's guards do not watch (red team 4 #7); ``clone3`` fails with
+ENOSYS, since seccomp cannot read the flags it takes in a struct, and libc then falls back to
+``clone`` (threads keep starting: ``pthread_create`` passes ``CLONE_THREAD``). A CPU runner needs no
+process (Triton's interpreter, the guards and the watchdog start threads); on a GPU, Triton's
+assembler (``ptxas``) runs in the runner's compiler helper (compiler_helper.py), whose filter leaves
+process creation on.
 
 The filter is written for x86-64 Linux; elsewhere runners go without it (docs/environment.md says
 what that leaves open). A 32-bit system call (``int 0x80``, another audit architecture) or an x32
@@ -156,7 +157,7 @@ def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
 def confine(pid: int, processes: bool) -> None:
     """Install the filter in every thread of the process (the CUDA driver's included) and so in every
     thread and process started later; ``processes``: whether the process may create processes (a
-    GPU runner's Triton compiles with subprocesses; a CPU runner needs none). Needs no_new_privs
+    GPU runner's compiler helper runs ptxas; no runner needs any). Needs no_new_privs
     (``drop_capabilities`` sets it)."""
     if not supported():
         raise OSError(f"the runner's seccomp filter is written for x86-64 Linux, not {platform.machine()}")

@@ -8,7 +8,9 @@ initialises CUDA (a forked CUDA context is unusable), keeps one thread, and then
 its control socket: each is the byte ``f`` with four file descriptors (the runner's socket, the
 write ends of its stdout and stderr pipes, and its directory), answered with ``F`` and the new pid. Children it
 reaps are reported as ``X``, pid and wait status. It is the subreaper of everything its runners
-start, and kills any such orphan on sight.
+start, and kills any such orphan on sight. For a GPU runner it first forks the runner's compiler
+helper (compiler_helper.py: runners create no process, the helper runs Triton's ptxas for it),
+whose socket the runner gets as fd 4, and kills the helper's group when it reaps the runner.
 
 In the child, before any candidate code: a new session, an unprivileged user (when the judge is
 root: a user of its own; a runner that stays root loses every capability once warm), the parent-death signal
@@ -32,6 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tritongym.evaluate.judge import compiler_helper
 from tritongym.evaluate.judge.reaping import kill_trees
 
 PR_SET_PDEATHSIG = 1
@@ -123,7 +126,9 @@ def isolate_network(device: str) -> None:
         raise OSError(ctypes.get_errno(), "a network namespace for the runner could not be made")
 
 
-def _become_runner(sock_fd: int, out_fd: int, err_fd: int, dir_fd: int, zygote: int, device: str, uid: int) -> None:
+def _become_runner(
+    sock_fd: int, out_fd: int, err_fd: int, dir_fd: int, zygote: int, device: str, uid: int, tools_fd: int | None
+) -> None:
     directory = os.readlink(f"/proc/self/fd/{dir_fd}")  # the judge made it: its path, not a runner's word
     os.setsid()
     isolate_network(device)
@@ -134,18 +139,28 @@ def _become_runner(sock_fd: int, out_fd: int, err_fd: int, dir_fd: int, zygote: 
     os.dup2(null, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
+    if tools_fd == 3:  # never, while the zygote's control socket holds 3: kept apart from the runner's socket
+        tools_fd = os.dup(tools_fd)
     keep = os.dup2(sock_fd, 3) if sock_fd != 3 else 3
-    os.closerange(4, 1 << 16)
+    tools = None
+    if tools_fd is not None:  # fd 3 is taken: the helper's socket goes to 4
+        tools = os.dup2(tools_fd, 4) if tools_fd != 4 else 4
+    os.closerange(4 if tools is None else 5, 1 << 16)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     from tritongym.evaluate.judge import runner
 
-    runner.serve(socket.socket(fileno=keep), zygote, device, directory, shares_judge_user=uid == 0)
+    runner.serve(
+        socket.socket(fileno=keep), zygote, device, directory, shares_judge_user=uid == 0,
+        tools=None if tools is None else socket.socket(fileno=tools),
+    )  # fmt: skip
 
 
-def _reap(control: socket.socket, runners: set[int]) -> None:
+def _reap(control: socket.socket, runners: set[int], helpers: dict[int, int]) -> None:
+    """Reap every child that ended; a runner's is reported, and its compiler helper killed (with
+    whatever the helper runs: it leads a group of its own)."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -155,19 +170,29 @@ def _reap(control: socket.socket, runners: set[int]) -> None:
             return
         if pid in runners:
             runners.discard(pid)
+            helper = helpers.pop(pid, None)
+            if helper is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(helper, signal.SIGKILL)
             control.sendall(EVENT.pack(b"X", pid, status))
+        else:  # a helper that ended before its runner: never signal its (reusable) pid again
+            for runner, helper in list(helpers.items()):
+                if helper == pid:
+                    del helpers[runner]
 
 
-def _kill_orphans(runners: set[int]) -> None:
-    """Processes reparented to us (a runner's descendants whose runner or parent died) have no
-    business: each is killed with everything it started (stopped first, so that none forks on)."""
+def _kill_orphans(runners: set[int], helpers: dict[int, int]) -> None:
+    """Processes reparented to us (a runner's descendants whose runner or parent died, or what a
+    compiler helper ran when it died) have no business: each is killed with everything it started
+    (stopped first, so that none forks on). Runners and their live helpers are ours."""
     me = os.getpid()
     try:
         with open(f"/proc/{me}/task/{me}/children") as fh:
             children = fh.read().split()
     except OSError:
         return
-    orphans = [pid for pid in map(int, children) if pid not in runners]
+    ours = runners | set(helpers.values())
+    orphans = [pid for pid in map(int, children) if pid not in ours]
     if orphans:
         kill_trees(orphans)
 
@@ -225,16 +250,19 @@ def serve(control_fd: int, parent: int, device: str) -> None:
     import tritongym.evaluate.profiling
     import tritongym.evaluate.taint  # noqa: F401
 
+    tools = compiler_helper.compiler_tools() if device != "cpu" else {}  # ptxas --version once, cached
     assert not torch.cuda.is_initialized(), "the zygote must not initialise CUDA"
     del triton
     control = socket.socket(fileno=control_fd)
     me = os.getpid()
     runners: set[int] = set()
+    helpers: dict[int, int] = {}
+    """A GPU runner's compiler helper (compiler_helper.py), by the runner's pid."""
     control.sendall(EVENT.pack(b"R", me, 0))
     while True:
         ready, _, _ = select.select([control], [], [], 0.2)
-        _reap(control, runners)
-        _kill_orphans(runners)
+        _reap(control, runners, helpers)
+        _kill_orphans(runners, helpers)
         if not ready:
             continue
         try:
@@ -251,15 +279,22 @@ def serve(control_fd: int, parent: int, device: str) -> None:
                 os.close(fd)
             continue
         uid = REQUEST.unpack(message)[1]
+        helper, tools_sock = None, None
+        if device != "cpu":  # its runner creates no process: the helper runs Triton's assembler for it
+            helper, tools_sock = compiler_helper.start(fds[3], me, tools, log_fd=fds[2])
         pid = os.fork()
         if pid == 0:
             try:
                 control.close()
-                _become_runner(*fds, zygote=me, device=device, uid=uid)
+                tools_fd = None if tools_sock is None else tools_sock.fileno()
+                _become_runner(*fds, zygote=me, device=device, uid=uid, tools_fd=tools_fd)
             finally:
                 os._exit(71)
         for fd in fds:
             os.close(fd)
+        if tools_sock is not None:
+            tools_sock.close()
+            helpers[pid] = helper
         runners.add(pid)
         control.sendall(EVENT.pack(b"F", pid, 0))
 
