@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 import socket
 import time
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,7 +17,13 @@ from torch.utils._python_dispatch import _disable_current_modes
 from helpers import DEVICE, PROCESSES_REFUSED, small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
-from tritongym.evaluate.guards import OpRecorder, OpWitness, count_profiler_switches, unrecorded_compute
+from tritongym.evaluate.guards import (
+    OpRecorder,
+    OpWitness,
+    _innermost_compute,
+    count_profiler_switches,
+    unrecorded_compute,
+)
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import MAX_FEEDBACK_CHARS, bounded
 from tritongym.evaluate.static_checks import forbidden_constructs
@@ -62,6 +70,24 @@ def test_every_way_to_switch_the_python_key_off_is_witnessed(quiet):
         x.clone().view(64)
     assert not recorder.compute and not witness.stopped
     assert dict(unrecorded_compute(recorder, witness)) == {"tanh (hidden from the op recorder)": 1}
+
+
+def _event(name, *children):
+    return SimpleNamespace(name=name, children=list(children))
+
+
+def test_an_op_whose_kernel_allocates_through_the_dispatcher_is_still_compute():
+    """On a GPU the witness saw `_softmax` run `empty_like` (its CUDA kernel's host code allocates the
+    output through the dispatcher), so `_softmax` had a child and was not innermost: PyTorch hidden
+    from the recorder got `ok` under forbid. What counts is an op that computes and ran no other op
+    that does; a composite over compute ops counts once, at its compute."""
+    mark = "tritongym-witness-test"
+    allocation = _event("aten::empty_like", _event("aten::empty_strided"))
+    softmax = _event("aten::softmax", _event("aten::_softmax", allocation))
+    tree = _event(mark, softmax, _event("aten::empty_like"), _event("aten::tanh"))
+    compute, marks = Counter(), set()
+    _innermost_compute(tree, compute, marks, mark)
+    assert compute == Counter({"_softmax": 1, "tanh": 1}) and marks == {mark}
 
 
 CPU = {torch.autograd.ProfilerActivity.CPU}

@@ -76,11 +76,14 @@ def test_torch_compile_inside_forward_is_not_the_candidates_triton():
     forbid). Launches of a Triton kernel not of the solution's file are PyTorch compute now. A runner
     makes no process, so Inductor may already fail where it would start one (its compile workers):
     then the candidate's forward fails (`runtime_error`, EPERM); where it compiles in the runner, its
-    kernels are found. Either way the work earns nothing."""
+    kernels are found, or (as on an H200 with torch 2.11) Dynamo's own patches of `torch.nn.Module`
+    at its first compile are tampering, seen first. Either way the work earns a penalty."""
     source = (HERE / "compiles_the_reference.py").read_text()
     result = evaluate(small_problem("softmax"), source, EvalConfig(torch_compute="forbid", timeout_s=300, **CUDA))
     if result.verdict is Verdict.RUNTIME_ERROR:
         assert "Operation not permitted" in result.feedback + result.detail, result.feedback + result.detail
+    elif result.verdict is Verdict.HACK_TAMPERING:
+        assert "torch.nn.Module" in result.feedback, result.feedback
     else:
         assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback + result.detail
         assert "(Triton kernel not of the solution)" in result.feedback, result.feedback

@@ -130,10 +130,10 @@ class OpWitness:
     the dispatcher itself (RecordFunction) rather than the Python dispatch key. The op recorder is
     skipped wherever that key is switched off: ``torch._C._DisableTorchDispatch()``, an
     ``_ExcludeDispatchKeyGuard`` of the Python key, the dispatch-mode stack popped for a block. The
-    profiler sees those ops. Its innermost ops (those that called no other) are what the recorder
-    would have seen, except composite ones that returned without dispatching anything (``to`` or
-    ``resolve_conj`` on a tensor that needs no change), which never reach the Python key;
-    ``compute`` holds the innermost ops that are neither glue nor such composites.
+    profiler sees those ops. Its innermost compute ops (those that ran no other op but glue, such as
+    the allocation of their output) are what the recorder would have seen; composites that returned
+    without dispatching anything (``to`` or ``resolve_conj`` on a tensor that needs no change) never
+    reach the Python key and are not compute. ``compute`` holds those innermost compute ops.
 
     The profiler is started through its low-level API, which leaves ``torch.autograd.profiler``'s
     Python flag alone, so that library code that asks that flag (Inductor's launcher) runs as it
@@ -170,16 +170,34 @@ class OpWitness:
         except Exception:  # a profiler whose state the candidate broke
             self.stopped = True
             return
-        marks, todo = set(), list(roots)
-        while todo:
-            event = todo.pop()
-            todo += event.children
-            if event.name.startswith(self._mark):
-                marks.add(event.name)
-            name = event.name.removeprefix("aten::")
-            if event.name.startswith("aten::") and not event.children and _computes(name):
-                self.compute[name] += 1
+        marks: set[str] = set()
+        for root in roots:
+            _innermost_compute(root, self.compute, marks, self._mark)
         self.stopped |= marks != {self._mark, self._mark + "-end"}
+
+
+def _innermost_compute(root, compute: collections.Counter, marks: set[str], mark: str) -> None:
+    """Count in ``compute`` every aten op under ``root`` that computes and ran no other op that does
+    (its children are glue at most: a CUDA kernel's host code allocates its output through the
+    dispatcher, ``_softmax`` -> ``empty_like``); collect the witness's marks. Iterative: the tree's
+    depth is the candidate's to choose."""
+    below: dict[int, bool] = {}
+    """id(event) -> whether some op beneath it computes."""
+    todo = [(root, False)]
+    while todo:
+        event, children_done = todo.pop()
+        if not children_done:
+            if event.name.startswith(mark):
+                marks.add(event.name)
+            todo.append((event, True))
+            todo += [(child, False) for child in event.children]
+            continue
+        name = event.name.removeprefix("aten::")
+        computes = event.name.startswith("aten::") and _computes(name)
+        deeper = any(below.pop(id(child), False) for child in event.children)
+        if computes and not deeper:
+            compute[name] += 1
+        below[id(event)] = computes or deeper
 
 
 PROFILER_SWITCHES = ("_toggle_collection_dynamic", "_enable_record_function")
