@@ -26,6 +26,7 @@ import torch
 
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
 from tritongym.evaluate.judge.launcher_builder import LauncherStore
@@ -478,7 +479,7 @@ def versions() -> dict[str, str]:
 def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     state = JobState(job, ctx, time.monotonic() + job.timeout_s)
-    start = time.perf_counter()
+    start, waited = time.perf_counter(), speed.lock_waited[0]
     try:
         result = evaluate(state)
     except Failure as failure:
@@ -510,6 +511,8 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
 
         result["errors"] = asdict(errors)
     state.stages["total"] = round(time.perf_counter() - start, 4)
+    if ctx.gpu_lock >= 0:  # of the total, waiting for this GPU's lock (other judges' timing, runner starts)
+        state.stages["gpu_lock_wait"] = round(speed.lock_waited[0] - waited, 4)
     result["stage_seconds"] = state.stages
     return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
 
@@ -524,7 +527,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
     ctx = WorkerContext(device=device, **ctx_args)
     if device.type == "cuda":
         from tritongym.evaluate import timing
-        from tritongym.evaluate.judge import speed, twin
+        from tritongym.evaluate.judge import twin
 
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)

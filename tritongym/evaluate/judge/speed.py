@@ -109,6 +109,9 @@ DEADLINE_RESERVE_S = 5.0
 """The timing's ceiling leaves this much of the job's timeout for what comes after it (profiling)."""
 
 
+lock_waited = [0.0]
+"""Seconds this process has waited for this GPU's lock (``gpu_lock``; a job reads it before and after:
+its ``gpu_lock_wait`` stage)."""
 _exclusive: set[int] = set()
 """Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
 its whole length; the stages' own uses of the lock inside that are no-ops)."""
@@ -152,11 +155,13 @@ def gpu_lock(fd: int, exclusive: bool):
     runner's start and its end), timing and profiling hold it exclusively, so nothing else of ours
     runs on the GPU while a candidate is timed. A no-op on the CPU (fd < 0) and inside an exclusive
     hold of the same lock; an exclusive hold first waits for the covered work to end (``settle``)."""
+    asked = time.perf_counter()
     settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
         return
     fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    lock_waited[0] += time.perf_counter() - asked
     if exclusive:
         _exclusive.add(fd)
     try:
