@@ -120,10 +120,16 @@ def in_process(problem, count: int, reps: int = 11) -> dict:
     """Part A: per-call microseconds of the reference, the A/A candidate, its slot copies and the
     twin's stand-in copies, batches of ``count`` fresh input sets, each bracket after a hold and an
     L2 flush (medians of ``reps``)."""
+    import importlib.util
+
     from benchmarks.timing_aa import aa_source
 
-    namespace: dict = {}
-    exec(compile(aa_source(problem), f"<{problem.name}>", "exec"), namespace)  # our own problems
+    path = Path(tempfile.mkdtemp()) / f"aa_{problem.name}.py"  # Triton reads a kernel's source from its file
+    path.write_text(aa_source(problem))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = vars(module)
     with torch.device("cuda"):
         init = namespace["get_init_inputs"]()
         reference = namespace[problem.entry_point](*init).cuda().eval()
@@ -294,10 +300,11 @@ def main() -> None:
     (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
     os.chmod(folder / "sitecustomize.py", 0o644)
     report["judge"] = {v: judge_pass(problems, v, args.budget, folder) for v in args.variants}
-    if not args.skip_in_process:
-        counts = {e["problem"]: e["parts"].get("count", 16) for e in report["judge"][args.variants[0]]}
-        report["in_process"] = {p.name: in_process(p, counts.get(p.name) or 16) for p in problems}
     args.out.write_text(json.dumps(report, indent=1, default=str))
+    if not args.skip_in_process:
+        counts = {e["problem"]: (e.get("parts") or {}).get("count", 16) for e in report["judge"][args.variants[0]]}
+        report["in_process"] = {p.name: in_process(p, counts.get(p.name) or 16) for p in problems}
+        args.out.write_text(json.dumps(report, indent=1, default=str))
     for variant, entries in report["judge"].items():
         print(
             f"== {variant}: per batch us (ref, cand, empty, twin_empty, hand_off, runner_empty, runner_hand_off, "
