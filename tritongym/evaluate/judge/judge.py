@@ -180,6 +180,9 @@ class JobState:
     """The Triton kernels and functions the candidate's text defines (evidence.py), once it was read."""
     shared: SharedInputs | None = None
     """The slots of one call the runner maps, on a GPU (shared_inputs.py)."""
+    output_strides: list = field(default_factory=list)
+    """Each output tensor's strides in the last trial, as the runner reported them (its word: the
+    timing's output slots take a dense one, speed.slot_specs)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -303,6 +306,7 @@ def run_trials(
             out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
             # the judge's own copies, made after the answer: whatever the runner writes there later
             out.value = received(state.shared, call, out.value, out.out_slots)
+            state.output_strides = out.strides
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches

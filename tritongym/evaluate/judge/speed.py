@@ -14,6 +14,9 @@ and when to stop.
   other judge memory shares their segments); its stream waits on the judge's ``go`` event before its
   forwards run. The reference runs on the input sets themselves, in the judge's own memory, which
   no runner can read or write: the slots never hold the reference's inputs or outputs.
+* Each output is copied into a slot of the candidate's own layout where that is dense (its runner's
+  word from the trials, ``slot_specs``; contiguous where not): the copy is a plain one, as the
+  twin's copies subtracted for it are, so no layout is charged and a false claim gains nothing.
 * The candidate's outputs are copied out of the slots into the judge's memory before ``end``; the
   slots hold the poison byte before every batch, and every output of every batch is compared with
   the reference's on the same inputs after the clock stopped: an answer that was not finished
@@ -270,19 +273,44 @@ and Triton's pointer specialisation look for): the candidate's inputs in a slot 
 reference's, which are tensors of their own."""
 
 
-def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
+def slot_specs(inputs: list, outputs: Any, count: int, output_strides: Any = ()) -> tuple[list, list]:
     """(shape, stride, dtype) of ``count`` input and output slots: per tensor leaf one (count, ...)
-    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs), each
-    element starting ``CALL_ALIGN`` bytes after a multiple of it from the slot's start."""
+    tensor whose element k has the leaf's shape and stride (inputs), or for outputs the strides given
+    for it (``output_strides``, the candidate's own layout as its runner reported it) where they are
+    dense (``dense``), else contiguous; each element starting ``CALL_ALIGN`` bytes after a multiple
+    of it from the slot's start. An output slot in the candidate's layout costs it a plain copy per
+    call, as the twin's copies that are subtracted for it (the twin copies from a tensor of the
+    slot's own layout, speed.Bench): no layout is charged, and claiming another gains nothing."""
 
     def per_call(t: torch.Tensor, span: int) -> int:
         grain = max(CALL_ALIGN // t.element_size(), 1)
         return _round_up(max(span, 1), grain)
 
+    def out_stride(k: int, t: torch.Tensor) -> tuple:
+        given = output_strides[k] if isinstance(output_strides, (list, tuple)) and k < len(output_strides) else None
+        if dense(tuple(t.shape), given):
+            return tuple(given)
+        return torch.empty(t.shape, device="meta").stride()
+
     ins = [((count, *t.shape), (per_call(t, _span(t)), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
-    outs = [((count, *t.shape), (per_call(t, t.numel()), *torch.empty(t.shape, device="meta").stride()), t.dtype)
-            for t in tensor_leaves(outputs)]  # fmt: skip
+    outs = [((count, *t.shape), (per_call(t, t.numel()), *out_stride(k, t)), t.dtype)
+            for k, t in enumerate(tensor_leaves(outputs))]  # fmt: skip
     return ins, outs
+
+
+def dense(shape: tuple, stride: Any) -> bool:
+    """Whether ``stride`` is a layout of ``shape`` whose elements cover exactly ``numel`` places of
+    storage, each once (a permutation of a contiguous layout: non-overlapping and dense)."""
+    if not isinstance(stride, (list, tuple)) or len(stride) != len(shape):
+        return False
+    if not all(type(x) is int and 0 <= x < 1 << 62 for x in stride):
+        return False
+    expected = 1
+    for size, step in sorted(((s, st) for s, st in zip(shape, stride, strict=True) if s != 1), key=lambda d: d[1]):
+        if size == 0 or step != expected:
+            return False
+        expected *= size
+    return True
 
 
 class SharedArena:
@@ -514,8 +542,9 @@ class Bench:
       runner's) and then queues the copy of the output slots into its own memory and ``end``.
     * two empty brackets, each its side's bracket without forwards, subtracted from it: the
       reference's holds the flush alone; the candidate's is closed by the judge's twin in the
-      runner's place, with the same copies (a contiguous output, the candidate's last, copied into
-      each slot, as the runner copies a contiguous output of the candidate's). Two more events of
+      runner's place, with the same copies (an output of the slot's own layout, the candidate's
+      last, copied into each slot: the cheapest copy into it, never costlier than the runner's copy
+      of the candidate's output, whatever layout that has). Two more events of
       the judge's around the twin's go and done measure the hand-off alone.
 
     What one call holds (memory.TIMING_BYTES_PER_CALL): its input set and the slot it is copied
@@ -533,7 +562,7 @@ class Bench:
         self.shape = layout(sample_inputs)
         flush, self.probe_bytes = workload_bytes(self.device)
         self.scratch = torch.empty(flush, dtype=torch.int8, device=self.device)
-        specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
+        specs_in, specs_out = slot_specs(sample_inputs, sample_output, count, state.output_strides)
         self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
         self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
@@ -640,8 +669,8 @@ class Bench:
 
     def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
-        copies a contiguous output (the candidate's last, kept) into each slot, the twin waits on
-        ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
+        copies an output of the slot's layout (the candidate's last, kept) into each slot, the twin
+        waits on ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
         of the judge's around the twin's go and done)."""
         events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
