@@ -160,6 +160,24 @@ def test_an_inflated_empty_bracket_gains_the_candidate_at_most_the_documented_sl
     assert timing.tally([clean, clean, seen, seen, seen], 100, 0.3e-3).summary.speedup == pytest.approx(base)
 
 
+def test_the_runners_own_hand_off_is_subtracted_and_an_inflated_one_gains_at_most_the_slack():
+    """The runner's context costs more to switch to than the twin's: its own hand-off (an empty batch
+    of the runner's) is what its bracket pays and what is subtracted, never more than the clean one
+    plus the slack, however slow the runner makes it."""
+    twin = timing.Rep(reference=1e-3, candidate=1.05e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
+    assert timing.subtracted([twin] * 3, 0.3e-3).hand_off == pytest.approx(0.3e-3)  # none measured: the twin's
+    runner = dataclasses.replace(twin, runner_hand_off=0.32e-3)
+    less = timing.subtracted([runner] * 3, 0.3e-3)
+    assert less.hand_off == pytest.approx(0.32e-3) and less.copies == pytest.approx(0.1e-3)
+    assert timing.subtracted([runner] * 3, 0.25e-3).hand_off == pytest.approx(0.25e-3 * (1 + timing.HAND_OFF_SLACK))
+    for inflated in (0.4e-3, 5e-3):
+        worse = timing.subtracted([dataclasses.replace(twin, runner_hand_off=inflated)] * 3, 0.3e-3)
+        assert worse.hand_off == pytest.approx(0.3e-3 * (1 + timing.HAND_OFF_SLACK))
+    # the median of the repetitions that measured it (a late one reads 0)
+    mixed = [runner, runner, dataclasses.replace(twin, runner_hand_off=0.0)]
+    assert timing.subtracted(mixed, 0.3e-3).hand_off == pytest.approx(0.32e-3)
+
+
 def test_a_rep_below_the_noise_floor_or_the_physical_floor_is_not_a_measurement():
     less = timing.Subtraction(local=0.1e-3, copies=0.1e-3, hand_off=0.3e-3)
     assert less.remote == pytest.approx(0.4e-3)

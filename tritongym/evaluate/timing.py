@@ -211,6 +211,9 @@ class Rep:
     """The hand-off alone, inside ``remote_empty``."""
     contended: str | None = None
     """Why the repetition had company on the GPU (:func:`contention`), or None."""
+    runner_hand_off: float = 0.0
+    """The hand-off to the runner's context and back alone (speed.Bench.runner_hand_off); 0 where
+    it was not measured."""
 
 
 @dataclass(frozen=True)
@@ -237,14 +240,17 @@ class Subtraction:
 
 def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> Subtraction:
     """What is subtracted from every reference and every candidate bracket: the medians of the
-    uncontended repetitions' empty brackets (of all where none is uncontended), the candidate's
-    hand-off part at most the clean one times ``1 + HAND_OFF_SLACK`` (where it is known)."""
+    uncontended repetitions' empty brackets (of all where none is uncontended); on the candidate's
+    side the twin's empty bracket less its hand-off (the judge's copies, flush and probe) plus the
+    hand-off to the runner's own context (the twin's where the runner's was not measured), at most
+    the clean one times ``1 + HAND_OFF_SLACK`` (where it is known)."""
     if not reps:
         raise ValueError("no repetitions")
     clean = [r for r in reps if r.contended is None] or list(reps)
     local = statistics.median(r.empty for r in clean)
     copies = statistics.median(r.remote_empty - r.hand_off for r in clean)
-    hand_off = statistics.median(r.hand_off for r in clean)
+    runner = [r.runner_hand_off for r in clean if r.runner_hand_off > 0]
+    hand_off = statistics.median(runner or [r.hand_off for r in clean])
     if clean_hand_off_s > 0:
         hand_off = min(hand_off, clean_hand_off_s * (1 + HAND_OFF_SLACK))
     return Subtraction(max(local, 0.0), max(copies, 0.0), max(hand_off, 0.0))

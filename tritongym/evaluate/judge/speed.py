@@ -571,7 +571,7 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S}
+        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
         self.late = 0
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
@@ -682,6 +682,29 @@ class Bench:
         back.record()
         self._copy_out()
         return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+
+    def runner_hand_off(self) -> float:
+        """The hand-off to the runner's context and back with nothing in between (seconds): behind a
+        hold of its own kind, the flush, then ``go``; the runner's stream waits on it and records
+        ``done`` (an empty ``Batch``), and the judge records ``back`` once ``done`` fired, as in
+        the candidate's bracket. The runner's context costs more to switch to than the twin's (about
+        10 us a batch on an H200), so this, not the twin's, is what the candidate's bracket pays; the
+        runner can only make it slower, and what is subtracted for it is capped by the clean
+        hand-off (timing.subtracted). 0 where the hold ended first (that hold doubles)."""
+        hold = self.hold_s["runner"] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
+        torch.cuda._sleep(int(hold * self.cycles_per_s))
+        self.scratch.zero_()
+        handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        handed.record()
+        self.go.record()
+        self.state.ask(p.Batch(0), (p.BatchQueued,))
+        in_time = not handed.query()
+        if not in_time:
+            self.hold_s["runner"] = min(2 * self.hold_s["runner"], MAX_HOLD_S)
+        self._poll(self.done)
+        back.record()
+        back.synchronize()
+        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
 
     def company_check(self) -> float:
         """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
@@ -818,7 +841,8 @@ def clean_workloads(ctx) -> timing.Clean:
 def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
     """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
     it in secret), the check of every output, and the two empty brackets, each but the last followed
-    by a hand-off to the twin outside the bracket (``Bench.company_check``). None when a bracket was
+    by a hand-off to the twin outside the bracket (``Bench.company_check``), then the hand-off to the
+    runner alone (``Bench.runner_hand_off``). None when a bracket was
     not queued in time (its hold is now longer; the caller repeats). Every output is checked either
     way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
     slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
@@ -834,13 +858,15 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     empty = bench.empty_batch()
     checks.append(bench.company_check())
     remote_empty, hand_off = bench.remote_empty_batch(sets)
+    runner_hand_off = bench.runner_hand_off()
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
     flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
-    contended = timing.contention(flushes, probes, [hand_off, *checks], clean)
+    contended = timing.contention(flushes, probes, [hand_off, runner_hand_off, *checks], clean)
     reference, candidate = brackets
-    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended)
+    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended,
+                      runner_hand_off)  # fmt: skip
 
 
 def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
@@ -941,6 +967,7 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
             "contended_reps": invalid.get("contended", 0),
             "subtracted_us": [round(x * 1e6, 2) for x in counted.subtracted_s],
             "hand_off_us": round(statistics.median(r.hand_off for r in reps) * 1e6, 2),
+            "runner_hand_off_us": round(statistics.median(r.runner_hand_off for r in reps) * 1e6, 2),
             "clean_hand_off_us": round(ctx.hand_off_s * 1e6, 2),
         }
     if not trusted:
