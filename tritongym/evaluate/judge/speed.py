@@ -36,12 +36,18 @@ and when to stop.
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
 (twin.py), which never runs candidate code, closes the candidate's empty bracket in the runner's
-place, and two events of the judge's around the twin's part give the hand-off alone
-(``hand_off_us``). What is subtracted for it is at most the clean hand-off measured when the judge
-started (``clean_hand_off_us``) plus a slack (timing.HAND_OFF_SLACK): a slower hand-off is charged
-to the candidate, never credited. What the twin cannot see (the runner's context starting cold
-after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``; a fast
-candidate's batch is lengthened until its net time is several times what is subtracted).
+place (the judge's copies, flush and probe, measured without anything of the runner's), and two
+events of the judge's around the twin's part give its hand-off alone (``hand_off_us``). Switching
+to the runner's context costs a little more than to the twin's (about 10 us a batch on an H200), so
+each repetition also hands an empty batch to the runner itself, between two events of the judge's
+(``runner_hand_off_us``): that is the hand-off subtracted. The runner can only make it slower, and
+what is subtracted for it is at most the clean hand-off measured when the judge started
+(``clean_hand_off_us``, behind holds jittered as the brackets' are: the hand-off depends on when
+``go`` fires within the GPU scheduler's period) plus a slack (timing.HAND_OFF_SLACK): a slower
+hand-off is charged to the candidate, never credited. What none of this sees (the runner's context
+starting cold after the switch) stays against the candidate, and ``N`` amortises it
+(``TARGET_BATCH_S``; a fast candidate's batch is lengthened until its net time is several times
+what is subtracted).
 
 Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
 kernels it left queued between its forwards, another sandbox, another program) slows the judge's
