@@ -40,11 +40,12 @@ place (the judge's copies, flush and probe, measured without anything of the run
 events of the judge's around the twin's part give its hand-off alone (``hand_off_us``). Switching
 to the runner's context costs a little more than to the twin's (about 10 us a batch on an H200), so
 each repetition also hands an empty batch to the runner itself, between two events of the judge's
-(``runner_hand_off_us``): that is the hand-off subtracted. The runner can only make it slower, and
-what is subtracted for it is at most the clean hand-off measured when the judge started
-(``clean_hand_off_us``, behind holds jittered as the brackets' are: the hand-off depends on when
-``go`` fires within the GPU scheduler's period) plus a slack (timing.HAND_OFF_SLACK): a slower
-hand-off is charged to the candidate, never credited. What none of this sees (the runner's context
+(``runner_hand_off_us``): that is the hand-off subtracted. The runner can only make it slower:
+what is subtracted for it is at most the twin's plus a small slack (timing.HAND_OFF_SLACK), and the
+twin's at most the clean hand-off measured when the judge started (``clean_hand_off_us``, behind
+holds jittered as the brackets' are) times a ceiling (timing.HAND_OFF_CEILING, above the twin's
+hand-offs measured during honest jobs): a slower hand-off is charged to the candidate, never
+credited. What none of this sees (the runner's context
 starting cold after the switch) stays against the candidate, and ``N`` amortises it
 (``TARGET_BATCH_S``; a fast candidate's batch is lengthened until its net time is several times
 what is subtracted).

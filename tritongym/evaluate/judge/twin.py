@@ -101,11 +101,9 @@ def serve(index: int) -> None:
 def calibrate(twin: Twin, hold_cycles: int, jitter_cycles: int = 0, reps: int = 41) -> float:
     """The hand-off's cost before any candidate ran (seconds, median): the twin's empty bracket less
     the judge's own, both with nothing in them, each behind a hold longer by a random part of
-    ``jitter_cycles`` as the timed brackets' are (speed.HOLD_JITTER_S). The hand-off depends on
-    when ``go`` fires within the GPU scheduler's period: holds of one fixed length all hit the same
-    phase, and measured 295 us where the brackets' jittered holds give 300-380 us (H200), so a
-    calibration without the jitter sat below every timed hand-off and its cap charged the
-    difference to the candidate."""
+    ``jitter_cycles`` as the timed brackets' are (speed.HOLD_JITTER_S): the hand-off depends a
+    little on when ``go`` fires (295 us behind holds of one length, 305 us behind jittered ones, on
+    an H200). During jobs it is larger still (timing.HAND_OFF_CEILING)."""
     costs = []
     for _ in range(reps):
         pair = []
