@@ -173,6 +173,7 @@ def main() -> None:
                     "extra_us": round(alone["candidate_us"] - alone["reference_us"], 2),
                     "aa_ratio": round(result.speedup * alone["candidate_us"] / alone["reference_us"], 4),
                     "hand_off_us": timing.hand_off_us,
+                    "runner_hand_off_us": timing.runner_hand_off_us,
                     "clean_hand_off_us": timing.clean_hand_off_us,
                     "subtracted_us": timing.subtracted_us,
                     "reps": timing.reps,
