@@ -82,7 +82,7 @@ class FakeBench:
         self.order.append("twin")
         return self.company.pop(0) if self.company else self.hand_off
 
-    def runner_hand_off(self):
+    def runner_hand_off(self, sets):
         self.order.append("runner")
         return self.runner
 

@@ -690,24 +690,22 @@ class Bench:
         self._copy_out()
         return self._close(events, in_time), handed.elapsed_time(back) / 1e3
 
-    def runner_hand_off(self) -> float:
-        """The hand-off to the runner's context and back with nothing in between (seconds): behind a
-        hold of its own kind, the flush, then ``go``; the runner's stream waits on it and records
-        ``done`` (an empty ``Batch``), and the judge records ``back`` once ``done`` fired, as in
-        the candidate's bracket. The runner's context costs more to switch to than the twin's (about
-        10 us a batch on an H200), so this, not the twin's, is what the candidate's bracket pays; the
-        runner can only make it slower, and what is subtracted for it is capped by the clean
-        hand-off (timing.subtracted). 0 where the hold ended first (that hold doubles)."""
-        hold = self.hold_s["runner"] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
-        torch.cuda._sleep(int(hold * self.cycles_per_s))
-        self.scratch.zero_()
+    def runner_hand_off(self, sets: list[list]) -> float:
+        """The hand-off to the runner's context and back with nothing in between (seconds), where the
+        candidate's bracket has it: behind a hold of its kind, the input sets copied into the slots
+        again and the flush, then ``go``; the runner's stream waits on it and records ``done`` (an
+        empty ``Batch``), and the judge records ``back`` once ``done`` fired. The runner's context
+        costs more to switch to than the twin's (0-17 us a batch on an H200), and a hand-off
+        depends on the judge's work before ``go`` (twin.calibrate), so it is measured behind the
+        same work as in the candidate's bracket: this, not the twin's, is what that bracket pays.
+        The runner can only make it slower; what is subtracted for it is capped by the twin's
+        (timing.subtracted). 0 where the hold ended first (that hold doubles)."""
+        events = self._open("runner", sets)
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
         self.go.record()
         self.state.ask(p.Batch(0), (p.BatchQueued,))
-        in_time = not handed.query()
-        if not in_time:
-            self.hold_s["runner"] = min(2 * self.hold_s["runner"], MAX_HOLD_S)
+        in_time = self._queued("runner", events[0])
         self._poll(self.done)
         back.record()
         back.synchronize()
@@ -865,7 +863,7 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     empty = bench.empty_batch()
     checks.append(bench.company_check())
     remote_empty, hand_off = bench.remote_empty_batch(sets)
-    runner_hand_off = bench.runner_hand_off()
+    runner_hand_off = bench.runner_hand_off(sets)
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
