@@ -99,7 +99,7 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     rep = speed.repetition(bench, None, 0, False, CLEAN)
     assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None, 0.00031)
     speed.repetition(bench, None, 1, True, CLEAN)
-    steps = ["check", "empty", "twin", "remote_empty", "runner"]  # outputs checked before the empties reuse them
+    steps = ["check", "empty", "twin", "remote_empty", "runner", "twin"]  # outputs checked before the empties
     pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
     assert bench.order == [*pair[0], *steps, *pair[1], *steps]
     assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
@@ -117,6 +117,9 @@ def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monke
     company_after_the_reference = FakeBench(0.010, 0.008, 0.002, 0.0025)
     company_after_the_reference.company = [0.0003, 0.0021, 0.0003]  # the check after the second bracket
     assert "hand-off" in speed.repetition(company_after_the_reference, None, 0, True, CLEAN).contended
+    left_after_its_empty_batch = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    left_after_its_empty_batch.company = [0.0003, 0.0003, 0.0003, 0.0021]  # the check after the runner's hand-off
+    assert "hand-off" in speed.repetition(left_after_its_empty_batch, None, 0, True, CLEAN).contended
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):

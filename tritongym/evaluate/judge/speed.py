@@ -847,7 +847,7 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
     it in secret), the check of every output, and the two empty brackets, each but the last followed
     by a hand-off to the twin outside the bracket (``Bench.company_check``), then the hand-off to the
-    runner alone (``Bench.runner_hand_off``). None when a bracket was
+    runner alone (``Bench.runner_hand_off``) and one more check after it. None when a bracket was
     not queued in time (its hold is now longer; the caller repeats). Every output is checked either
     way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
     slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
@@ -864,6 +864,7 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     checks.append(bench.company_check())
     remote_empty, hand_off = bench.remote_empty_batch(sets)
     runner_hand_off = bench.runner_hand_off(sets)
+    checks.append(bench.company_check())  # work the runner left queued after its empty batch shows here
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
