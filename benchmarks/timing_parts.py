@@ -78,6 +78,7 @@ def _patch(speed):
         if result is not None:
             record |= {k: getattr(result, k) for k in ("reference", "candidate", "empty", "remote_empty",
                                                          "hand_off", "contended")}
+            record["judge_runner_hand_off"] = getattr(result, "runner_hand_off", 0.0)  # what speed.py subtracts
             record["runner_empty"], record["runner_hand_off"] = runner_empty(bench)
         write(record)
         return result
