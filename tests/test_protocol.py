@@ -32,7 +32,8 @@ def raw(header: dict, payload: bytes = b"", magic: bytes = p.MAGIC, expect=(p.Ou
 
 def output_fields(**overrides) -> dict:
     fields = {"value": None, "out_slots": False, "inputs_after": None, "launches": 1, "off_stream": 0,
-              "off_stream_ops": [], "compute": {}, "tampering": [], "threads": [], "alias": ""}  # fmt: skip
+              "off_stream_ops": [], "compute": {}, "tampering": [], "threads": [], "alias": "",
+              "strides": []}  # fmt: skip
     return fields | overrides
 
 
@@ -70,6 +71,8 @@ def test_a_value_the_protocol_does_not_carry_arrives_opaque():
         ({"kind": "output", "fields": output_fields(tampering=[1, 2])}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(compute={"mm": "x"})}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(launches=True)}, b"", "wrong type"),
+        ({"kind": "output", "fields": output_fields(strides=[[1, "2"]])}, b"", "wrong type"),
+        ({"kind": "output", "fields": output_fields(strides=[1, 2])}, b"", "wrong type"),
         ({"kind": "output", "fields": {"value": None}}, b"", "malformed output"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [4]]})}, b"\0" * 8, "exceed"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [1]]})}, b"\0" * 8, "left over"),

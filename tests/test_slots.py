@@ -297,6 +297,35 @@ def test_a_layout_numbers_its_slots_in_the_order_they_are_filled():
     assert filled[0]["b"] is x and filled[0]["a"][0] is y and filled[0]["a"][1] == 5 and filled[1] is z
 
 
+def test_output_slots_take_the_candidates_dense_layout_and_nothing_else():
+    """An output slot has the layout the runner reported for its output where that layout is dense
+    (a column-major ``x + bias`` then costs the plain copy the twin's subtracted copies cost, not a
+    transposing one); any other claim gets a contiguous slot."""
+    inputs = [torch.randn(4, 6)]
+    outputs = (torch.randn(6, 4).t(), torch.zeros(2, 1, 3))
+    _, outs = slot_specs(inputs, outputs, count=3, output_strides=[[1, 4], [1, 7, 2]])
+    assert outs[0][:2] == ((3, 4, 6), (64, 1, 4)) and outs[1][:2] == ((3, 2, 1, 3), (64, 1, 7, 2))  # calls 256 B apart
+    buffer = torch.zeros(carved_bytes(outs, 512), dtype=torch.uint8)
+    column, _ = carve_slots(buffer, outs, 512)
+    column[1].copy_(outputs[0])
+    assert torch.equal(column[1], outputs[0]) and column[1].stride() == outputs[0].stride()
+    contiguous = ((64, 6, 1), (64, 3, 3, 1))
+    for claim in ([1, 1], [2, 8], [1, 4.0], [1, -4], [1, 4, 1], [True, 4], None):  # not dense, malformed
+        _, outs = slot_specs(inputs, outputs, count=3, output_strides=[claim, [3, 3, 1]])
+        assert (outs[0][1], outs[1][1]) == contiguous, claim
+    for claims in ("x", None, [], [[1, 1, 1]]):  # no strides, or not one list per output
+        _, outs = slot_specs(inputs, outputs, count=3, output_strides=claims)
+        assert (outs[0][1], outs[1][1]) == contiguous, claims
+
+
+def test_dense_layouts_are_permutations_of_a_contiguous_one():
+    assert speed.dense((4, 6), (6, 1)) and speed.dense((4, 6), (1, 4)) and speed.dense((), ())
+    assert speed.dense((2, 1, 3), (3, 99, 1)) and speed.dense((1,), (5,))  # a size-1 dimension's stride is free
+    assert not speed.dense((4, 6), (1, 1)) and not speed.dense((4, 6), (12, 2)) and not speed.dense((4, 6), (6, 2))
+    assert not speed.dense((4, 0), (1, 4)) and not speed.dense((4, 6), (6,)) and not speed.dense((4, 6), None)
+    assert not speed.dense((4, 6), (6, 1.0)) and not speed.dense((4, 6), (-6, 1)) and not speed.dense((4, 6), (6, True))
+
+
 def test_the_output_slots_of_a_scalar_output_are_poisoned_byte_by_byte():
     """A one-element output's slot strides many elements between calls (each call aligned), so no
     dtype view of it is contiguous: the poison before a timed batch fills its bytes on the storage
@@ -339,6 +368,8 @@ def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_
     handle(message)
     assert sent[-1].out_slots is True and sent[-1].value is None
     assert torch.equal(out[0], torch.tensor([0.0, 2.0, 4.0])) and float(total[0]) == 3.0
+    if isinstance(message, p.Call):  # the output's layout, for the timing's output slots
+        assert sent[-1].strides == [[1], [1]]
     out.zero_()
     runner.model = Listed()  # another layout: the output comes in the message, the slots untouched
     handle(message)

@@ -54,6 +54,7 @@ class FakeBench:
         flushes = flush or [80e-6] * 4
         self.values = [bracket(v, f) for v, f in zip((reference, candidate, empty, remote_empty), flushes, strict=True)]
         self.hand_off = hand_off
+        self.runner = hand_off + 10e-6  # the runner's context costs a little more to switch to
         self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
@@ -81,6 +82,10 @@ class FakeBench:
         self.order.append("twin")
         return self.company.pop(0) if self.company else self.hand_off
 
+    def runner_hand_off(self, sets):
+        self.order.append("runner")
+        return self.runner
+
 
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):
     checked = []
@@ -92,9 +97,9 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
 
     monkeypatch.setattr(speed, "check_batch", check)
     rep = speed.repetition(bench, None, 0, False, CLEAN)
-    assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None)
+    assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None, 0.00031)
     speed.repetition(bench, None, 1, True, CLEAN)
-    steps = ["check", "empty", "twin", "remote_empty"]  # outputs checked before the empties reuse their buffers
+    steps = ["check", "empty", "twin", "remote_empty", "runner", "twin"]  # outputs checked before the empties
     pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
     assert bench.order == [*pair[0], *steps, *pair[1], *steps]
     assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
@@ -106,9 +111,15 @@ def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monke
     assert "L2 flush" in speed.repetition(slow_flush, None, 0, False, CLEAN).contended
     slow_hand_off = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
     assert "hand-off" in speed.repetition(slow_hand_off, None, 0, True, CLEAN).contended
+    slow_runner = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    slow_runner.runner = 0.0023  # a runner's own hand-off much slower than clean: company (or its own doing)
+    assert "hand-off" in speed.repetition(slow_runner, None, 0, False, CLEAN).contended
     company_after_the_reference = FakeBench(0.010, 0.008, 0.002, 0.0025)
     company_after_the_reference.company = [0.0003, 0.0021, 0.0003]  # the check after the second bracket
     assert "hand-off" in speed.repetition(company_after_the_reference, None, 0, True, CLEAN).contended
+    left_after_its_empty_batch = FakeBench(0.010, 0.008, 0.002, 0.0025)
+    left_after_its_empty_batch.company = [0.0003, 0.0003, 0.0003, 0.0021]  # the check after the runner's hand-off
+    assert "hand-off" in speed.repetition(left_after_its_empty_batch, None, 0, True, CLEAN).contended
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):

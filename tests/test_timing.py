@@ -141,7 +141,7 @@ def test_the_fresh_case_gives_a_sane_speedup_or_none():
     blind = timing.tally(FRESH_REPS, FRESH_COUNT, FRESH_CLEAN_HAND_OFF_S)
     assert blind.summary.reps == 2 and 0.5 < blind.summary.speedup < 5.0
     local, remote = blind.subtracted_s
-    assert remote <= 0.15e-3 + FRESH_CLEAN_HAND_OFF_S * (1 + timing.HAND_OFF_SLACK) + 1e-12
+    assert remote <= 0.15e-3 + FRESH_CLEAN_HAND_OFF_S * timing.HAND_OFF_CEILING + 1e-12
     assert local == pytest.approx(0.1e-3)
 
 
@@ -149,15 +149,36 @@ def test_an_inflated_empty_bracket_gains_the_candidate_at_most_the_documented_sl
     clean = timing.Rep(reference=10e-3, candidate=5.4e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
     base = timing.tally([clean] * 5, 100, 0.3e-3).summary.speedup
     # the most the subtraction can be: the copies plus the clean hand-off and its slack
-    bound = 10e-3 - 0.1e-3, 5.4e-3 - (0.1e-3 + 0.3e-3 * (1 + timing.HAND_OFF_SLACK))
+    bound = 10e-3 - 0.1e-3, 5.4e-3 - (0.1e-3 + 0.3e-3 * timing.HAND_OFF_CEILING)
     for inflation in (1e-3, 5e-3, 50e-3):
         hogged = dataclasses.replace(clean, remote_empty=clean.remote_empty + inflation, hand_off=0.3e-3 + inflation)
         worse = timing.tally([clean, clean, hogged, hogged, hogged], 100, 0.3e-3).summary
         assert worse.speedup <= bound[0] / bound[1] * (1 + 1e-9)
-        assert worse.speedup <= base * 5e-3 / (5e-3 - timing.HAND_OFF_SLACK * 0.3e-3) * (1 + 1e-9)
+        assert worse.speedup <= base * 5e-3 / (5e-3 - (timing.HAND_OFF_CEILING - 1) * 0.3e-3) * (1 + 1e-9)
     # a contended empty bracket that is seen (contention()) is not used at all
     seen = dataclasses.replace(clean, remote_empty=5e-3, hand_off=4.9e-3, contended="hand-off")
     assert timing.tally([clean, clean, seen, seen, seen], 100, 0.3e-3).summary.speedup == pytest.approx(base)
+
+
+def test_the_runners_own_hand_off_is_subtracted_and_an_inflated_one_gains_at_most_the_slack():
+    """The runner's context costs more to switch to than the twin's: its own hand-off (an empty batch
+    of the runner's) is what its bracket pays and what is subtracted, never more than the twin's
+    plus the slack however slow the runner makes it, the twin's never more than the ceiling."""
+    twin = timing.Rep(reference=1e-3, candidate=1.05e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
+    assert timing.subtracted([twin] * 3, 0.3e-3).hand_off == pytest.approx(0.3e-3)  # none measured: the twin's
+    runner = dataclasses.replace(twin, runner_hand_off=0.31e-3)
+    less = timing.subtracted([runner] * 3, 0.3e-3)
+    assert less.hand_off == pytest.approx(0.31e-3) and less.copies == pytest.approx(0.1e-3)
+    for inflated in (0.4e-3, 5e-3):
+        worse = timing.subtracted([dataclasses.replace(twin, runner_hand_off=inflated)] * 3, 0.3e-3)
+        assert worse.hand_off == pytest.approx(0.3e-3 * (1 + timing.HAND_OFF_SLACK))
+    # a twin's hand-off above the clean one (as during jobs) is subtracted up to the ceiling, no further
+    assert timing.subtracted([runner] * 3, 0.25e-3).hand_off == pytest.approx(0.31e-3)
+    slow = timing.subtracted([runner] * 3, 0.1e-3)
+    assert slow.hand_off == pytest.approx(0.1e-3 * timing.HAND_OFF_CEILING * (1 + timing.HAND_OFF_SLACK))
+    # the median of the repetitions that measured it (a late one reads 0)
+    mixed = [runner, runner, dataclasses.replace(twin, runner_hand_off=0.0)]
+    assert timing.subtracted(mixed, 0.3e-3).hand_off == pytest.approx(0.31e-3)
 
 
 def test_a_rep_below_the_noise_floor_or_the_physical_floor_is_not_a_measurement():

@@ -178,6 +178,10 @@ class TimingStats:
     twin process in every repetition (two events of the judge's around the twin's part of its empty
     bracket, which is subtracted from the candidate's time). None only in results of earlier versions,
     which measured it between brackets and could not where the reference's output is not contiguous."""
+    runner_hand_off_us: float = 0.0
+    """Median cost per batch of the same hand-off to the runner's own context and back, measured with an
+    empty batch of the runner's in every repetition: what is subtracted for the hand-off (at most the twin's
+    plus a slack); 0 in results of earlier versions."""
     clean_hand_off_us: float = 0.0
     """The same cost measured when the judge started, before any candidate ran: a much larger
     ``hand_off_us`` means something else shared the GPU while this candidate was timed."""
@@ -193,7 +197,8 @@ class TimingStats:
     took much longer than when the judge started: something else shared the GPU."""
     subtracted_us: list[float] = field(default_factory=list)
     """What was subtracted from every reference and every candidate batch (microseconds): the medians of
-    the uncontended empty brackets, the candidate's hand-off part at most the clean one plus a slack."""
+    the uncontended empty brackets, the candidate's hand-off part the runner's, bounded by the twin's and the
+    clean one (timing.subtracted)."""
 
 
 @dataclass

@@ -12,11 +12,14 @@ the statistics do with them (pure functions, tested on the CPU):
   is not trusted (``MAX_CONTENDED_REPS``).
 * **Subtraction** (:func:`subtracted`). Each side's net time is its bracket less one per-job
   estimate of its empty bracket, never the same repetition's (that one is as noisy as the bracket
-  it would be taken from): the median of the uncontended repetitions' empty brackets, and on the
-  candidate's side its hand-off part is at most the hand-off calibrated with nobody else on the GPU
-  times ``1 + HAND_OFF_SLACK``. Contention that inflates an empty bracket can then make the
-  candidate faster by that slack of the hand-off at most, per batch; a contended reference bracket
-  is what the contention check is for.
+  it would be taken from): the median of the uncontended repetitions' empty brackets. On the
+  candidate's side that is the twin's empty bracket less its hand-off (the judge's own copies,
+  flush and probe) plus the hand-off to the runner's own context (measured with an empty batch of
+  the runner's every repetition), at most the twin's times ``1 + HAND_OFF_SLACK``, the twin's at
+  most the hand-off calibrated with nobody else on the GPU times ``HAND_OFF_CEILING``. A runner
+  that slows its own hand-off gains at most that slack of the twin's; contention that inflates the
+  twin's can make the candidate faster by the ceiling's margin over the honest hand-off at most,
+  per batch; a contended reference bracket is what the contention check is for.
 * **Validity** (:func:`rep_problem`). A repetition whose net time on either side is below
   ``NOISE_FLOOR`` times the noise of what was subtracted from it (the hand-off's, mostly: its
   signal does not clearly dominate it), or whose candidate's net time is below the physical floor
@@ -74,9 +77,16 @@ CONTENDED_FACTOR = 2.0
 clean duration, plus ``CONTENDED_GRACE_S``, had company on the GPU."""
 CONTENDED_GRACE_S = 20e-6
 """Absolute jitter allowed on a fixed workload before it counts as contended."""
-HAND_OFF_SLACK = 0.1
-"""What is subtracted for the hand-off is at most the clean one (calibrated with nobody else on the
-GPU) times one plus this: a slower hand-off is charged to the candidate."""
+HAND_OFF_SLACK = 0.05
+"""The runner's own hand-off subtracted is at most the twin's (the same repetitions') times one plus
+this: honest runners measured 0-5% above the twin on an H200 (medians per job); a runner that slows
+its own hand-off (work queued after its ``done``) gains at most this, less its honest excess."""
+HAND_OFF_CEILING = 1.5
+"""The twin's hand-off subtracted is at most the clean one (calibrated when the judge started, with
+nobody else on the GPU) times this: a slower one is charged to the candidate. During jobs the
+twin's hand-offs measured 1.03-1.36 times the clean one on an H200 (neither idle contexts nor the
+length of the wait before ``go`` explain it), so a cap at 1.1 charged honest candidates 20-80 us a
+batch, 4-8% of a 50 us call's time in a batch of 10."""
 NOISE_FLOOR = 0.5
 """A side's net time must be at least this fraction of its noise: all that was subtracted from the
 reference's; the hand-off and ``COPY_NOISE`` of the rest from the candidate's."""
@@ -211,6 +221,9 @@ class Rep:
     """The hand-off alone, inside ``remote_empty``."""
     contended: str | None = None
     """Why the repetition had company on the GPU (:func:`contention`), or None."""
+    runner_hand_off: float = 0.0
+    """The hand-off to the runner's context and back alone (speed.Bench.runner_hand_off); 0 where
+    it was not measured."""
 
 
 @dataclass(frozen=True)
@@ -237,8 +250,11 @@ class Subtraction:
 
 def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> Subtraction:
     """What is subtracted from every reference and every candidate bracket: the medians of the
-    uncontended repetitions' empty brackets (of all where none is uncontended), the candidate's
-    hand-off part at most the clean one times ``1 + HAND_OFF_SLACK`` (where it is known)."""
+    uncontended repetitions' empty brackets (of all where none is uncontended); on the candidate's
+    side the twin's empty bracket less its hand-off (the judge's copies, flush and probe) plus the
+    hand-off to the runner's own context, at most the twin's times ``1 + HAND_OFF_SLACK`` (the
+    twin's where the runner's was not measured), the twin's at most the clean one times
+    ``HAND_OFF_CEILING`` (where it is known)."""
     if not reps:
         raise ValueError("no repetitions")
     clean = [r for r in reps if r.contended is None] or list(reps)
@@ -246,7 +262,10 @@ def subtracted(reps: Sequence[Rep], clean_hand_off_s: float) -> Subtraction:
     copies = statistics.median(r.remote_empty - r.hand_off for r in clean)
     hand_off = statistics.median(r.hand_off for r in clean)
     if clean_hand_off_s > 0:
-        hand_off = min(hand_off, clean_hand_off_s * (1 + HAND_OFF_SLACK))
+        hand_off = min(hand_off, clean_hand_off_s * HAND_OFF_CEILING)
+    runner = [r.runner_hand_off for r in clean if r.runner_hand_off > 0]
+    if runner:
+        hand_off = min(statistics.median(runner), hand_off * (1 + HAND_OFF_SLACK))
     return Subtraction(max(local, 0.0), max(copies, 0.0), max(hand_off, 0.0))
 
 

@@ -181,6 +181,9 @@ class JobState:
     """The Triton kernels and functions the candidate's text defines (evidence.py), once it was read."""
     shared: SharedInputs | None = None
     """The slots of one call the runner maps, on a GPU (shared_inputs.py)."""
+    output_strides: list = field(default_factory=list)
+    """Each output tensor's strides in the last trial, as the runner reported them (its word: the
+    timing's output slots take a dense one, speed.slot_specs)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -304,6 +307,7 @@ def run_trials(
             out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
             # the judge's own copies, made after the answer: whatever the runner writes there later
             out.value = received(state.shared, call, out.value, out.out_slots)
+            state.output_strides = out.strides
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
@@ -540,7 +544,9 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
         with speed.gpu_lock(ctx.gpu_lock, exclusive=True):
             ctx.copy_bandwidth = timing.copy_bandwidth(device)
             ctx.sleep_rate = speed.sleep_rate()
-            ctx.hand_off_s = twin.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate))
+            ctx.hand_off_s = twin.calibrate(
+                ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate), int(speed.HOLD_JITTER_S * ctx.sleep_rate)
+            )
             ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device)
             torch.cuda.synchronize(device)
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)

@@ -173,6 +173,9 @@ class Output(Message):
     tampering: list[str] = field(default_factory=list)
     threads: list[str] = field(default_factory=list)
     alias: str = ""
+    strides: list[list[int]] = field(default_factory=list)
+    """Each output tensor's strides (the runner's word): the timing's output slots take this layout
+    where it is dense (speed.slot_specs)."""
 
 
 @dataclass

@@ -196,6 +196,7 @@ class Runner:
                 # runs here, watched like forward. Past this block no candidate code runs before the
                 # answer is sent.
                 alias = aliasing(got, given, self.model) or ""
+                strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
             raise classify_failure(exc, self.path, IN_FORWARD) from None
@@ -219,6 +220,7 @@ class Runner:
                 + (["stopped the profiler that records forward's PyTorch ops"] if witness.stopped else []),
                 threads=stray,
                 alias=alias,
+                strides=strides,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))

@@ -14,6 +14,9 @@ and when to stop.
   other judge memory shares their segments); its stream waits on the judge's ``go`` event before its
   forwards run. The reference runs on the input sets themselves, in the judge's own memory, which
   no runner can read or write: the slots never hold the reference's inputs or outputs.
+* Each output is copied into a slot of the candidate's own layout where that is dense (its runner's
+  word from the trials, ``slot_specs``; contiguous where not): the copy is a plain one, as the
+  twin's copies subtracted for it are, so no layout is charged and a false claim gains nothing.
 * The candidate's outputs are copied out of the slots into the judge's memory before ``end``; the
   slots hold the poison byte before every batch, and every output of every batch is compared with
   the reference's on the same inputs after the clock stopped: an answer that was not finished
@@ -33,12 +36,19 @@ and when to stop.
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
 (twin.py), which never runs candidate code, closes the candidate's empty bracket in the runner's
-place, and two events of the judge's around the twin's part give the hand-off alone
-(``hand_off_us``). What is subtracted for it is at most the clean hand-off measured when the judge
-started (``clean_hand_off_us``) plus a slack (timing.HAND_OFF_SLACK): a slower hand-off is charged
-to the candidate, never credited. What the twin cannot see (the runner's context starting cold
-after the switch) stays against the candidate, and ``N`` amortises it (``TARGET_BATCH_S``; a fast
-candidate's batch is lengthened until its net time is several times what is subtracted).
+place (the judge's copies, flush and probe, measured without anything of the runner's), and two
+events of the judge's around the twin's part give its hand-off alone (``hand_off_us``). Switching
+to the runner's context costs a little more than to the twin's (about 10 us a batch on an H200), so
+each repetition also hands an empty batch to the runner itself, between two events of the judge's
+(``runner_hand_off_us``): that is the hand-off subtracted. The runner can only make it slower:
+what is subtracted for it is at most the twin's plus a small slack (timing.HAND_OFF_SLACK), and the
+twin's at most the clean hand-off measured when the judge started (``clean_hand_off_us``, behind
+holds jittered as the brackets' are) times a ceiling (timing.HAND_OFF_CEILING, above the twin's
+hand-offs measured during honest jobs): a slower hand-off is charged to the candidate, never
+credited. What none of this sees (the runner's context
+starting cold after the switch) stays against the candidate, and ``N`` amortises it
+(``TARGET_BATCH_S``; a fast candidate's batch is lengthened until its net time is several times
+what is subtracted).
 
 Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
 kernels it left queued between its forwards, another sandbox, another program) slows the judge's
@@ -275,19 +285,44 @@ and Triton's pointer specialisation look for): the candidate's inputs in a slot 
 reference's, which are tensors of their own."""
 
 
-def slot_specs(inputs: list, outputs: Any, count: int) -> tuple[list, list]:
+def slot_specs(inputs: list, outputs: Any, count: int, output_strides: Any = ()) -> tuple[list, list]:
     """(shape, stride, dtype) of ``count`` input and output slots: per tensor leaf one (count, ...)
-    tensor whose element k has the leaf's shape and stride (inputs) or is contiguous (outputs), each
-    element starting ``CALL_ALIGN`` bytes after a multiple of it from the slot's start."""
+    tensor whose element k has the leaf's shape and stride (inputs), or for outputs the strides given
+    for it (``output_strides``, the candidate's own layout as its runner reported it) where they are
+    dense (``dense``), else contiguous; each element starting ``CALL_ALIGN`` bytes after a multiple
+    of it from the slot's start. An output slot in the candidate's layout costs it a plain copy per
+    call, as the twin's copies that are subtracted for it (the twin copies from a tensor of the
+    slot's own layout, speed.Bench): no layout is charged, and claiming another gains nothing."""
 
     def per_call(t: torch.Tensor, span: int) -> int:
         grain = max(CALL_ALIGN // t.element_size(), 1)
         return _round_up(max(span, 1), grain)
 
+    def out_stride(k: int, t: torch.Tensor) -> tuple:
+        given = output_strides[k] if isinstance(output_strides, (list, tuple)) and k < len(output_strides) else None
+        if dense(tuple(t.shape), given):
+            return tuple(given)
+        return torch.empty(t.shape, device="meta").stride()
+
     ins = [((count, *t.shape), (per_call(t, _span(t)), *t.stride()), t.dtype) for t in tensor_leaves(inputs)]
-    outs = [((count, *t.shape), (per_call(t, t.numel()), *torch.empty(t.shape, device="meta").stride()), t.dtype)
-            for t in tensor_leaves(outputs)]  # fmt: skip
+    outs = [((count, *t.shape), (per_call(t, t.numel()), *out_stride(k, t)), t.dtype)
+            for k, t in enumerate(tensor_leaves(outputs))]  # fmt: skip
     return ins, outs
+
+
+def dense(shape: tuple, stride: Any) -> bool:
+    """Whether ``stride`` is a layout of ``shape`` whose elements cover exactly ``numel`` places of
+    storage, each once (a permutation of a contiguous layout: non-overlapping and dense)."""
+    if not isinstance(stride, (list, tuple)) or len(stride) != len(shape):
+        return False
+    if not all(type(x) is int and 0 <= x < 1 << 62 for x in stride):
+        return False
+    expected = 1
+    for size, step in sorted(((s, st) for s, st in zip(shape, stride, strict=True) if s != 1), key=lambda d: d[1]):
+        if size == 0 or step != expected:
+            return False
+        expected *= size
+    return True
 
 
 class SharedArena:
@@ -519,8 +554,9 @@ class Bench:
       runner's) and then queues the copy of the output slots into its own memory and ``end``.
     * two empty brackets, each its side's bracket without forwards, subtracted from it: the
       reference's holds the flush alone; the candidate's is closed by the judge's twin in the
-      runner's place, with the same copies (a contiguous output, the candidate's last, copied into
-      each slot, as the runner copies a contiguous output of the candidate's). Two more events of
+      runner's place, with the same copies (an output of the slot's own layout, the candidate's
+      last, copied into each slot: the cheapest copy into it, never costlier than the runner's copy
+      of the candidate's output, whatever layout that has). Two more events of
       the judge's around the twin's go and done measure the hand-off alone.
 
     What one call holds (memory.TIMING_BYTES_PER_CALL): its input set and the slot it is copied
@@ -538,7 +574,7 @@ class Bench:
         self.shape = layout(sample_inputs)
         flush, self.probe_bytes = workload_bytes(self.device)
         self.scratch = torch.empty(flush, dtype=torch.int8, device=self.device)
-        specs_in, specs_out = slot_specs(sample_inputs, sample_output, count)
+        specs_in, specs_out = slot_specs(sample_inputs, sample_output, count, state.output_strides)
         self.shared_in = state.ctx.arena.carve(specs_in, "inputs")
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
         self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
@@ -547,7 +583,7 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S}
+        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
         self.late = 0
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
@@ -645,8 +681,8 @@ class Bench:
 
     def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
-        copies a contiguous output (the candidate's last, kept) into each slot, the twin waits on
-        ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
+        copies an output of the slot's layout (the candidate's last, kept) into each slot, the twin
+        waits on ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
         of the judge's around the twin's go and done)."""
         events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
@@ -658,6 +694,27 @@ class Bench:
         back.record()
         self._copy_out()
         return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+
+    def runner_hand_off(self, sets: list[list]) -> float:
+        """The hand-off to the runner's context and back with nothing in between (seconds), where the
+        candidate's bracket has it: behind a hold of its kind, the input sets copied into the slots
+        again and the flush, then ``go``; the runner's stream waits on it and records ``done`` (an
+        empty ``Batch``), and the judge records ``back`` once ``done`` fired. The runner's context
+        costs more to switch to than the twin's (0-17 us a batch on an H200), and a hand-off
+        depends on the judge's work before ``go`` (twin.calibrate), so it is measured behind the
+        same work as in the candidate's bracket: this, not the twin's, is what that bracket pays.
+        The runner can only make it slower; what is subtracted for it is capped by the twin's
+        (timing.subtracted). 0 where the hold ended first (that hold doubles)."""
+        events = self._open("runner", sets)
+        handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        handed.record()
+        self.go.record()
+        self.state.ask(p.Batch(0), (p.BatchQueued,))
+        in_time = self._queued("runner", events[0])
+        self._poll(self.done)
+        back.record()
+        back.synchronize()
+        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
 
     def company_check(self) -> float:
         """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
@@ -794,7 +851,8 @@ def clean_workloads(ctx) -> timing.Clean:
 def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
     """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
     it in secret), the check of every output, and the two empty brackets, each but the last followed
-    by a hand-off to the twin outside the bracket (``Bench.company_check``). None when a bracket was
+    by a hand-off to the twin outside the bracket (``Bench.company_check``), then the hand-off to the
+    runner alone (``Bench.runner_hand_off``) and one more check after it. None when a bracket was
     not queued in time (its hold is now longer; the caller repeats). Every output is checked either
     way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
     slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
@@ -810,13 +868,16 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     empty = bench.empty_batch()
     checks.append(bench.company_check())
     remote_empty, hand_off = bench.remote_empty_batch(sets)
+    runner_hand_off = bench.runner_hand_off(sets)
+    checks.append(bench.company_check())  # work the runner left queued after its empty batch shows here
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
     flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
-    contended = timing.contention(flushes, probes, [hand_off, *checks], clean)
+    contended = timing.contention(flushes, probes, [hand_off, runner_hand_off, *checks], clean)
     reference, candidate = brackets
-    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended)
+    return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended,
+                      runner_hand_off)  # fmt: skip
 
 
 def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
@@ -917,6 +978,7 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
             "contended_reps": invalid.get("contended", 0),
             "subtracted_us": [round(x * 1e6, 2) for x in counted.subtracted_s],
             "hand_off_us": round(statistics.median(r.hand_off for r in reps) * 1e6, 2),
+            "runner_hand_off_us": round(statistics.median(r.runner_hand_off for r in reps) * 1e6, 2),
             "clean_hand_off_us": round(ctx.hand_off_s * 1e6, 2),
         }
     if not trusted:

@@ -20,6 +20,7 @@ after each ``done`` is queued. End of input ends the twin.
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 import time
@@ -97,15 +98,18 @@ def serve(index: int) -> None:
         out.flush()
 
 
-def calibrate(twin: Twin, hold_cycles: int, reps: int = 30) -> float:
+def calibrate(twin: Twin, hold_cycles: int, jitter_cycles: int = 0, reps: int = 41) -> float:
     """The hand-off's cost before any candidate ran (seconds, median): the twin's empty bracket less
-    the judge's own, both with nothing in them."""
+    the judge's own, both with nothing in them, each behind a hold longer by a random part of
+    ``jitter_cycles`` as the timed brackets' are (speed.HOLD_JITTER_S): the hand-off depends a
+    little on when ``go`` fires (295 us behind holds of one length, 305 us behind jittered ones, on
+    an H200). During jobs it is larger still (timing.HAND_OFF_CEILING)."""
     costs = []
     for _ in range(reps):
         pair = []
         for remote in (False, True):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(hold_cycles)
+            torch.cuda._sleep(hold_cycles + secrets.randbelow(jitter_cycles + 1))
             start.record()
             if remote:
                 twin.go.record()
