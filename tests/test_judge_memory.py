@@ -253,7 +253,7 @@ def test_run_job_reports_the_judges_out_of_memory_as_infrastructure_with_the_pro
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB")
 
     monkeypatch.setattr(judge, "evaluate", evaluate)
-    ctx = types.SimpleNamespace(device=CPU, channel=types.SimpleNamespace(stage=lambda name: None))
+    ctx = types.SimpleNamespace(device=CPU, gpu_lock=-1, channel=types.SimpleNamespace(stage=lambda name: None))
     job = types.SimpleNamespace(timeout_s=10.0)
     result = judge.run_job(ctx, job, 1000)
     assert result["verdict"] == Verdict.INFRASTRUCTURE_ERROR
@@ -284,6 +284,8 @@ def test_the_judges_processes_exceeding_host_memory_is_infrastructure_not_the_ca
 def test_a_runner_may_hold_the_tensors_in_transit_beyond_the_jobs_host_limit():
     fp = Footprint(inputs=16 * GIB, outputs=16 * GIB, params=0, float64=True)
     assert memory.runner_host_limit(8 * GIB, fp) == 8 * GIB + 64 * GIB
+    wide_model = Footprint(inputs=GIB, outputs=GIB, params=8 * GIB, float64=False)  # built on the host
+    assert memory.runner_host_limit(8 * GIB, wide_model) == 8 * GIB + 4 * GIB + 16 * GIB
     assert memory.judge_host_bytes(fp, torch.device("cuda"), float64_on_host=False) == 2 * memory.answer_bytes(fp)
     on_host = memory.judge_host_bytes(fp, torch.device("cuda"), float64_on_host=True)
     assert on_host == 2 * memory.answer_bytes(fp) + memory.HOST_FLOAT64_FACTOR * 64 * GIB

@@ -223,10 +223,12 @@ def answer_bytes(footprint: Footprint) -> int:
 
 
 def runner_host_limit(limit: int, footprint: Footprint) -> int:
-    """The host memory a runner may use: the job's limit plus the tensors the protocol necessarily
-    holds in its memory (the inputs as received, the answer as sent: ``2 (I + O)``), so that a
-    problem larger than the limit is not the candidate's out_of_memory."""
-    return limit + 2 * (footprint.inputs + footprint.outputs)
+    """The host memory a runner may use: the job's limit plus what the problem itself puts in its
+    memory: the tensors the protocol holds (the inputs as received, the answer as sent: ``2 (I + O)``)
+    and the model as its constructor builds it on the host before it moves to a GPU (``2 P``: the
+    parameters and a copy in flight), so that a problem larger than the limit is not the candidate's
+    out_of_memory (KernelBench level 3's ShallowWideMLP builds 8 GiB of weights)."""
+    return limit + 2 * (footprint.inputs + footprint.outputs + footprint.params)
 
 
 def judge_host_bytes(footprint: Footprint, device: torch.device, float64_on_host: bool) -> int:
