@@ -13,7 +13,6 @@ table. On the CPU problems run at their small sizes under Triton's interpreter; 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -29,6 +28,7 @@ from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig, Verdict, evaluate
 from tritongym.evaluate.evaluator import resolve_device
 from tritongym.problems import load_bundled
+from tritongym.solutions.variants import distinct_kernels
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -59,19 +59,6 @@ def summarise(mode: str, jobs: int, results: list, wall: float) -> dict:
             s: round(statistics.median(r.stage_seconds[s] for r in results if s in r.stage_seconds), 4) for s in stages
         },
     }
-
-
-_VARIANT = itertools.count()
-
-
-def distinct_kernels(source: str) -> str:
-    """The same solution with a new Triton cache key for every kernel."""
-    n = next(_VARIANT)
-    lines = source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == "@triton.jit":
-            lines[i + 1] += f"  # variant {n}"
-    return "\n".join(lines) + "\n"
 
 
 def run_fresh(tasks: list[Task], config: EvalConfig, jobs: int) -> dict:

@@ -14,7 +14,6 @@ builds its C modules as before): the first round shows a cold store, later round
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -29,18 +28,9 @@ import triton
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.problems import load_bundled
+from tritongym.solutions.variants import distinct_kernels
 
 RESULTS = Path(__file__).parent / "results"
-_VARIANT = itertools.count()
-
-
-def distinct_kernels(source: str) -> str:
-    n = next(_VARIANT)
-    lines = source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == "@triton.jit":
-            lines[i + 1] += f"  # variant {n}"
-    return "\n".join(lines) + "\n"
 
 
 def main() -> None:

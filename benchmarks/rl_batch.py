@@ -37,6 +37,7 @@ import triton
 from tritongym.env import LocalEnv, PoolConfig, Task
 from tritongym.evaluate import EvalConfig
 from tritongym.problems import Problem, load_bundled
+from tritongym.solutions.variants import distinct_kernels
 
 KINDS = ("correct", "compile_error", "correct", "mismatch", "correct", "runtime_error")
 """The cycle of candidate kinds: half correct, the rest failing in three ways."""
@@ -64,17 +65,6 @@ class _Judged(ModelNew):
 
 ModelNew = _Judged
 """
-_VARIANT = itertools.count()
-
-
-def distinct(source: str) -> str:
-    """The same source with a new Triton cache key for every kernel."""
-    n = next(_VARIANT)
-    lines = source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == "@triton.jit":
-            lines[i + 1] += f"  # variant {n}"
-    return "\n".join(lines) + "\n"
 
 
 def candidate(problem: Problem, kind: str) -> str:
@@ -91,7 +81,7 @@ def candidate(problem: Problem, kind: str) -> str:
         source += _WRAP.format(body="return _spoiled(out)")
     elif kind == "runtime_error":
         source += _WRAP.format(body='raise ValueError("the candidate gave up after its kernels ran")')
-    return distinct(source)
+    return distinct_kernels(source)
 
 
 def batch(problems: list[Problem], count: int) -> list[tuple[str, Task]]:

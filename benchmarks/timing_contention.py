@@ -35,20 +35,9 @@ import triton
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig
 from tritongym.problems import find_problem, load_bundled
+from tritongym.solutions.variants import distinct_kernels
 
 DEFAULT_PROBLEMS = ("vector_add", "softmax", "scale_tanh_clamp_mean", "rmsnorm_fp16")
-_VARIANT = itertools.count()
-
-
-def distinct_kernels(source: str) -> str:
-    """The same solution with a new Triton cache key for every kernel (a comment on each def line):
-    every busy task compiles, as RL candidates do."""
-    n = next(_VARIANT)
-    lines = source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == "@triton.jit":
-            lines[i + 1] += f"  # contention variant {n}"
-    return "\n".join(lines) + "\n"
 
 
 def row(mode: str, problem: str, result) -> dict:

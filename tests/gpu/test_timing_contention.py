@@ -10,22 +10,12 @@ import pytest
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, timing
 from tritongym.problems import find_problem, load_bundled
+from tritongym.solutions.variants import distinct_kernels
 
 pytestmark = pytest.mark.gpu
 TIMED = EvalConfig(device="cuda", timing_budget_s=0.3)  # the learning runs' budget
 UNTIMED = EvalConfig(device="cuda", timing=False)
 SANDBOXES = 4
-_VARIANT = itertools.count()
-
-
-def distinct_kernels(source: str) -> str:
-    """A new Triton cache key for every kernel: each busy task compiles, as RL candidates do."""
-    n = next(_VARIANT)
-    lines = source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == "@triton.jit":
-            lines[i + 1] += f"  # busy variant {n}"
-    return "\n".join(lines) + "\n"
 
 
 @pytest.mark.parametrize("name", ["softmax", "scale_tanh_clamp_mean"])
