@@ -129,6 +129,19 @@ def test_the_store_serves_only_files_whose_sha256_is_in_the_manifest(tmp_path):
     assert lc.c_module("add_kernel.cubin") is None and lc.c_module(name) == "cuda_utils"
 
 
+def test_a_write_cut_short_leaves_nothing_after_the_next_one(tmp_path):
+    """A builder killed mid-write leaves its temporary file; the next write, under the same lock, removes it."""
+    store = lb.store_dir(tmp_path)
+    name = "cuda_utils" + sysconfig.get_config_var("EXT_SUFFIX")
+    (store / ("a" * 64)).mkdir()
+    cut_short = [store / ".tmp-manifest", store / ("a" * 64) / ".tmp-module"]
+    for path in cut_short:
+        path.write_bytes(b"half")
+    lb.put(store, "b" * 64, name, b"trusted")
+    assert not any(path.exists() for path in cut_short)
+    assert lc.store_path(str(store), "b" * 64, name) is not None
+
+
 def test_links_fifos_and_a_held_lock_in_the_store_block_nobody(tmp_path, monkeypatch):
     """What a runner that could write the store might leave there: a manifest that is a FIFO (a
     reader that opened it would wait forever), a module that is a link, the lock taken for good."""

@@ -220,11 +220,20 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def _remove_leftovers(store: Path) -> None:
+    """Temporary files of a write that never finished (its builder was killed mid-write). Called under
+    the store's lock, which every write holds: no write is under way, so every one found is a leftover."""
+    for leftover in [*store.glob(".tmp-*"), *store.glob("*/.tmp-*")]:
+        with contextlib.suppress(OSError):
+            leftover.unlink()
+
+
 def put(store: Path, key: str, filename: str, data: bytes) -> str:
     """Write one module into the store and list it in the manifest (atomically, under the lock)."""
     if not re.fullmatch(r"[A-Za-z0-9_-]{16,128}", key) or c_module(filename) is None:
         raise InvalidSpec(f"not a C module's key and name: {key}/{filename}")
     with _locked(store):
+        _remove_leftovers(store)
         if store_path(str(store), key, filename) is not None:  # another judge's builder was first
             return str(store / key / filename)
         (store / key).mkdir(mode=0o755, exist_ok=True)
