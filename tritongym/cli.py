@@ -38,8 +38,14 @@ from tritongym.train.cli import register as register_training
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
-app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True)
+app = typer.Typer(
+    help=__doc__,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode="markdown",
+)
+problems_app = typer.Typer(help="Inspect problem sets.", no_args_is_help=True, rich_markup_mode="markdown")
 app.add_typer(problems_app, name="problems")
 app.add_typer(solutions_app, name="solutions")
 app.command("bench")(bench_command)

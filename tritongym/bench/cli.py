@@ -134,8 +134,8 @@ def bench(
     solutions: Annotated[
         str,
         typer.Option(
-            help="Scripted policy: replay the <problem name>.py solutions of this directory (e.g. from "
-            "'tritongym solutions inductor'); problems without one are left out."
+            help="Scripted policy: replay the solutions (PROBLEM.py, named after each problem) of this "
+            "directory (e.g. from 'tritongym solutions inductor'); problems without one are left out."
         ),
     ] = "",
     levels: Annotated[str, typer.Option(help="Keep these KernelBench levels, e.g. 1,2.")] = "",

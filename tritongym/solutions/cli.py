@@ -22,7 +22,9 @@ from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, generate, pre
 
 EXIT_OK, EXIT_SKIPPED, EXIT_USAGE = 0, 1, 2
 
-app = typer.Typer(help="Make solutions with tools (torch.compile's Inductor).", no_args_is_help=True)
+app = typer.Typer(
+    help="Make solutions with tools (torch.compile's Inductor).", no_args_is_help=True, rich_markup_mode="markdown"
+)
 err = Console(stderr=True)
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,9 @@ def inductor(
     problems: Annotated[
         str, typer.Argument(help="'bundled', a directory (KernelBench level), a .py file or a .jsonl/.parquet table.")
     ],
-    out: Annotated[Path, typer.Option(help="Directory for <problem name>.py files and summary.json.")],
+    out: Annotated[
+        Path, typer.Option(help="Directory for the solutions (PROBLEM.py, named after each problem) and summary.json.")
+    ],
     levels: Annotated[str, typer.Option(help="Keep these KernelBench levels, e.g. 1,2.")] = "",
     ids: Annotated[str, typer.Option(help="Keep problems with these leading numbers, e.g. 1-20,25.")] = "",
     device: Annotated[str, typer.Option(help="'auto' (cuda if available, else cpu), 'cuda' or 'cpu'.")] = "auto",
@@ -56,9 +60,9 @@ def inductor(
         float, typer.Option(help="Longest one problem's compilation may take, seconds.")
     ] = CHILD_TIMEOUT_S,
 ) -> None:
-    """torch.compile every problem's reference and write Inductor's code as a standalone Triton ModelNew
-    (DIR/<problem name>.py); a problem that does not compile to one graph of Triton kernels and library
-    calls is skipped, with its reason in the summary."""
+    """torch.compile every problem's reference and write Inductor's code as a standalone Triton
+    ModelNew (DIR/PROBLEM.py, named after the problem); a problem that does not compile to one graph of
+    Triton kernels and library calls is skipped, with its reason in the summary."""
     from tritongym.bench.run import pick_problems
 
     try:
