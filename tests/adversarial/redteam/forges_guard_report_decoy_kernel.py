@@ -11,6 +11,7 @@ and the hollow forward are the runner's word. On a GPU the profiled forward (whi
 reach) runs no kernel of the candidate's own on the last trial's inputs, which contradicts the trials'
 reports: `hack_no_triton`."""
 
+import collections
 import sys
 
 import torch
@@ -31,7 +32,7 @@ def softmax_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):  # the decoy: nev
 
 class Monitor:
     def __init__(self, path, recorder=None, block=False, annotate="", skip=None):
-        self.launches, self.off_stream = 1, 0
+        self.launches, self.off_stream, self.foreign = 1, 0, collections.Counter()
         self.mode = "block" if block else "skip" if skip is not None else ""
 
     def __enter__(self):
