@@ -54,7 +54,7 @@ case "${1:-}" in
   overhead)
     timeout 280 python3 benchmarks/judge_overhead.py --device cuda --rounds 2 --label judge \
       --out "$OUT/judge_overhead_cuda.json" 2>&1 | tail -8
-    timeout 280 python3 benchmarks/eval_throughput.py --device cuda --jobs 1 2 --rounds 2 \
+    timeout 300 python3 benchmarks/eval_throughput.py --device cuda --jobs 1 2 --rounds 1 \
       --out "$OUT/eval_throughput_cuda.json" 2>&1 | tail -6 ;;
   train)
     timeout 560 python3 benchmarks/train_step.py --preset drkernel --steps 3 --out "$OUT/train_step.json" \
