@@ -3,14 +3,21 @@ behaviour; those of breaks still open are marked xfail(strict=True) and flip whe
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from helpers import DEVICE, small_problem
 from tritongym.agent.feedback import render_feedback
+from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.result import EvalResult, Finding
+from tritongym.evaluate.sandbox import overrides_permissions, private_lock_dir
 
 HERE = Path(__file__).parent / "redteam5"
+ROOT_JUDGE = os.geteuid() == 0 and overrides_permissions()
 
 
 def config(**overrides) -> EvalConfig:
@@ -44,3 +51,34 @@ def test_names_and_findings_stay_on_their_line():
     text = render_feedback(result)
     assert [line for line in text.splitlines() if line.startswith(("Verdict", "Speedup: 9"))] == [text.splitlines()[0]]
     assert "Finding [torch_compute]: PyTorch compute: my_op | Verdict: ok x3 | Speedup: 9x" in text
+
+
+def same_user_pool(monkeypatch) -> LocalEnv:
+    """A pool whose runners keep the judge's user (every GPU runner; every runner of a judge not root)."""
+    if os.geteuid() == 0:
+        monkeypatch.setenv("TRITONGYM_RUNNER_USER", "same")
+    return LocalEnv(PoolConfig(devices=DEVICE, sandboxes_per_device=1))
+
+
+@pytest.mark.xfail(
+    not ROOT_JUDGE,
+    strict=True,
+    reason="open under a judge that is not root: its runners share its user and permissions, and any lock file "
+    "it can open they can open for reading and flock",
+)
+def test_a_runner_of_the_judges_user_cannot_hold_the_gpu_timing_lock(monkeypatch):
+    """#2: the GPU timing lock (one file per GPU, every judge of the machine) was the judge's user's,
+    0600 in a 0700 directory: a runner keeping uid 0 without capabilities passed the owner's bits,
+    opened it for reading (Landlock confines writes) and took it with flock, which needs no more:
+    every judge of that GPU then blocked in flock, untimed, until that runner died (the victims'
+    jobs run into their deadline). The lock file is made here as a judge makes it (warm_up); a CPU
+    judge never opens it, the candidate does."""
+    lock = private_lock_dir(Path(tempfile.gettempdir())) / "tritongym-gpu-redteam5.lock"
+    os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o600))
+    try:
+        with same_user_pool(monkeypatch) as env:
+            result = judged(env, "holds_the_gpu_timing_lock.py")
+    finally:
+        lock.unlink()
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "LOCK HELD" not in result.stdout and f"REFUSED {lock}" in result.stdout, result.stdout
