@@ -3,8 +3,12 @@ behaviour; those of breaks still open are marked xfail(strict=True) and flip whe
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import struct
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from helpers import DEVICE, small_problem
 from tritongym.agent.feedback import render_feedback
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.judge import seccomp
 from tritongym.evaluate.result import EvalResult, Finding
 from tritongym.evaluate.sandbox import overrides_permissions, private_lock_dir
 
@@ -82,3 +87,52 @@ def test_a_runner_of_the_judges_user_cannot_hold_the_gpu_timing_lock(monkeypatch
         lock.unlink()
     assert result.verdict is Verdict.OK, result.feedback
     assert "LOCK HELD" not in result.stdout and f"REFUSED {lock}" in result.stdout, result.stdout
+
+
+@contextlib.contextmanager
+def host_service(mode: int):
+    """A service of the host on a UNIX socket named in the file system (as docker's, systemd's): the
+    peers' user ids (SO_PEERCRED) of the connections it accepted."""
+    path = Path(tempfile.gettempdir()) / "redteam5-host-service.sock"
+    path.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    path.chmod(mode)
+    server.listen(4)
+    peers: list[int] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = server.accept()
+                creds = client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                peers.append(struct.unpack("3i", creds)[1])
+                client.sendall(b"hello")
+                client.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield peers
+    finally:
+        server.close()
+        path.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
+@pytest.mark.parametrize("user", ["same", "own"])
+def test_a_runner_cannot_reach_a_host_service_on_a_unix_socket(monkeypatch, warm_env, user):
+    """#3: a UNIX socket named in the file system passes the CPU runner's network namespace and
+    Landlock's TCP and abstract-socket rules; a runner of the judge's user (uid 0 without capabilities:
+    every GPU runner) connected to a root-only (0600) socket, and the service saw a peer of uid 0. A
+    runner of its own user reached a world-writable one. Now no runner makes a socket."""
+    if user == "same" and os.geteuid() != 0:
+        pytest.skip("a judge that is not root has no root-only socket to reach")
+    with host_service(0o600 if user == "same" else 0o666) as peers:
+        if user == "same":
+            with same_user_pool(monkeypatch) as env:
+                result = judged(env, "reaches_host_unix_socket.py")
+        else:
+            result = judged(warm_env, "reaches_host_unix_socket.py")
+    assert result.verdict is Verdict.OK, result.feedback
+    assert peers == [] and "CONNECTED" not in result.stdout, (peers, result.stdout)
+    assert "REFUSED" in result.stdout and "Operation not permitted" in result.stdout, result.stdout

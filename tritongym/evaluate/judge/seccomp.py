@@ -7,8 +7,10 @@ kill the spare runner of the next job, or the judge. The filter, installed in th
 candidate is imported and inherited by every thread and process the candidate starts, lets signals
 go only to the runner itself or its own process group (the runner leads its session), its limits
 are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
-I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), and the calls that
-read or write another process's memory or take its files are refused. The kernel reads a pid
+I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), the calls that
+read or write another process's memory or take its files are refused, and so are new sockets
+(``socket``, ``connect``; ``io_uring``, whose requests no filter sees): nothing but the socket pair
+the judge gave it, no UNIX socket of the host's services. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
 Where ``processes`` is off (CPU runners: Triton's interpreter, the guards and the watchdog start
@@ -77,6 +79,15 @@ REFUSED = {
     "msgrcv": 70,
     "msgctl": 71,
     "semtimedop": 220,
+    # new sockets: a runner's only channel is the socket pair the judge hands it. A UNIX socket named
+    # in the file system (docker's, systemd's, D-Bus's, a Ray node's) passes a network namespace and
+    # Landlock's TCP and scope rules, and its service trusts a peer of the judge's uid 0 (red team 5 #3)
+    "socket": 41,
+    "connect": 42,
+    # io_uring's requests (IORING_OP_SOCKET, IORING_OP_CONNECT...) are not system calls: no filter sees them
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
 }
 FCNTL, IOCTL = 72, 16
 FORKS = {"fork": 57, "vfork": 58}
