@@ -136,3 +136,13 @@ def test_a_runner_cannot_reach_a_host_service_on_a_unix_socket(monkeypatch, warm
     assert result.verdict is Verdict.OK, result.feedback
     assert peers == [] and "CONNECTED" not in result.stdout, (peers, result.stdout)
     assert "REFUSED" in result.stdout and "Operation not permitted" in result.stdout, result.stdout
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
+def test_memory_held_in_socket_buffers_is_refused(warm_env):
+    """#4: bytes written to a socket pair and never read stay in the kernel's socket buffers, which no
+    memory measure of the runner counts: 1280 MiB held under a 1024 MiB limit, `ok`. Now a runner
+    makes no socket pair (its only one is the judge's)."""
+    result = judged(warm_env, "hides_memory_in_socket_buffers.py", memory_limit_mb=1024)
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "HELD 0 MiB" in result.stdout and "Operation not permitted" in result.stdout, result.stdout

@@ -110,15 +110,14 @@ def test_a_confined_process_cannot_make_a_files_io_signal_another_process():
 
     def probe(parent):
         import fcntl
-        import socket
 
-        a, _b = socket.socketpair()
+        a, _b = os.pipe()  # a confined process makes no socket (red team 5 #3, #4); the commands are refused first
         libc = ctypes.CDLL(None, use_errno=True)
 
         def ioctl(request, value):
             def run():
                 arg = ctypes.c_int(value)
-                if libc.ioctl(a.fileno(), request, ctypes.byref(arg)) == -1:
+                if libc.ioctl(a, request, ctypes.byref(arg)) == -1:
                     raise OSError(ctypes.get_errno(), "")
 
             return run

@@ -9,8 +9,9 @@ go only to the runner itself or its own process group (the runner leads its sess
 are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
 I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), the calls that
 read or write another process's memory or take its files are refused, and so are new sockets
-(``socket``, ``connect``; ``io_uring``, whose requests no filter sees): nothing but the socket pair
-the judge gave it, no UNIX socket of the host's services. The kernel reads a pid
+(``socket``, ``socketpair``, ``connect``; ``io_uring``, whose requests no filter sees): nothing but
+the socket pair the judge gave it, no UNIX socket of the host's services, no socket buffers holding
+memory outside the runner's limit. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
 Where ``processes`` is off (CPU runners: Triton's interpreter, the guards and the watchdog start
@@ -84,6 +85,9 @@ REFUSED = {
     # Landlock's TCP and scope rules, and its service trusts a peer of the judge's uid 0 (red team 5 #3)
     "socket": 41,
     "connect": 42,
+    # nor pairs: what is written to one and not read stays in the kernel's buffers (8 MiB a socket),
+    # in no resident set or file that the memory limit counts (red team 5 #4)
+    "socketpair": 53,
     # io_uring's requests (IORING_OP_SOCKET, IORING_OP_CONNECT...) are not system calls: no filter sees them
     "io_uring_setup": 425,
     "io_uring_enter": 426,
