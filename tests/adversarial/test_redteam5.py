@@ -146,3 +146,27 @@ def test_memory_held_in_socket_buffers_is_refused(warm_env):
     result = judged(warm_env, "hides_memory_in_socket_buffers.py", memory_limit_mb=1024)
     assert result.verdict is Verdict.OK, result.feedback
     assert "HELD 0 MiB" in result.stdout and "Operation not permitted" in result.stdout, result.stdout
+
+
+def test_a_verdict_reached_by_running_the_code_is_not_served_again(warm_env, tmp_path):
+    """#5: the service's cache served the first verdict of a text to every later identical submission
+    (`HttpEnv` does not ask for `fresh`): `right_half_the_time.py`, right on half of its evaluations,
+    got its first draw six times out of six. Now a result is served again only where the text alone
+    decided it; an identical submission that ran is evaluated again."""
+    from fastapi.testclient import TestClient
+
+    from tritongym.env.service import ServiceConfig, create_app
+    from tritongym.env.store import TaskStore
+
+    problem = small_problem("vector_add")
+    spec = {"name": problem.name, "source": problem.source, "entry_point": problem.entry_point}
+    body = {"problem": spec, "candidate": (HERE / "right_half_the_time.py").read_text(), "config": {"trials": 2}}
+    client = TestClient(create_app(warm_env, TaskStore(tmp_path / "tasks.db"), ServiceConfig()))
+    seen = []
+    with client:
+        for _ in range(2):
+            (task_id,) = client.post("/v1/tasks", json={"tasks": [body]}).json()["ids"]
+            done = client.get(f"/v1/tasks/{task_id}", params={"wait": 60}).json()
+            assert done["state"] == "done" and done["result"]["verdict"] in ("ok", "mismatch"), done
+            seen.append(done["cached"])
+    assert seen == [False, False]
