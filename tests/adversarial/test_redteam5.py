@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DEVICE, small_problem
+from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.agent.feedback import render_feedback
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
@@ -170,3 +170,22 @@ def test_a_verdict_reached_by_running_the_code_is_not_served_again(warm_env, tmp
             assert done["state"] == "done" and done["result"]["verdict"] in ("ok", "mismatch"), done
             seen.append(done["cached"])
     assert seen == [False, False]
+
+
+def test_a_rollout_that_tried_a_hack_is_paid_the_hack_penalty(warm_env):
+    """#6: a rollout that evaluates several attempts (TRL's tool calls, the turns of a verl episode)
+    was paid its best (or last) attempt's reward, so a cheat tried first and then an honest kernel
+    earned the honest one's: the hack penalty never reached a rollout that also got something right.
+    Now any hack in a rollout is its reward (the lowest hack's)."""
+    from tritongym.integrations.scoring import Score, Scorer, rollout_reward
+
+    scorer = Scorer(warm_env, config=config())
+    problem = small_problem("vector_add")
+    attempts = [(HERE / "cheats_first_then_fixes.py").read_text(), (CANDIDATES / "correct.py").read_text()]
+    scores = scorer.score([problem, problem], attempts, codes=attempts)
+    assert [s.verdict for s in scores] == ["hack_no_triton", "ok"], [s.result.feedback for s in scores]
+    assert rollout_reward(scores, "best") == rollout_reward(scores, "last") == -1.0
+    assert rollout_reward(scores[1:], "best") == 0.5
+    assert rollout_reward([Score(None, "infrastructure_error"), scores[1]], "best") == 0.5
+    assert rollout_reward([Score(None, "infrastructure_error")], "best") is None
+    assert rollout_reward([], "last") is None
