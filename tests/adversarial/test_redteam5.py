@@ -4,6 +4,7 @@ behaviour; those of breaks still open are marked xfail(strict=True) and flip whe
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import struct
@@ -12,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.agent.feedback import render_feedback
@@ -189,3 +191,44 @@ def test_a_rollout_that_tried_a_hack_is_paid_the_hack_penalty(warm_env):
     assert rollout_reward([Score(None, "infrastructure_error"), scores[1]], "best") == 0.5
     assert rollout_reward([Score(None, "infrastructure_error")], "best") is None
     assert rollout_reward([], "last") is None
+
+
+def test_a_hack_after_a_correct_turn_is_still_trained_on():
+    """#7: tritongym's multi-turn estimators (trloo, discounted; the default `meaningful_turns`) drop
+    the turns with a non-positive reward that come after a correct one, so a cheat tried once a kernel
+    was right (turn 1: ok 0.5, turn 2: hack -1) had advantage 0 and cost nothing, while an unseen one
+    was paid. Now a hack turn is never dropped (`hack`, filled from the verdicts by the trainer)."""
+    from tritongym.rewards.outcome import is_hack
+    from tritongym.rl import trloo
+    from tritongym.train.batch import Rows
+    from tritongym.train.config import load_config
+    from tritongym.train.step import plan_update
+
+    rewards = torch.tensor([0.5, -1.0, 0.5, 0.0])  # episode 0: ok then a hack; episode 1: ok then a failure
+    group, trajectory, turn = torch.tensor([0, 0, 0, 0]), torch.tensor([0, 0, 1, 1]), torch.tensor([0, 1, 0, 1])
+    hack = torch.tensor([False, True, False, False])
+    before = trloo(rewards, group, trajectory=trajectory, turn=turn)
+    assert before[1] == 0.0  # the hack turn was dropped
+    after = trloo(rewards, group, trajectory=trajectory, turn=turn, hack=hack)
+    assert after[1] < 0 and after[0] < 0 and after[3] == 0.0  # the hack, and the turn that led to it, pay
+
+    verdicts = ["ok", "hack_no_triton", "ok", "mismatch"]
+    assert [is_hack(v) for v in verdicts] == hack.tolist() and not is_hack("no_code")
+    n = len(verdicts)
+    rows = Rows(
+        records=[None] * n,
+        input_ids=torch.zeros((n, 3), dtype=torch.long),
+        attention_mask=torch.ones((n, 3), dtype=torch.long),
+        token_mask=torch.tensor([[False, True]] * n),
+        behaviour_logp=torch.zeros((n, 2)),
+        rewards=rewards,
+        group=group,
+        trajectory=trajectory,
+        turn=turn,
+        correct=torch.tensor([True, False, True, False]),
+        coverage=torch.full((n,), 0.9),
+        speedup=torch.full((n,), math.nan),
+        hack=hack,
+    )
+    plan = plan_update(rows, torch.zeros((n, 2)), load_config(preset="drkernel"), torch.Generator().manual_seed(0))
+    assert plan.keep[1] and plan.advantages[1] < 0, plan.advantages

@@ -23,10 +23,10 @@ from typing import Any
 from tritongym.env.base import Env
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
-from tritongym.evaluate.result import Category, EvalResult, Verdict
+from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward, weighted_sum
-from tritongym.rewards.outcome import NO_CODE, NO_CODE_OUTCOME, category
+from tritongym.rewards.outcome import NO_CODE, NO_CODE_OUTCOME, is_hack
 
 log = logging.getLogger(__name__)
 
@@ -122,20 +122,13 @@ def rollout_reward(scores: Sequence[Score], reward_of: str = "best") -> float | 
     hack followed by a correct answer would otherwise be paid the correct one's, so that the hack
     penalty never reached a rollout that also got something right (red team 5 #6), and a policy
     loses nothing by trying a cheat first."""
-    hacks = [s.reward for s in scores if s.reward is not None and _is_hack(s.verdict)]
+    hacks = [s.reward for s in scores if s.reward is not None and is_hack(s.verdict)]
     if hacks:
         return min(hacks)
     if reward_of == "last":
         return scores[-1].reward if scores else None
     rewards = [s.reward for s in scores if s.reward is not None]
     return max(rewards) if rewards else None
-
-
-def _is_hack(verdict: str) -> bool:
-    try:
-        return category({"verdict": verdict}) is Category.HACK
-    except ValueError:  # a verdict this version does not know is no hack of the model's
-        return False
 
 
 def _failed(problem: Problem, exc: BaseException) -> EvalResult:
