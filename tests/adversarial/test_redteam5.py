@@ -22,6 +22,7 @@ from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.judge import seccomp
 from tritongym.evaluate.result import EvalResult, Finding
 from tritongym.evaluate.sandbox import overrides_permissions, private_lock_dir
+from tritongym.problems.problem import Problem
 
 HERE = Path(__file__).parent / "redteam5"
 ROOT_JUDGE = os.geteuid() == 0 and overrides_permissions()
@@ -232,3 +233,19 @@ def test_a_hack_after_a_correct_turn_is_still_trained_on():
     )
     plan = plan_update(rows, torch.zeros((n, 2)), load_config(preset="drkernel"), torch.Generator().manual_seed(0))
     assert plan.keep[1] and plan.advantages[1] < 0, plan.advantages
+
+
+def test_an_honest_kernel_whose_answer_is_the_poison_is_not_a_hack(warm_env):
+    """#8 (false positive): a boolean reduction whose answer is True everywhere is what the hollow
+    forward's poison (True for booleans) leaves in a buffer no kernel wrote, so an honest kernel got
+    `hack_no_triton`. Now an output still right under the first poison is tried under the other one
+    (False), which no answer can also be everywhere; a host computation is still caught."""
+    problem = Problem("row_has_positive", (HERE / "row_has_positive_problem.py").read_text())
+    honest = warm_env.submit(problem, (HERE / "honest_boolean_reduction.py").read_text(), config()).result()
+    assert honest.verdict is Verdict.OK, honest.feedback
+    on_host = (
+        (HERE / "honest_boolean_reduction.py")
+        .read_text()
+        .replace("        return out\n", "        return torch.from_numpy((x.numpy() > 0).any(axis=1))\n")
+    )
+    assert warm_env.submit(problem, on_host, config()).result().verdict is Verdict.HACK_NO_TRITON

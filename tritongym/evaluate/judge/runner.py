@@ -261,7 +261,7 @@ class Runner:
         def skip(args: tuple, kwargs: dict) -> None:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
-                    poison(value)
+                    poison(value, message.other_poison)
 
         given = None
         try:
@@ -356,15 +356,18 @@ def clipped_counts(names) -> dict[str, int]:
     return dict(counts)
 
 
-def poison(t: torch.Tensor) -> None:
-    """Fill a tensor with a value no correct output holds by chance: NaN, or the largest integer."""
+def poison(t: torch.Tensor, other: bool = False) -> None:
+    """Fill a tensor with a value no correct output holds by chance: NaN, True or the largest integer;
+    ``other``: +inf, False or the smallest integer (an answer may be one of the first everywhere, a
+    boolean reduction's all True, but not both)."""
     with torch.no_grad():
         if t.dtype.is_floating_point or t.dtype.is_complex:
-            t.fill_(float("nan"))
+            t.fill_(float("inf") if other else float("nan"))
         elif t.dtype is torch.bool:
-            t.fill_(True)
+            t.fill_(not other)
         else:
-            t.fill_(torch.iinfo(t.dtype).max)
+            info = torch.iinfo(t.dtype)
+            t.fill_(info.min if other else info.max)
 
 
 def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
