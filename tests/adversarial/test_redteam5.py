@@ -249,3 +249,20 @@ def test_an_honest_kernel_whose_answer_is_the_poison_is_not_a_hack(warm_env):
         .replace("        return out\n", "        return torch.from_numpy((x.numpy() > 0).any(axis=1))\n")
     )
     assert warm_env.submit(problem, on_host, config()).result().verdict is Verdict.HACK_NO_TRITON
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
+def test_a_runner_of_the_judges_user_cannot_lease_its_files(monkeypatch):
+    """#9: a runner of the judge's user took a read lease (F_SETLEASE) on a file of that user it could
+    read: every open of it for writing then failed with EAGAIN or blocked 45 s (fs.lease-break-time)
+    until the runner died. Now the filter refuses F_SETLEASE."""
+    judges_file = Path(tempfile.gettempdir()) / "redteam5-judges-file"
+    judges_file.write_text("the judge's")
+    judges_file.chmod(0o644)
+    try:
+        with same_user_pool(monkeypatch) as env:
+            result = judged(env, "leases_the_judges_files.py")
+    finally:
+        judges_file.unlink()
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "LEASE HELD" not in result.stdout and "Operation not permitted" in result.stdout, result.stdout

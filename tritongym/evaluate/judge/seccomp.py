@@ -7,7 +7,8 @@ kill the spare runner of the next job, or the judge. The filter, installed in th
 candidate is imported and inherited by every thread and process the candidate starts, lets signals
 go only to the runner itself or its own process group (the runner leads its session), its limits
 are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
-I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP), the calls that
+I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP) and no file leased
+(F_SETLEASE: the opens of others for writing would block), the calls that
 read or write another process's memory or take its files are refused, and so are new sockets
 (``socket``, ``socketpair``, ``connect``; ``io_uring``, whose requests no filter sees): nothing but
 the socket pair the judge gave it, no UNIX socket of the host's services, no socket buffers holding
@@ -99,12 +100,15 @@ FORKS = {"fork": 57, "vfork": 58}
 CLONE, CLONE3 = 56, 435
 CLONE_THREAD = 0x00010000
 """``clone``'s first argument holds its flags: with ``CLONE_THREAD`` it starts a thread of the caller."""
-SIGNAL_OWNER_COMMANDS = {
-    FCNTL: {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15},
+REFUSED_COMMANDS = {
+    FCNTL: {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15, "F_SETLEASE": 1024},
     IOCTL: {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902},
 }
-"""Commands that make a file's I/O signal a process of the caller's choosing (SIGIO, or any signal
-F_SETSIG names): refused whatever the target, the caller itself included."""
+"""Commands refused whatever their target, the caller itself included: those that make a file's I/O
+signal a process of the caller's choosing (SIGIO, or any signal F_SETSIG names), and F_SETLEASE,
+which a runner could take on any file of its user it may read (a descriptor opened for reading is
+enough): whoever then opens that file for writing, or truncates it, blocks for
+``fs.lease-break-time`` (45 s), every time (red team 5 #9)."""
 
 Instruction = tuple[int, int | str, int | str, int]
 
@@ -148,7 +152,7 @@ def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, "eperm", 0, number) for number in sorted(REFUSED.values())]
     code += [(JEQ_K, "signal", 0, number) for number in sorted(SIGNALS_BY_PID.values())]
     code += [(JEQ_K, "self", 0, number) for number in sorted(SELF_ONLY.values())]
-    code += [(JEQ_K, f"owner{call}", 0, call) for call in sorted(SIGNAL_OWNER_COMMANDS)]
+    code += [(JEQ_K, f"command{call}", 0, call) for call in sorted(REFUSED_COMMANDS)]
     if not processes:
         code += [(JEQ_K, "eperm", 0, number) for number in sorted(FORKS.values())]
         code += [(JEQ_K, "enosys", 0, CLONE3), (JEQ_K, "clone", 0, CLONE)]
@@ -156,8 +160,8 @@ def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, "allow", 0, target) for target in (pid, 0, (-pid) & 0xFFFFFFFF)]  # itself, its group
     code.append((RET_K, 0, 0, RET_EPERM))
     code += ["self", (LD_W_ABS, 0, 0, OFFSET_ARG0), (JEQ_K, "allow", 0, pid), (JEQ_K, "allow", "eperm", 0)]
-    for call, commands in sorted(SIGNAL_OWNER_COMMANDS.items()):
-        code += [f"owner{call}", (LD_W_ABS, 0, 0, OFFSET_ARG1)]
+    for call, commands in sorted(REFUSED_COMMANDS.items()):
+        code += [f"command{call}", (LD_W_ABS, 0, 0, OFFSET_ARG1)]
         code += [(JEQ_K, "eperm", 0, command) for command in sorted(commands.values())]
         code.append((RET_K, 0, 0, RET_ALLOW))
     if not processes:
