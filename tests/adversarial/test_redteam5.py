@@ -266,3 +266,26 @@ def test_a_runner_of_the_judges_user_cannot_lease_its_files(monkeypatch):
         judges_file.unlink()
     assert result.verdict is Verdict.OK, result.feedback
     assert "LEASE HELD" not in result.stdout and "Operation not permitted" in result.stdout, result.stdout
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
+def test_a_runner_of_the_judges_user_cannot_lock_the_services_database(monkeypatch):
+    """#10: a shared POSIX record lock on the write-lock byte of a WAL database's `-shm` file needs
+    only reading; held by a runner of the judge's user, every commit of the service's task store
+    failed with "database is locked" (SQLite's 5 s busy timeout) until the runner died. Now the filter
+    refuses record locks."""
+    from tritongym.env.store import TaskStore
+
+    database = Path(tempfile.gettempdir()) / "redteam5-tasks.db"
+    store = TaskStore(database)
+    problem = small_problem("vector_add")
+    store.add([(problem, "first", config(), 0, True)], {})  # the -shm file exists once the database is used
+    try:
+        with same_user_pool(monkeypatch) as env:
+            result = judged(env, "locks_the_services_database.py")
+    finally:
+        store.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+    assert result.verdict is Verdict.OK, result.feedback
+    assert "LOCKED" not in result.stdout and "Operation not permitted" in result.stdout, result.stdout

@@ -128,6 +128,8 @@ def test_a_confined_process_cannot_make_a_files_io_signal_another_process():
             "F_SETSIG": outcome(lambda: fcntl.fcntl(a, 10, signal.SIGSTOP)),
             "F_SETOWN_EX": outcome(lambda: fcntl.fcntl(a, 15, b"\0" * 8)),
             "F_SETLEASE": outcome(lambda: fcntl.fcntl(a, 1024, 0)),  # red team 5 #9 (a pipe: EINVAL unfiltered)
+            "F_SETLK": outcome(lambda: fcntl.fcntl(a, 6, b"\0" * 32)),  # red team 5 #10: record locks
+            "F_OFD_SETLKW": outcome(lambda: fcntl.fcntl(a, 38, b"\0" * 32)),
             "FIOSETOWN": outcome(ioctl(0x8901, parent)),
             "SIOCSPGRP": outcome(ioctl(0x8902, parent)),
             "F_GETFL": outcome(lambda: fcntl.fcntl(a, fcntl.F_GETFL)),

@@ -8,7 +8,8 @@ candidate is imported and inherited by every thread and process the candidate st
 go only to the runner itself or its own process group (the runner leads its session), its limits
 are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
 I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP) and no file leased
-(F_SETLEASE: the opens of others for writing would block), the calls that
+(F_SETLEASE: the opens of others for writing would block) or locked with a POSIX record lock
+(SQLite's databases of the judge's user), the calls that
 read or write another process's memory or take its files are refused, and so are new sockets
 (``socket``, ``socketpair``, ``connect``; ``io_uring``, whose requests no filter sees): nothing but
 the socket pair the judge gave it, no UNIX socket of the host's services, no socket buffers holding
@@ -101,14 +102,27 @@ CLONE, CLONE3 = 56, 435
 CLONE_THREAD = 0x00010000
 """``clone``'s first argument holds its flags: with ``CLONE_THREAD`` it starts a thread of the caller."""
 REFUSED_COMMANDS = {
-    FCNTL: {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15, "F_SETLEASE": 1024},
+    FCNTL: {
+        "F_SETLK": 6,
+        "F_SETLKW": 7,
+        "F_SETOWN": 8,
+        "F_SETSIG": 10,
+        "F_SETOWN_EX": 15,
+        "F_OFD_SETLK": 37,
+        "F_OFD_SETLKW": 38,
+        "F_SETLEASE": 1024,
+    },
     IOCTL: {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902},
 }
 """Commands refused whatever their target, the caller itself included: those that make a file's I/O
-signal a process of the caller's choosing (SIGIO, or any signal F_SETSIG names), and F_SETLEASE,
-which a runner could take on any file of its user it may read (a descriptor opened for reading is
-enough): whoever then opens that file for writing, or truncates it, blocks for
-``fs.lease-break-time`` (45 s), every time (red team 5 #9)."""
+signal a process of the caller's choosing (SIGIO, or any signal F_SETSIG names), F_SETLEASE, which a
+runner could take on any file of its user it may read (a descriptor opened for reading is enough):
+whoever then opens that file for writing, or truncates it, blocks for ``fs.lease-break-time`` (45
+s), every time (red team 5 #9), and POSIX record locks (F_SETLK, F_SETLKW and their OFD forms), of
+which a shared one needs no more than reading: held on SQLite's lock byte of a database of the
+judge's user (the service's task store), every commit there fails with "database is locked" (red
+team 5 #10). ``flock`` stays: Inductor's file locks in honest candidates take it (a refusal would
+hang them)."""
 
 Instruction = tuple[int, int | str, int | str, int]
 
