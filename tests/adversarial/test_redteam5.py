@@ -289,3 +289,23 @@ def test_a_runner_of_the_judges_user_cannot_lock_the_services_database(monkeypat
             Path(f"{database}{suffix}").unlink(missing_ok=True)
     assert result.verdict is Verdict.OK, result.feedback
     assert "LOCKED" not in result.stdout and "Operation not permitted" in result.stdout, result.stdout
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
+def test_a_runner_of_the_judges_user_cannot_change_the_mode_of_its_files(monkeypatch):
+    """#11: Landlock confines writes, not metadata, and a file's owner changes its mode without any
+    capability: a runner of the judge's user made a root-owned program set-user-ID (0o4755) and then
+    world-writable. Now a CPU runner changes no mode at all (a GPU runner's filter refuses the
+    set-user-ID and set-group-ID bits only: tests/adversarial/test_seccomp.py)."""
+    program = Path(tempfile.gettempdir()) / "redteam5-judges-program"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    try:
+        with same_user_pool(monkeypatch) as env:
+            result = judged(env, "chmods_the_judges_files.py")
+        mode = program.stat().st_mode & 0o7777
+    finally:
+        program.unlink()
+    assert result.verdict is Verdict.OK, result.feedback
+    assert mode == 0o755 and "CHMOD" not in result.stdout, (oct(mode), result.stdout)
+    assert result.stdout.count("Operation not permitted") == 2, result.stdout

@@ -16,9 +16,11 @@ the socket pair the judge gave it, no UNIX socket of the host's services, no soc
 memory outside the runner's limit. The kernel reads a pid
 argument as a 32-bit ``pid_t``, which is the word the filter compares.
 
-Where ``processes`` is off (CPU runners: Triton's interpreter, the guards and the watchdog start
-threads, never a process) the filter also refuses process creation: ``fork`` and ``vfork``, and
-``clone`` without ``CLONE_THREAD`` in its flags, fail with EPERM, so that no computation runs in a
+No runner may change a file's owner or extended attributes, nor set a set-user-ID or set-group-ID
+bit (Landlock confines writes, not metadata; red team 5 #11). Where ``processes`` is off (CPU
+runners: Triton's interpreter, the guards and the watchdog start threads, never a process) the
+filter also refuses changing any file's mode or times, and process creation: ``fork`` and
+``vfork``, and ``clone`` without ``CLONE_THREAD`` in its flags, fail with EPERM, so that no computation runs in a
 child the runner's guards do not watch (red team 4 #7); ``clone3`` fails with ENOSYS, since seccomp
 cannot read the flags it takes in a struct, and libc then falls back to ``clone`` (threads keep
 starting: ``pthread_create`` passes ``CLONE_THREAD``). On a GPU Triton's compiler runs ``ptxas`` as a
@@ -94,8 +96,33 @@ REFUSED = {
     "io_uring_setup": 425,
     "io_uring_enter": 426,
     "io_uring_register": 427,
+    # a file's owner, its extended attributes: Landlock confines writes, not metadata, and a runner of
+    # the judge's user owns that user's files (red team 5 #11)
+    "chown": 92,
+    "fchown": 93,
+    "lchown": 94,
+    "fchownat": 260,
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "removexattr": 197,
+    "lremovexattr": 198,
+    "fremovexattr": 199,
+    "setxattrat": 463,
+    "removexattrat": 466,
 }
 FCNTL, IOCTL = 72, 16
+MODES = {"chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452}
+"""Calls that change a file's mode: Landlock leaves them alone, and a file's owner needs no capability,
+not even for the set-user-ID bit, so a runner of the judge's user could make a program of that user
+(root's) set-user-ID, or take every permission off ``/``, ``/tmp`` or the environment's ``python``
+(red team 5 #11). Refused where processes are (a CPU runner changes no mode); elsewhere refused with
+the set-user-ID or set-group-ID bit (a linker sets its output's mode, 0755, on a GPU)."""
+MODE_ARGUMENT = {90: 24, 91: 24, 268: 32, 452: 32}
+"""The offset in ``struct seccomp_data`` of each mode call's mode argument (the second or third)."""
+SET_ID_BITS = 0o6000
+TIMES = {"utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280}
+"""Calls that set a file's times (any file of the runner's user): refused where processes are."""
 FORKS = {"fork": 57, "vfork": 58}
 """Calls that only ever make a process: refused where processes are."""
 CLONE, CLONE3 = 56, 435
@@ -154,7 +181,9 @@ def assemble(code: list[Instruction | str]) -> list[tuple[int, int, int, int]]:
 
 def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
     """The filter for a runner of this pid, as (code, jump if true, jump if false, constant); one
-    that may not create processes where ``processes`` is off (it may still start threads)."""
+    that may not create processes, nor change a file's mode or times, where ``processes`` is off (it
+    may still start threads). With ``processes`` (a GPU runner's Triton runs ptxas, and gcc and a
+    linker for a launcher) modes change, but never to set-user-ID or set-group-ID."""
     if not 0 < pid < 1 << 31:
         raise ValueError(f"not a process id: {pid}")
     code: list[Instruction | str] = [
@@ -169,7 +198,10 @@ def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
     code += [(JEQ_K, f"command{call}", 0, call) for call in sorted(REFUSED_COMMANDS)]
     if not processes:
         code += [(JEQ_K, "eperm", 0, number) for number in sorted(FORKS.values())]
+        code += [(JEQ_K, "eperm", 0, number) for number in sorted([*MODES.values(), *TIMES.values()])]
         code += [(JEQ_K, "enosys", 0, CLONE3), (JEQ_K, "clone", 0, CLONE)]
+    else:
+        code += [(JEQ_K, f"mode{MODE_ARGUMENT[n]}", 0, n) for n in sorted(MODES.values())]
     code += [(RET_K, 0, 0, RET_ALLOW), "signal", (LD_W_ABS, 0, 0, OFFSET_ARG0)]
     code += [(JEQ_K, "allow", 0, target) for target in (pid, 0, (-pid) & 0xFFFFFFFF)]  # itself, its group
     code.append((RET_K, 0, 0, RET_EPERM))
@@ -181,6 +213,9 @@ def program(pid: int, processes: bool) -> list[tuple[int, int, int, int]]:
     if not processes:
         code += ["clone", (LD_W_ABS, 0, 0, OFFSET_ARG0), (JSET_K, "allow", "eperm", CLONE_THREAD)]
         code += ["enosys", (RET_K, 0, 0, RET_ENOSYS)]
+    else:
+        for offset in sorted(set(MODE_ARGUMENT.values())):
+            code += [f"mode{offset}", (LD_W_ABS, 0, 0, offset), (JSET_K, "eperm", "allow", SET_ID_BITS)]
     code += ["eperm", (RET_K, 0, 0, RET_EPERM), "allow", (RET_K, 0, 0, RET_ALLOW)]
     code += ["kill", (RET_K, 0, 0, RET_KILL_PROCESS)]
     return assemble(code)
