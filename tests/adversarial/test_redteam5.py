@@ -309,3 +309,28 @@ def test_a_runner_of_the_judges_user_cannot_change_the_mode_of_its_files(monkeyp
     assert result.verdict is Verdict.OK, result.feedback
     assert mode == 0o755 and "CHMOD" not in result.stdout, (oct(mode), result.stdout)
     assert result.stdout.count("Operation not permitted") == 2, result.stdout
+
+
+def test_the_environments_own_solution_run_under_the_candidates_name_is_not_its_kernel(warm_env):
+    """#12: the bundled solutions are readable by every runner; a candidate wrote its problem's over
+    its own file and ran it with runpy, so that its kernels carried the candidate's file name (all the
+    launch monitor asked): `ok` for a text whose only kernel is an empty decoy. Now an own kernel's
+    code must be one compiled from the text the runner read before running it."""
+    result = judged(warm_env, "runs_the_bundled_solution.py", problem="softmax")
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+
+
+def test_a_kernel_is_the_candidates_only_where_its_code_and_source_come_from_its_text(tmp_path):
+    """#12's two halves: Triton's interpreter runs the function's code (a `linecache` entry that puts
+    the text's source beside another program's code must not pass), a GPU compiles the kernel's
+    source (the text's code beside another source must not pass either)."""
+    from tritongym.evaluate.guards import CandidateText
+
+    path = tmp_path / "solution.py"
+    path.write_text("def kernel(x):\n    return x + 1\n")
+    text = CandidateText.read(str(path))
+    (own,) = [c for c in text.codes if c.co_name == "kernel"]
+    other = compile("def kernel(x):\n    return x * 2\n", str(path), "exec").co_consts[0]
+    assert text.owns(own, "def kernel(x):\n    return x + 1\n") and text.owns(own, None)
+    assert not text.owns(other, "def kernel(x):\n    return x + 1\n")  # the interpreter would run x * 2
+    assert not text.owns(own, "def kernel(x):\n    return x * 2\n")  # a GPU would compile x * 2

@@ -26,6 +26,7 @@ import traceback
 import torch
 
 from tritongym.evaluate.guards import (
+    CandidateText,
     LaunchMonitor,
     OpRecorder,
     OpWitness,
@@ -76,6 +77,7 @@ class Runner:
         self.model = None
         self.cls = None
         self.path = ""
+        self.text: CandidateText | None = None
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
@@ -107,6 +109,7 @@ class Runner:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job.workdir, "inductor-cache")
         tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
         self.path = job.candidate_path
+        self.text = CandidateText.read(job.candidate_path)  # before any of it runs: what its own kernels are
         from tritongym.evaluate.taint import ProcessState
 
         self.baseline = ProcessState()
@@ -188,7 +191,7 @@ class Runner:
         recorder, witness = OpRecorder(), OpWitness()
         started = thread_starts()
         try:
-            with witness, LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
+            with witness, LaunchMonitor(self.path, recorder, text=self.text) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
                 self.synchronize()
                 # Everything that reads the output or the model may run candidate code (an override of
@@ -268,7 +271,7 @@ class Runner:
             given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
             keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
-            with LaunchMonitor(self.path, skip=skip), torch.no_grad():
+            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
             answered = message.out_slots and self.output_in_slots(got)
@@ -282,7 +285,7 @@ class Runner:
         given = None
         try:
             given = self.inputs(message)
-            with LaunchMonitor(self.path, block=True), torch.no_grad():
+            with LaunchMonitor(self.path, block=True, text=self.text), torch.no_grad():
                 self.model(*given)
             self.synchronize()
         except BaseException:
@@ -296,7 +299,7 @@ class Runner:
         from tritongym.evaluate.profiling import profile_forward
 
         try:
-            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device)
+            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device, self.text)
         except BaseException as exc:
             raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage
