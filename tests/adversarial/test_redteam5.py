@@ -294,8 +294,9 @@ def test_a_runner_of_the_judges_user_cannot_lock_the_services_database(monkeypat
 @pytest.mark.skipif(not seccomp.supported(), reason="the runner's seccomp filter is x86-64 Linux only")
 def test_a_runner_of_the_judges_user_cannot_change_the_mode_of_its_files(monkeypatch):
     """#11: Landlock confines writes, not metadata, and a file's owner changes its mode without any
-    capability: a runner of the judge's user made a root-owned program set-user-ID (0o4755) and then
-    world-writable. Now a CPU runner changes no mode at all (a GPU runner's filter refuses the
+    capability: a runner of the judge's user made a root-owned program set-user-ID (0o4755), then
+    world-writable, then synchronous (`chattr +S` through a descriptor opened for reading). Now inode
+    flags are refused and a CPU runner changes no mode at all (a GPU runner's filter refuses the
     set-user-ID and set-group-ID bits only: tests/adversarial/test_seccomp.py)."""
     program = Path(tempfile.gettempdir()) / "redteam5-judges-program"
     program.write_text("#!/bin/sh\n")
@@ -307,8 +308,8 @@ def test_a_runner_of_the_judges_user_cannot_change_the_mode_of_its_files(monkeyp
     finally:
         program.unlink()
     assert result.verdict is Verdict.OK, result.feedback
-    assert mode == 0o755 and "CHMOD" not in result.stdout, (oct(mode), result.stdout)
-    assert result.stdout.count("Operation not permitted") == 2, result.stdout
+    assert mode == 0o755 and "CHMOD" not in result.stdout and "CHATTR" not in result.stdout, result.stdout
+    assert result.stdout.count("Operation not permitted") == 3, result.stdout
 
 
 def test_the_environments_own_solution_run_under_the_candidates_name_is_not_its_kernel(warm_env):

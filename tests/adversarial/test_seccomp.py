@@ -130,6 +130,7 @@ def test_a_confined_process_cannot_make_a_files_io_signal_another_process():
             "F_SETLEASE": outcome(lambda: fcntl.fcntl(a, 1024, 0)),  # red team 5 #9 (a pipe: EINVAL unfiltered)
             "F_SETLK": outcome(lambda: fcntl.fcntl(a, 6, b"\0" * 32)),  # red team 5 #10: record locks
             "F_OFD_SETLKW": outcome(lambda: fcntl.fcntl(a, 38, b"\0" * 32)),
+            "FS_IOC_SETFLAGS": outcome(ioctl(0x40086602, 0)),  # red team 5 #11: chattr (a pipe: ENOTTY unfiltered)
             "FIOSETOWN": outcome(ioctl(0x8901, parent)),
             "SIOCSPGRP": outcome(ioctl(0x8902, parent)),
             "F_GETFL": outcome(lambda: fcntl.fcntl(a, fcntl.F_GETFL)),

