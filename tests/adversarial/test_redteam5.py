@@ -335,3 +335,28 @@ def test_a_kernel_is_the_candidates_only_where_its_code_and_source_come_from_its
     assert text.owns(own, "def kernel(x):\n    return x + 1\n") and text.owns(own, None)
     assert not text.owns(other, "def kernel(x):\n    return x + 1\n")  # the interpreter would run x * 2
     assert not text.owns(own, "def kernel(x):\n    return x * 2\n")  # a GPU would compile x * 2
+
+
+@pytest.mark.skipif(not ROOT_JUDGE, reason="only a builder that passes permission bits can keep a lock from its user")
+def test_a_runner_of_the_judges_user_cannot_open_the_launcher_stores_lock(tmp_path):
+    """#2's launcher-store part: the store's `.lock` (0644 in a 0755 store that runners read) could be
+    opened for reading and flocked by a runner of the judge's user, each build then waiting 10 s and
+    giving up. Under root its mode is 000: a process without capabilities cannot open it."""
+    from tritongym.evaluate.judge import launcher_builder
+    from tritongym.evaluate.judge.zygote import drop_capabilities
+
+    with launcher_builder._locked(tmp_path):
+        pass
+    lock = tmp_path / ".lock"
+    assert lock.stat().st_mode & 0o777 == 0
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            drop_capabilities()
+            os.close(os.open(lock, os.O_RDONLY))
+        except PermissionError:
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0  # refused: no runner holds the lock
