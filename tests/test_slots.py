@@ -358,6 +358,7 @@ def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_
 
     runner = Runner.__new__(Runner)
     runner.device, runner.path, runner.pid, runner.baseline = torch.device("cpu"), "candidate.py", 0, ProcessState()
+    runner.text = None  # no candidate file: what a kernel must come from is not checked here
     x, out, total = torch.arange(3.0).reshape(1, 3), torch.zeros(1, 3), torch.zeros(1, 1)
     runner.slots = ([x], [out, total], [{"slot": 0}])
     runner.output_layout = ({"slot": 0}, [{"k": {"slot": 1}}])
@@ -401,10 +402,10 @@ def test_the_runner_profiles_forward_on_its_slots(monkeypatch):
     seen = []
     attribution = SimpleNamespace(coverage=0.25, kernels=[], foreign_streams=[])
     monkeypatch.setattr(
-        profiling, "profile_forward", lambda model, given, path, device: seen.append(given) or attribution
+        profiling, "profile_forward", lambda model, given, path, device, text: seen.append(given) or attribution
     )
     runner = Runner.__new__(Runner)
-    runner.device, runner.path, runner.model = torch.device("cpu"), "candidate.py", None
+    runner.device, runner.path, runner.model, runner.text = torch.device("cpu"), "candidate.py", None, None
     slot = torch.arange(3.0).reshape(1, 3)
     runner.slots = ([slot], [], [{"slot": 0}, 2])
     sent = []

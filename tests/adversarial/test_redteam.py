@@ -23,7 +23,7 @@ from tritongym.errors import SandboxError, ServiceError
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
 from tritongym.evaluate.judge.reaping import PID_RANGE, children, kill_trees, kill_user, runner_uids, user_processes
 from tritongym.evaluate.judge.runners import RunnerSupply
-from tritongym.evaluate.sandbox import BACKSTOP_S, private_lock_dir
+from tritongym.evaluate.sandbox import BACKSTOP_S, overrides_permissions, private_lock_dir
 from tritongym.problems import find_problem
 
 REDTEAM = Path(__file__).parent / "redteam"
@@ -232,7 +232,8 @@ def test_a_decoy_kernel_and_a_forged_guard_report_still_pass_on_the_cpu(judge):
 
 def test_the_gpu_lock_lives_where_only_the_judges_user_writes(tmp_path):
     path = private_lock_dir(tmp_path)
-    assert path == private_lock_dir(tmp_path) and (os.stat(path).st_mode & 0o777) == 0o700
+    mode = 0 if ROOT and overrides_permissions() else 0o700  # red team 5 #2: no runner of uid 0 opens a lock
+    assert path == private_lock_dir(tmp_path) and (os.stat(path).st_mode & 0o777) == mode
     path.chmod(0o1777)  # as a runner would have made it, had it come first
     with pytest.raises(SandboxError, match="only this user may write"):
         private_lock_dir(tmp_path)

@@ -50,18 +50,24 @@ def test_submit_long_poll_and_batch_query(pool, tmp_path):
         assert states[ok_id]["result"]["verdict"] == "ok"
 
 
+SYNTAX_ERROR = (CANDIDATES / "syntax_error.py").read_text()
+
+
 def test_identical_task_is_answered_from_cache_unless_fresh(pool, tmp_path):
+    """What the text alone decides (a syntax error) is served again; a run of the code is not (its
+    verdict is one draw of the secret inputs: red team 5 #5)."""
     client, _ = make_client(pool, tmp_path)
     with client:
-        (first,) = client.post("/v1/tasks", json={"tasks": [task()]}).json()["ids"]
+        (first,) = client.post("/v1/tasks", json={"tasks": [task(SYNTAX_ERROR)]}).json()["ids"]
         original = wait_done(client, first)
-        (again,) = client.post("/v1/tasks", json={"tasks": [task()]}).json()["ids"]
+        assert original["result"]["verdict"] == "syntax_error"
+        (again,) = client.post("/v1/tasks", json={"tasks": [task(SYNTAX_ERROR)]}).json()["ids"]
         cached = client.get(f"/v1/tasks/{again}").json()
         assert cached["state"] == "done" and cached["cached"] is True
         assert cached["result"] == original["result"]
-        (fresh,) = client.post("/v1/tasks", json={"tasks": [task(fresh=True)]}).json()["ids"]
+        (fresh,) = client.post("/v1/tasks", json={"tasks": [task(SYNTAX_ERROR, fresh=True)]}).json()["ids"]
         assert wait_done(client, fresh)["cached"] is False
-        (other,) = client.post("/v1/tasks", json={"tasks": [task(config={"trials": 3})]}).json()["ids"]
+        (other,) = client.post("/v1/tasks", json={"tasks": [task(SYNTAX_ERROR, config={"trials": 3})]}).json()["ids"]
         assert wait_done(client, other)["cached"] is False
 
 

@@ -255,6 +255,10 @@ def test_the_tool_environment_scores_the_best_evaluation_and_keeps_to_its_budget
     assert "hack_no_triton" in asyncio.run(environment.evaluate_kernel("class ModelNew: hack"))
     assert "Verdict: ok" in asyncio.run(environment.evaluate_kernel("class ModelNew: ok"))
     assert "No evaluations left" in asyncio.run(environment.evaluate_kernel("class ModelNew: ok"))
+    assert environment.get_reward() == -1.0  # a hack in the rollout is paid, whatever came after (red team 5 #6)
+    environment.reset(**{k: v[0] for k, v in columns(1).items()})
+    for code in ("class ModelNew: infra", "class ModelNew: ok"):
+        asyncio.run(environment.evaluate_kernel(code))
     assert environment.get_reward() == 0.5
     environment.reset(**{k: v[0] for k, v in columns(1).items()})
     asyncio.run(environment.evaluate_kernel("class ModelNew: infra"))
@@ -367,5 +371,5 @@ def test_grpo_with_the_tool_environment_rewards_rollouts_by_their_evaluations(tm
     assert all(len(v) <= 3 for v in step["verdicts"])  # the budget holds even for concurrent calls
     assert step["logged"] == pytest.approx(step["own"])  # TRL's reward is the environment's
     for verdicts, reward in zip(step["verdicts"], step["own"], strict=True):
-        best = 0.5 if "ok" in verdicts else (-1.0 if verdicts else 0.0)
+        best = -1.0 if "hack_no_triton" in verdicts else (0.5 if "ok" in verdicts else (-1.0 if verdicts else 0.0))
         assert reward == best

@@ -369,4 +369,6 @@ def test_the_episode_reward_is_the_best_or_last_turn_and_nan_for_an_infrastructu
 
     turns = [Score(0.5, "ok"), Score(None, "infrastructure_error")]
     assert episode_reward(turns) == 0.5 and math.isnan(episode_reward(turns, "last"))
+    hacked = [Score(-1.0, "hack_no_triton"), Score(0.5, "ok")]  # a hack's penalty stays (red team 5 #6)
+    assert episode_reward(hacked) == episode_reward(hacked, "last") == -1.0
     assert math.isnan(episode_reward([Score(None, "infrastructure_error")])) and math.isnan(episode_reward([]))

@@ -60,24 +60,38 @@ def scrub(text: str) -> str:
     return _HEX.sub("<hex>", text)
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: its lines (every separator ``str.splitlines`` knows, ``\\r`` and
+    ``\\u2028`` included) joined with `` | ``. Exception messages, op and kernel names are the
+    candidate's to choose: kept on the line of the label that introduces them, they cannot forge a
+    line of the environment's own (``Verdict: ok``, ``Speedup: ...``) in the model's next prompt."""
+    return " | ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(limit - 4, 0)].rstrip() + " ..."
 
 
 _FRAME = re.compile(r'^\s*File "solution\.py", line (\d+), in (\S+)\s*$')
+_ANY_FRAME = re.compile(r'^\s+File ".*", line \d+')
 
 
 def candidate_traceback(detail: str, limit: int) -> list[str]:
     """From a scrubbed traceback: the candidate's own frames (``solution.py line N in f: code``) and
-    the final error line, at most ``limit`` lines (the innermost frames kept)."""
+    the exception that ended it on one line (its message may have many), at most ``limit`` lines
+    (the innermost frames kept)."""
     lines = detail.rstrip().splitlines()
-    frames = []
+    frames, end = [], 0
     for i, line in enumerate(lines):
         match = _FRAME.match(line)
         if match:
             code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].lstrip().startswith("File") else ""
             frames.append(f"solution.py line {match.group(1)} in {match.group(2)}: {code}".rstrip(": "))
-    error = next((line.strip() for line in reversed(lines) if line.strip() and not line.startswith(" ")), "")
+        if _ANY_FRAME.match(line):
+            end = i + 1
+    while end < len(lines) and lines[end].startswith(" "):  # the last frame's code and markers
+        end += 1
+    error = one_line("\n".join(lines[end:]))  # the exception, however many lines its message has
     if limit <= 0:
         return []
     kept = frames[-(limit - 1) :] if limit > 1 else []
@@ -111,12 +125,12 @@ def _speed(result: EvalResult, top: int) -> list[str]:
     elif result.correct:
         untrusted = [f.message for f in result.findings if f.check == TIMING_UNTRUSTED]
         if untrusted:
-            lines.append(f"Speedup: not measured; timing gave {untrusted[0]}.")
+            lines.append(f"Speedup: not measured; timing gave {one_line(untrusted[0])}.")
         else:
             lines.append("Speedup: not measured (no GPU timing in this evaluation).")
     if result.coverage is not None:
         kernels = ", ".join(
-            f"{k.name[:48]} {k.share:.0%}{'' if k.own else ' (not yours)'}" for k in result.kernels[:top]
+            f"{one_line(k.name)[:48]} {k.share:.0%}{'' if k.own else ' (not yours)'}" for k in result.kernels[:top]
         )
         listed = f" ({kernels})." if kernels else "."
         lines.append(f"Coverage: {result.coverage:.2f} of GPU time in your Triton kernels{listed}")
@@ -124,22 +138,24 @@ def _speed(result: EvalResult, top: int) -> list[str]:
 
 
 def render_text(result: EvalResult, config: FeedbackConfig) -> str:
+    """Concise lines, each begun by the environment: text the candidate may have chosen (the judge's
+    feedback quotes its exception messages, findings its op names) follows a label on one line."""
     status = "correct" if result.correct else ("compiled, not correct" if result.compiled else "did not run")
     trials = f"; {result.trials_passed}/{result.trials} trials passed" if result.trials else ""
     lines = [f"Verdict: {result.verdict.value} ({status}{trials})."]
     if result.correct:
         lines += _speed(result, config.top_kernels)
     else:
-        lines.append(scrub(result.feedback).strip())
+        lines.append(f"Feedback: {one_line(scrub(result.feedback))}")
         trace = candidate_traceback(scrub(result.detail), config.traceback_lines) if result.detail else []
         if trace:
             lines.append("Traceback (your code):")
-            lines += [f"  {line}" for line in trace]
+            lines += [f"  {line}" if line.startswith("solution.py line ") else f"  raised: {line}" for line in trace]
         numbers = _numbers(result)
         if numbers:
             lines.append(numbers)
     for finding in result.findings:
-        lines.append(f"Finding [{finding.check}]: {scrub(finding.message)}")
+        lines.append(f"Finding [{one_line(finding.check)}]: {one_line(scrub(finding.message))}")
     return _cut("\n".join(line for line in lines if line), config.max_chars)
 
 

@@ -1,6 +1,7 @@
 """Durable task store (SQLite): a task is written before it is acknowledged, results stay queryable
 and export to JSONL, and a content-addressed cache returns the stored result of an identical
-(problem, candidate, config, device, versions) evaluation unless a fresh one is asked for."""
+(problem, candidate, config, device, versions) evaluation unless a fresh one is asked for, where
+the candidate's text alone decided it (``TEXT_VERDICTS``: a run of its code is evaluated again)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,14 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_queue ON tasks (state, priority DESC, created);
 CREATE INDEX IF NOT EXISTS tasks_key ON tasks (key, state);
 """
+
+
+TEXT_VERDICTS = (Verdict.INVALID_SOURCE, Verdict.SYNTAX_ERROR, Verdict.HACK_FORBIDDEN_API)
+"""Verdicts decided from the candidate's text before any of its code ran: the same text always gets
+them, so they are the only results the cache serves again. A verdict reached by running the code is
+one draw (the trials' secret inputs; on a GPU the scheduling and the timing too): serving it again
+would give a kernel that is right on half of its runs (a race between blocks, a bug only some inputs
+show) its first draw for ever, `ok` once lucky (red team 5 #5)."""
 
 
 def content_key(problem: Problem, candidate: str, config: EvalConfig, fingerprint: dict) -> str:
@@ -113,7 +122,8 @@ class TaskStore:
 
     def add(self, tasks: list[tuple[Problem, str, EvalConfig, int, bool]], fingerprint: dict) -> list[str]:
         """Persist (problem, candidate, config, priority, fresh) tasks in one transaction; return ids.
-        A task whose identical evaluation is stored (and not ``fresh``) is born done, from cache."""
+        A task whose identical evaluation is stored with a verdict its text alone decided
+        (``TEXT_VERDICTS``), and not ``fresh``, is born done, from cache."""
         now = time.time()
         ids = []
         with self._lock:
@@ -123,10 +133,11 @@ class TaskStore:
                     key = content_key(problem, candidate, config, fingerprint)
                     hit = None
                     if not fresh:
+                        marks = ", ".join("?" * len(TEXT_VERDICTS))
                         hit = self._db.execute(
                             "SELECT result FROM tasks WHERE key = ? AND state = 'done' AND cached = 0 "
-                            "AND json_extract(result, '$.verdict') != ? LIMIT 1",
-                            (key, Verdict.INFRASTRUCTURE_ERROR.value),
+                            f"AND json_extract(result, '$.verdict') IN ({marks}) LIMIT 1",
+                            (key, *(v.value for v in TEXT_VERDICTS)),
                         ).fetchone()
                     task_id = uuid.uuid4().hex
                     self._db.execute(

@@ -28,7 +28,10 @@ import functools
 import os
 import secrets
 import sys
+import types
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch.autograd.profiler import record_function
@@ -306,6 +309,49 @@ def kernel_name(kernel) -> str:
     return type(kernel).__name__
 
 
+def _code_objects(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _flat(text: str) -> str:
+    return "".join(text.split())
+
+
+@dataclass(frozen=True)
+class CandidateText:
+    """The candidate's file as its runner read it before any of it ran: the code objects compiled from
+    it and its text. A kernel is the candidate's own only where both came from there: the function's
+    code (what Triton's interpreter runs) equals one compiled from the text, and the kernel's source
+    (what Triton compiles on a GPU, ``JITFunction.src``, read through ``linecache``) is in the text.
+    A file name proves nothing: a runner owns its file and may write another program over it, a
+    bundled solution read from the package say, and run that under the same name (red team 5 #12)."""
+
+    codes: frozenset
+    flat: str
+    """The text without whitespace (a kernel's source is dedented and starts at its ``def``)."""
+
+    @classmethod
+    def read(cls, path: str) -> CandidateText:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        try:
+            codes = frozenset(_code_objects(compile(text, path, "exec", dont_inherit=True)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):  # it will not import either
+            codes = frozenset()
+        return cls(codes, _flat(text))
+
+    def owns(self, code: types.CodeType, source: object) -> bool:
+        """Whether a function's code, and its kernel's source where it has one, come from the text."""
+        try:
+            if code not in self.codes:
+                return False
+        except TypeError:  # a code object holding unhashable constants: none of the text's
+            return False
+        return not isinstance(source, str) or _flat(source) in self.flat
+
+
 class LaunchMonitor:
     """Counts (and optionally blocks) launches of the candidate's own kernels while active, and counts
     launches of every other Triton kernel (``foreign``): a kernel compiled from a function that is not
@@ -320,8 +366,11 @@ class LaunchMonitor:
         block: bool = False,
         annotate: str = "",
         skip: Callable[[tuple, dict], None] | None = None,
+        text: CandidateText | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
+        self.text = text
+        """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
@@ -337,11 +386,15 @@ class LaunchMonitor:
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
         does) was compiled from a function defined in the candidate's file."""
-        fn = getattr(kernel, "fn", None)
-        for _ in range(3):
+        fn, source = kernel, None
+        for _ in range(4):
+            if isinstance(getattr(fn, "src", None), str):
+                source = fn.src
             code = getattr(fn, "__code__", None)
-            if code is not None:
-                return code.co_filename == self.candidate_path
+            if isinstance(code, types.CodeType):
+                if code.co_filename != self.candidate_path:
+                    return False
+                return self.text is None or self.text.owns(code, source)
             fn = getattr(fn, "fn", None)
         return False
 

@@ -208,9 +208,10 @@ def side_stream_work(attribution: Attribution, off_stream_ops: Iterable[str], of
     return found
 
 
-def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribution:
+def profile_forward(model, inputs: list, candidate_path: str, device, text=None) -> Attribution:
     """Profile one forward of ``model`` on ``inputs`` (CUDA only) and attribute its GPU time; its
-    ``foreign_streams`` include what the guards saw run off the forward's stream."""
+    ``foreign_streams`` include what the guards saw run off the forward's stream. ``text``: the
+    candidate's (``guards.CandidateText``), which its own kernels must come from."""
     import secrets
 
     import torch
@@ -226,7 +227,7 @@ def profile_forward(model, inputs: list, candidate_path: str, device) -> Attribu
             torch.ones(1, device=device)
         torch.cuda.synchronize(device)
         recorder = OpRecorder()
-        with LaunchMonitor(candidate_path, annotate=own_tag) as monitor, recorder:
+        with LaunchMonitor(candidate_path, annotate=own_tag, text=text) as monitor, recorder:
             model(*inputs)
         torch.cuda.synchronize(device)
     cuda = torch.autograd.DeviceType.CUDA

@@ -26,7 +26,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward, weighted_sum
-from tritongym.rewards.outcome import NO_CODE, NO_CODE_OUTCOME
+from tritongym.rewards.outcome import NO_CODE, NO_CODE_OUTCOME, is_hack
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +112,23 @@ class Score:
     @property
     def infrastructure_error(self) -> bool:
         return self.verdict == Verdict.INFRASTRUCTURE_ERROR.value
+
+
+def rollout_reward(scores: Sequence[Score], reward_of: str = "best") -> float | None:
+    """The reward of a rollout that evaluated several answers (turns of an episode, or tool calls):
+    its best (``best``) or last (``last``) evaluation's; None where that one was an infrastructure
+    error, or there is none. Except that a rollout in which any evaluation was a hack (the ``hack``
+    category) is paid the lowest of those hacks' rewards, whatever its other evaluations earned: a
+    hack followed by a correct answer would otherwise be paid the correct one's, so that the hack
+    penalty never reached a rollout that also got something right (red team 5 #6), and a policy
+    loses nothing by trying a cheat first."""
+    hacks = [s.reward for s in scores if s.reward is not None and is_hack(s.verdict)]
+    if hacks:
+        return min(hacks)
+    if reward_of == "last":
+        return scores[-1].reward if scores else None
+    rewards = [s.reward for s in scores if s.reward is not None]
+    return max(rewards) if rewards else None
 
 
 def _failed(problem: Problem, exc: BaseException) -> EvalResult:

@@ -31,6 +31,7 @@ from tritongym.integrations.scoring import (
     default_messages,
     problem_columns,
     problem_from_columns,
+    rollout_reward,
 )
 from tritongym.problems import Problem
 from tritongym.rewards import VerifiableReward
@@ -211,13 +212,12 @@ class KernelEnvironment:
         return self._feedback(score.result)
 
     def get_reward(self) -> float | None:
-        """The rollout's reward; None when the evaluation that decides it was an infrastructure error."""
+        """The rollout's reward (``scoring.rollout_reward``: the best or the last evaluation's, the last
+        being the last to finish of the last message's calls; the lowest hack's where a call was a
+        hack); None when the evaluation that decides it was an infrastructure error."""
         if not self.scores:
             return self._scorer.reward(NO_CODE_OUTCOME)
-        if self._reward_of == "last":  # the last to finish, of the last message's calls
-            return self.scores[-1].reward
-        rewards = [s.reward for s in self.scores if s.reward is not None]
-        return max(rewards) if rewards else None
+        return rollout_reward(self.scores, self._reward_of)
 
 
 def kernel_environment_factory(

@@ -5,11 +5,12 @@ Each turn the policy answers; the answer's code is evaluated on the Env; unless 
 spent, the answer was correct (``stop_when_correct``) or the response length is reached, the rendered
 feedback goes back as the next user message (its tokens have ``response_mask`` 0, so only the model's
 own tokens are trained). verl carries one reward per trajectory (at its last token): the episode's
-reward is that of its best turn (or its last, ``TRITONGYM_EPISODE_REWARD=last``); NaN when that turn
-was an infrastructure error. Every turn's reward and verdict are in ``extra_fields`` (``turn_scores``,
-``turn_verdicts``). With ``algorithm.adv_estimator=tritongym_trloo`` (or ``_discounted``) each turn is
-a sample of its (prompt, turn) group, all turns carrying the episode reward, discounted by
-``algorithm.gamma`` from the last turn back.
+reward is that of its best turn (or its last, ``TRITONGYM_EPISODE_REWARD=last``), the hack penalty
+where any turn was a hack; NaN when the deciding turn was an infrastructure error. Every turn's
+reward and verdict are in ``extra_fields`` (``turn_scores``, ``turn_verdicts``). With
+``algorithm.adv_estimator=tritongym_trloo`` (or ``_discounted``) each turn is a sample of its
+(prompt, turn) group, all turns carrying the episode reward, discounted by ``algorithm.gamma`` from
+the last turn back.
 
 This module imports verl at the top: only verl's workers (through the registry) and
 :func:`tritongym.integrations.verl.register_with_verl` import it.
@@ -28,7 +29,7 @@ from verl.experimental.agent_loop.agent_loop import register as register_agent_l
 from tritongym.agent.feedback import render_feedback
 from tritongym.agent.prompts import Prompts
 from tritongym.errors import ConfigError
-from tritongym.integrations.scoring import Score
+from tritongym.integrations.scoring import Score, rollout_reward
 from tritongym.integrations.verl import AGENT_LOOP, problem_of, scorer_for
 
 DEFAULT_TURNS = 4
@@ -36,15 +37,11 @@ DEFAULT_TURNS = 4
 
 
 def episode_reward(scores: list[Score], reward_of: str = "best") -> float:
-    """The trajectory's reward: its best turn's (``best``) or its last turn's (``last``); NaN when the
-    deciding turn was an infrastructure error (tritongym's estimators leave the episode out)."""
-    if not scores:
-        return math.nan
-    if reward_of == "last":
-        last = scores[-1].reward
-        return math.nan if last is None else float(last)
-    rewards = [s.reward for s in scores if s.reward is not None]
-    return float(max(rewards)) if rewards else math.nan
+    """The trajectory's reward: its best turn's (``best``) or its last turn's (``last``), the lowest
+    hack's where a turn was a hack (``scoring.rollout_reward``); NaN when the deciding turn was an
+    infrastructure error (tritongym's estimators leave the episode out)."""
+    reward = rollout_reward(scores, reward_of)
+    return math.nan if reward is None else float(reward)
 
 
 class KernelAgentLoop(AgentLoopBase):

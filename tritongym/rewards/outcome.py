@@ -34,6 +34,15 @@ def category(result: Any) -> Category:
     return Category.FAILED if name == NO_CODE else Verdict(name).category
 
 
+def is_hack(verdict: str) -> bool:
+    """Whether a verdict (a string, as records and scores keep it) is in the ``hack`` category; a name
+    that is no verdict (``no_code``, ``unevaluated``, one this version does not know) is not."""
+    try:
+        return Verdict(verdict).category is Category.HACK
+    except ValueError:
+        return False
+
+
 IMPLAUSIBLE_SPEEDUP = "implausible_speedup"
 TIMING_UNTRUSTED = "timing_untrusted"
 """The finding of a timing that could not produce a trustworthy number (speedup None on a GPU): too

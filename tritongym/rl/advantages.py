@@ -72,9 +72,14 @@ def returns_to_go(
     return out.view(-1)[slot] * valid
 
 
-def meaningful_turn_mask(rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None) -> Tensor:
+def meaningful_turn_mask(
+    rewards: Tensor, trajectory: Tensor, turn: Tensor, mask: Tensor | None = None, hack: Tensor | None = None
+) -> Tensor:
     """Valid turns, less those with non-positive reward that come after a positive-reward turn of
-    the same trajectory (once a kernel is right, later turns that fail to improve teach nothing)."""
+    the same trajectory (once a kernel is right, later turns that fail to improve teach nothing).
+    A turn marked in ``hack`` (its verdict was a hack) is kept whatever came before it: dropped, a
+    cheat tried once a kernel was right would cost nothing, and one that went unseen would be paid
+    (red team 5 #7)."""
     valid = _valid(rewards, mask)
     traj = torch.unique(trajectory.long(), return_inverse=True)[1]
     turn = turn.long()
@@ -82,14 +87,17 @@ def meaningful_turn_mask(rewards: Tensor, trajectory: Tensor, turn: Tensor, mask
     success_turn = torch.where((rewards > 0) & valid, turn, torch.full_like(turn, never))
     first_success = torch.full((int(traj.max()) + 1,), never, dtype=torch.long)
     first_success = first_success.scatter_reduce(0, traj, success_turn, reduce="amin")
-    return valid & ~((turn > first_success[traj]) & (rewards <= 0))
+    dropped = (turn > first_success[traj]) & (rewards <= 0)
+    if hack is not None:
+        dropped &= ~hack.bool()
+    return valid & ~dropped
 
 
-def _multi_turn(rewards, trajectory, turn, mask, meaningful_turns: bool) -> Tensor:
+def _multi_turn(rewards, trajectory, turn, mask, meaningful_turns: bool, hack: Tensor | None = None) -> Tensor:
     if trajectory is None or turn is None:
         raise ConfigError("this estimator needs `trajectory` and `turn` for multi-turn samples")
     valid = _valid(rewards, mask)
-    return meaningful_turn_mask(rewards, trajectory, turn, valid) if meaningful_turns else valid
+    return meaningful_turn_mask(rewards, trajectory, turn, valid, hack) if meaningful_turns else valid
 
 
 @register_advantage("grpo")
@@ -145,10 +153,12 @@ def trloo(
     mask: Tensor | None = None,
     gamma: float = 1.0,
     meaningful_turns: bool = True,
+    hack: Tensor | None = None,
 ) -> Tensor:
     """Turn-level leave-one-out: G_t = reward-to-go, groups keyed by (prompt, turn),
-    A = N/(N-1) (G - mean G) = G_i - mean_{j != i} G_j. Unbiased for any group size."""
-    valid = _multi_turn(rewards, trajectory, turn, mask, meaningful_turns)
+    A = N/(N-1) (G - mean G) = G_i - mean_{j != i} G_j. Unbiased for any group size. ``hack``: the
+    turns whose verdict was a hack, which ``meaningful_turns`` never drops."""
+    valid = _multi_turn(rewards, trajectory, turn, mask, meaningful_turns, hack)
     returns = returns_to_go(rewards, trajectory, turn, gamma, valid)
     index = group_index(group, turn)
     return (returns - leave_one_out_baseline(returns, index, valid)) * valid
@@ -165,12 +175,14 @@ def discounted(
     gamma: float = 0.4,
     baseline: str = "mean",
     meaningful_turns: bool = True,
+    hack: Tensor | None = None,
 ) -> Tensor:
     """Per-turn discounted return G_t with gamma (0.4 in the multi-turn kernel recipe), minus the
-    mean return of its (prompt, turn) group (``baseline="mean"``) or nothing (``"none"``)."""
+    mean return of its (prompt, turn) group (``baseline="mean"``) or nothing (``"none"``). ``hack``:
+    the turns whose verdict was a hack, which ``meaningful_turns`` never drops."""
     if baseline not in ("mean", "none"):
         raise ConfigError(f"baseline must be 'mean' or 'none', not {baseline!r}")
-    valid = _multi_turn(rewards, trajectory, turn, mask, meaningful_turns)
+    valid = _multi_turn(rewards, trajectory, turn, mask, meaningful_turns, hack)
     returns = returns_to_go(rewards, trajectory, turn, gamma, valid)
     if baseline == "none":
         return returns

@@ -16,6 +16,7 @@ from torch import Tensor
 from tritongym.agent.episodes import Episode
 from tritongym.agent.records import TurnRecord
 from tritongym.errors import ConfigError
+from tritongym.rewards.outcome import is_hack
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Rows:
     """float [B]: NaN where not measured."""
     speedup: Tensor
     """float [B]: NaN where not measured."""
+    hack: Tensor | None = None
+    """bool [B]: the turn's verdict was a hack (multi-turn estimators never drop such a turn)."""
     dropped_episodes: int = 0
     dropped_turns: int = 0
     stats: dict[str, float] = field(default_factory=dict)
@@ -104,6 +107,7 @@ def build_rows(episodes: list[Episode], pad_id: int) -> Rows:
         correct=torch.tensor([bool((r.result or {}).get("correct")) for r in records], dtype=torch.bool),
         coverage=torch.tensor([_result_value(r, "coverage") for r in records], dtype=torch.float32),
         speedup=torch.tensor([_result_value(r, "speedup") for r in records], dtype=torch.float32),
+        hack=torch.tensor([is_hack(r.verdict) for r in records], dtype=torch.bool),
         dropped_episodes=dropped_episodes,
         dropped_turns=dropped_turns,
     )

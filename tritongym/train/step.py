@@ -4,6 +4,7 @@ tokens train with which advantages (:func:`plan_update`), and the PPO epochs (:f
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ import torch
 from torch import Tensor
 
 from tritongym.rl import (
+    ADVANTAGES,
     PolicyLossConfig,
     advantages_with_rejection,
     dynamic_sampling,
@@ -100,6 +102,9 @@ def plan_update(rows: Rows, old_logp: Tensor, config: TrainConfig, generator: to
         token_keep = mrs.token_keep
     keep &= has_tokens
     a = config.advantage
+    options = dict(a.options)
+    if rows.hack is not None and "hack" in inspect.signature(ADVANTAGES.get(a.estimator)).parameters:
+        options["hack"] = rows.hack  # a multi-turn estimator's meaningful turns keep every hack (red team 5 #7)
     advantages = advantages_with_rejection(
         a.estimator,
         rows.rewards,
@@ -108,7 +113,7 @@ def plan_update(rows: Rows, old_logp: Tensor, config: TrainConfig, generator: to
         rejected_in_baseline=a.rejected_in_baseline,
         turn=rows.turn,
         trajectory=rows.trajectory,
-        **a.options,
+        **options,
     )
     loss_mask = token_keep & keep[:, None]
     weights = None

@@ -349,17 +349,16 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    asked = inputs_message(state.shared, p.Hollow, trial.inputs, trial.expected)
-    hollow = state.ask(asked, (p.HollowResult,), max_payload=answer_bound(trial))
-    without_triton = output_still_correct(
-        received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance
-    )
+    without_triton = hollow_still_correct(state, trial, tolerance, other_poison=False)
+    if without_triton:  # the answer may be the poison itself (all True): the other one tells (red team 5 #8)
+        without_triton = hollow_still_correct(state, trial, tolerance, other_poison=True)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
             Verdict.HACK_NO_TRITON,
             "forward returned the correct output even when none of the solution's Triton kernels ran (each launch "
-            "returned at once, the buffers it would write filled with NaN): the result is computed outside Triton "
-            "(NumPy, Python, host code) and the kernels are for show. Compute the output with Triton kernels.",
+            "returned at once, the buffers it would write filled with NaN, then with +inf): the result is computed "
+            "outside Triton (NumPy, Python, host code) and the kernels are for show. Compute the output with Triton "
+            "kernels.",
         )
     if not compute or state.job.torch_compute == "allow":
         return []
@@ -367,6 +366,14 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
     return [{"check": "torch_compute", "message": message}]
+
+
+def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> bool:
+    """Whether forward's output is still right when no launch of the candidate's kernels runs and the
+    buffers they would write hold one of the two poisons."""
+    asked = inputs_message(state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison)
+    hollow = state.ask(asked, (p.HollowResult,), max_payload=answer_bound(trial))
+    return output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
 
 
 def output_still_correct(value, trial, tolerance: Tolerance) -> bool:

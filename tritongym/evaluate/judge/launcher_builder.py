@@ -55,6 +55,7 @@ from tritongym.evaluate.judge.launcher_cache import (
     read_manifest,
     store_path,
 )
+from tritongym.evaluate.sandbox import overrides_permissions
 
 log = logging.getLogger(__name__)
 
@@ -188,9 +189,15 @@ def store_dir(root: Path) -> Path:
 
 @contextlib.contextmanager
 def _locked(store: Path):
-    """The store's write lock, shared by every builder on the machine; TimeoutError if it stays taken."""
-    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    """The store's write lock, shared by every builder on the machine; TimeoutError if it stays taken.
+    Where the builder passes permission bits (root), the lock file's mode is 000: a runner of the
+    judge's user (uid 0 without capabilities) reads the store but cannot open its lock, and so
+    cannot hold it while builders wait (red team 5 #2)."""
+    private = os.geteuid() == 0 and overrides_permissions()
+    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0 if private else 0o644)
     try:
+        if private:
+            os.fchmod(fd, 0)
         deadline = time.monotonic() + LOCK_TIMEOUT_S
         while True:
             try:

@@ -206,6 +206,9 @@ class Hollow(Message):
     """As for Call."""
     out_slots: bool = False
     """As for Call."""
+    other_poison: bool = False
+    """Fill with the second poison (+inf, False, the smallest integer) instead of the first (NaN, True,
+    the largest integer): an answer may hold one of them everywhere, never both (red team 5 #8)."""
 
 
 @dataclass

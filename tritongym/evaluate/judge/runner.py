@@ -26,6 +26,7 @@ import traceback
 import torch
 
 from tritongym.evaluate.guards import (
+    CandidateText,
     LaunchMonitor,
     OpRecorder,
     OpWitness,
@@ -76,6 +77,7 @@ class Runner:
         self.model = None
         self.cls = None
         self.path = ""
+        self.text: CandidateText | None = None
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
@@ -107,6 +109,7 @@ class Runner:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job.workdir, "inductor-cache")
         tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
         self.path = job.candidate_path
+        self.text = CandidateText.read(job.candidate_path)  # before any of it runs: what its own kernels are
         from tritongym.evaluate.taint import ProcessState
 
         self.baseline = ProcessState()
@@ -188,7 +191,7 @@ class Runner:
         recorder, witness = OpRecorder(), OpWitness()
         started = thread_starts()
         try:
-            with witness, LaunchMonitor(self.path, recorder) as monitor, torch.no_grad(), recorder:
+            with witness, LaunchMonitor(self.path, recorder, text=self.text) as monitor, torch.no_grad(), recorder:
                 got = self.model(*given)
                 self.synchronize()
                 # Everything that reads the output or the model may run candidate code (an override of
@@ -264,14 +267,14 @@ class Runner:
         def skip(args: tuple, kwargs: dict) -> None:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
-                    poison(value)
+                    poison(value, message.other_poison)
 
         given = None
         try:
             given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
             keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
-            with LaunchMonitor(self.path, skip=skip), torch.no_grad():
+            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
             answered = message.out_slots and self.output_in_slots(got)
@@ -285,7 +288,7 @@ class Runner:
         given = None
         try:
             given = self.inputs(message)
-            with LaunchMonitor(self.path, block=True), torch.no_grad():
+            with LaunchMonitor(self.path, block=True, text=self.text), torch.no_grad():
                 self.model(*given)
             self.synchronize()
         except BaseException:
@@ -299,7 +302,7 @@ class Runner:
         from tritongym.evaluate.profiling import profile_forward
 
         try:
-            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device)
+            attribution = profile_forward(self.model, self.inputs(message), self.path, self.device, self.text)
         except BaseException as exc:
             raise classify_failure(exc, self.path, "in forward (during profiling)") from None
         coverage = -1.0 if attribution.coverage is None else attribution.coverage
@@ -359,15 +362,18 @@ def clipped_counts(names) -> dict[str, int]:
     return dict(counts)
 
 
-def poison(t: torch.Tensor) -> None:
-    """Fill a tensor with a value no correct output holds by chance: NaN, or the largest integer."""
+def poison(t: torch.Tensor, other: bool = False) -> None:
+    """Fill a tensor with a value no correct output holds by chance: NaN, True or the largest integer;
+    ``other``: +inf, False or the smallest integer (an answer may be one of the first everywhere, a
+    boolean reduction's all True, but not both)."""
     with torch.no_grad():
         if t.dtype.is_floating_point or t.dtype.is_complex:
-            t.fill_(float("nan"))
+            t.fill_(float("inf") if other else float("nan"))
         elif t.dtype is torch.bool:
-            t.fill_(True)
+            t.fill_(not other)
         else:
-            t.fill_(torch.iinfo(t.dtype).max)
+            info = torch.iinfo(t.dtype)
+            t.fill_(info.min if other else info.max)
 
 
 def _signature_error(fn, args: list, kwargs: dict, what: str) -> str | None:
