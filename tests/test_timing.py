@@ -228,6 +228,16 @@ def test_contention_is_read_from_the_judges_fixed_workloads():
     assert timing.contention([1.0], [1.0], [1.0], timing.Clean()) is None  # nothing calibrated: no claim
 
 
+def test_contended_repetitions_are_counted_by_the_workload_that_ran_slow():
+    """A result says which of the judge's workloads showed company (a false alarm's first clue)."""
+    clean = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)
+    base = timing.Rep(reference=1e-3, candidate=1e-3, empty=1e-4, remote_empty=4e-4, hand_off=3e-4)
+    slow = [([1.2e-3], [21e-6], [320e-6]), ([85e-6], [2e-3], [320e-6]), ([85e-6], [3e-3], [320e-6]),
+            ([85e-6], [21e-6], [320e-6])]  # fmt: skip
+    reps = [dataclasses.replace(base, contended=timing.contention(f, p, h, clean)) for f, p, h in slow]
+    assert timing.contended_by(reps) == {"L2 flush": 1, "end probe": 2}
+
+
 def test_roofline_flags_a_time_below_reading_the_inputs_once():
     bandwidth = 4e12  # bytes/s
     one_gb = 10**9

@@ -195,6 +195,9 @@ class TimingStats:
     contended_reps: int = 0
     """Of those, repetitions in which one of the judge's fixed workloads (L2 flush, end probe, hand-off)
     took much longer than when the judge started: something else shared the GPU."""
+    contended_by: dict[str, int] = field(default_factory=dict)
+    """The contended repetitions by the workload that ran slow (``L2 flush``, ``end probe``,
+    ``hand-off``): where the company showed."""
     subtracted_us: list[float] = field(default_factory=list)
     """What was subtracted from every reference and every candidate batch (microseconds): the medians of
     the uncontended empty brackets, the candidate's hand-off part the runner's, bounded by the twin's and the

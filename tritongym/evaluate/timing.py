@@ -190,14 +190,18 @@ class Clean:
     """Handing a batch to another CUDA context (the twin's) and back."""
 
 
+WORKLOADS = ("L2 flush", "end probe", "hand-off")
+"""The judge's fixed workloads whose slowdown marks a repetition as contended (:func:`contention`)."""
+
+
 def contention(flushes: Sequence[float], probes: Sequence[float], hand_offs: Sequence[float],
                clean: Clean) -> str | None:  # fmt: skip
     """Why a repetition had company on the GPU, or None: one of its brackets' flushes or end probes,
     or one of its hand-offs to the twin and back, took more than ``CONTENDED_FACTOR`` times the clean
     one plus ``CONTENDED_GRACE_S`` (the contexts on a GPU are time-sliced: another one's work delays
     ours, and a hand-off waits for every other context's time slice)."""
-    for what, values, base in (("L2 flush", flushes, clean.flush_s), ("end probe", probes, clean.probe_s),
-                               ("hand-off", hand_offs, clean.hand_off_s)):  # fmt: skip
+    for what, values, base in zip(WORKLOADS, (flushes, probes, hand_offs),
+                                  (clean.flush_s, clean.probe_s, clean.hand_off_s), strict=True):  # fmt: skip
         if base <= 0:
             continue
         bound = CONTENDED_FACTOR * base + CONTENDED_GRACE_S
@@ -224,6 +228,17 @@ class Rep:
     runner_hand_off: float = 0.0
     """The hand-off to the runner's context and back alone (speed.Bench.runner_hand_off); 0 where
     it was not measured."""
+
+
+def contended_by(reps: Sequence[Rep]) -> dict[str, int]:
+    """Contended repetitions by the workload that showed it (the first one over its bound): which of
+    the judge's fixed workloads ran slow says where the company was (a false alarm, too)."""
+    counts: dict[str, int] = {}
+    for rep in reps:
+        if rep.contended:
+            what = next((w for w in WORKLOADS if f"a {w} took" in rep.contended), "other")
+            counts[what] = counts.get(what, 0) + 1
+    return counts
 
 
 @dataclass(frozen=True)

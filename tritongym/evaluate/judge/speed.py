@@ -976,6 +976,7 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
             "late_brackets": bench.late,
             "invalid_reps": sum(invalid.values()),
             "contended_reps": invalid.get("contended", 0),
+            "contended_by": timing.contended_by(reps),
             "subtracted_us": [round(x * 1e6, 2) for x in counted.subtracted_s],
             "hand_off_us": round(statistics.median(r.hand_off for r in reps) * 1e6, 2),
             "runner_hand_off_us": round(statistics.median(r.runner_hand_off for r in reps) * 1e6, 2),
@@ -987,6 +988,9 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
                "ceiling": f"fewer than {timing.MIN_VALID_REPS} repetitions were measurements, or their spread "
                           f"was too wide, within the ceiling of {ceiling:.1f} s"}.get(stopped, stopped)  # fmt: skip
         listing = ", ".join(f"{k} x{v}" for k, v in sorted(invalid.items())) or "none"
+        by = timing.contended_by(reps)
+        if by:  # which of the judge's workloads ran slow
+            listing += " (slow: " + ", ".join(f"{k} x{v}" for k, v in sorted(by.items())) + ")"
         findings.append({"check": "timing_untrusted", "message": f"no speedup: {why} ({len(reps)} repetitions, "
                          f"{summary.reps if summary else 0} valid; not measurements: {listing})"})  # fmt: skip
     floor_reps = invalid.get("physical_floor", 0)
