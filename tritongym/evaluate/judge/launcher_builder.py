@@ -70,6 +70,8 @@ MAX_DIMS = 5
 LOCK_TIMEOUT_S = 10.0
 """Longest wait for the store's lock (held for one write by a builder; a process that holds it
 longer, such as a runner of the judge's own user that took it, costs a build, not the judge's start)."""
+STORE_LOCK = "tritongym-launchers"
+"""The name of the launcher stores' write lock (``_locked``)."""
 MAX_REQUESTS_PER_JOB = 8
 """Launchers the judge asks for after one job at most (the rest: a later job may ask again)."""
 
@@ -189,11 +191,12 @@ def store_dir(root: Path) -> Path:
 @contextlib.contextmanager
 def _locked(store: Path):
     """The store's write lock, shared by every builder of this user on the machine; TimeoutError if it
-    stays taken. A System V semaphore (machine_lock.py): a runner of the judge's user reads the store
-    but cannot take its lock, nor hold it while builders wait (red team 5 #2). Where semaphores are not
-    used, the file ``.lock`` in the store, whose mode is 000 where the builder passes permission bits
-    (root): a runner of the judge's user (uid 0 without capabilities) cannot open it."""
-    lock = machine_lock.open_lock(f"tritongym-launchers-{os.path.realpath(store)}", store / ".lock")
+    stays taken. A System V semaphore (machine_lock.py), one for all of this user's stores (a write
+    holds it for milliseconds): a runner of the judge's user reads the store but cannot take its lock,
+    nor hold it while builders wait (red team 5 #2). Where semaphores are not used, the file ``.lock``
+    in the store, whose mode is 000 where the builder passes permission bits (root): a runner of the
+    judge's user (uid 0 without capabilities) cannot open it."""
+    lock = machine_lock.open_lock(STORE_LOCK, store / ".lock")
     try:
         if not machine_lock.supported() and os.geteuid() == 0 and overrides_permissions():
             os.fchmod(lock, 0)
