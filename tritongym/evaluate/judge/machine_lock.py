@@ -6,8 +6,9 @@ exclusive one takes all of ``VALUE``. Every hold is taken with ``SEM_UNDO``, so 
 what a holder that died still held; ``IPC_NOWAIT`` is the try that does not wait, ``semtimedop`` a
 bounded wait. No runner reaches it: the runners' seccomp filter (seccomp.py) refuses ``semget``,
 ``semop``, ``semtimedop`` and ``semctl`` to every runner and its compiler helper, whatever their user,
-whereas a lock file the judge can open, a runner of the judge's user (uid 0 without capabilities under a
-judge that is not root) opens for reading too, and ``flock`` needs no more (red team 5 #2). Like
+whereas a lock file the judge can open, a runner of the judge's user (every GPU runner: its uid without
+capabilities) opens for reading too, and ``flock`` needs no more (red team 5 #2; under a root judge
+the lock directory's mode 000 kept a runner out, under one that is not root nothing did). Like
 ``flock``, a shared hold never waits for an exclusive one that waits: a stream of shared holds can keep
 an exclusive one waiting (the judge's shared holds are bounded by its jobs).
 
@@ -78,7 +79,8 @@ def open_lock(name: str, fallback: Path) -> int:
         return os.open(fallback, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     lock = _libc.semget(key(name), 1, IPC_CREAT | IPC_EXCL | 0o600)
     if lock >= 0:
-        _semop(lock, VALUE, 0)  # starts it, and sets its sem_otime: others may now use it
+        if not _semop(lock, VALUE, 0):  # starts it, and sets its sem_otime: others may now use it
+            _raise(f"starting the lock {name}")
         return lock
     if ctypes.get_errno() != errno.EEXIST:
         _raise(f"making the lock {name}")
