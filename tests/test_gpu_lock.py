@@ -1,9 +1,12 @@
 """This GPU's lock around a runner's start and end (speed.start_covered, end_covered, settle, gone):
 a spare runner's CUDA context is made, and a killed one's torn down, while no judge times; on the
-CPU with a real lock file."""
+CPU with a real lock (machine_lock.py: a System V semaphore, and the lock file used where semaphores
+are not), no runner can take it."""
 
-import fcntl
+import ast
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -12,35 +15,48 @@ import time
 
 import pytest
 
-from tritongym.evaluate.judge import speed
+from tritongym.errors import SandboxError
+from tritongym.evaluate.judge import machine_lock, seccomp, speed
+
+BACKENDS = ["semaphore", "file"] if machine_lock.supported() else ["file"]
 
 
-@pytest.fixture
-def lock(tmp_path):
-    path = tmp_path / "gpu.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    other = os.open(path, os.O_RDWR)  # another judge's descriptor of the same lock
+@pytest.fixture(params=BACKENDS)
+def lock(request, tmp_path, monkeypatch):
+    """This GPU's lock as a judge opens it, twice: the other is another judge's (a semaphore set is
+    the same for both; a lock file two descriptors)."""
+    if request.param == "file":
+        monkeypatch.setattr(machine_lock, "supported", lambda: False)
+    name = f"test-gpu-lock-{os.getpid()}-{tmp_path.name}"
+    fd = machine_lock.open_lock(name, tmp_path / "gpu.lock")
+    other = machine_lock.open_lock(name, tmp_path / "gpu.lock")
     yield fd, other
     speed.settle(fd, block=True, timeout_s=0)
     assert not speed._covers.get(fd)
-    os.close(fd)
-    os.close(other)
+    machine_lock.close(fd)
+    machine_lock.close(other)
+    if request.param == "semaphore":
+        removed(fd)
 
 
-def can_take(fd: int, exclusive: bool) -> bool:
-    try:
-        fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
-    except BlockingIOError:
+def removed(lock: int) -> None:
+    """A test's semaphore set, removed (a judge's stays for the next judge)."""
+    assert machine_lock._libc.semctl(lock, 0, machine_lock.IPC_RMID) == 0
+
+
+def can_take(lock: int, exclusive: bool) -> bool:
+    release = machine_lock.take(lock, exclusive, wait=False)
+    if release is None:
         return False
-    fcntl.flock(fd, fcntl.LOCK_UN)
+    release()
     return True
 
 
-def freed(fd: int, within_s: float = 2.0) -> bool:
+def freed(lock: int, within_s: float = 2.0) -> bool:
     """Whether another judge can take the lock exclusively within ``within_s`` (a cover lets it go
     from a thread of its own)."""
     deadline = time.monotonic() + within_s
-    while not can_take(fd, exclusive=True):
+    while not can_take(lock, exclusive=True):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.005)
@@ -106,9 +122,9 @@ def test_a_start_that_need_not_wait_is_put_off_while_another_judge_times(lock):
         return ours
 
     try:
-        fcntl.flock(other, fcntl.LOCK_EX)  # another judge times
+        timing = machine_lock.take(other, exclusive=True)  # another judge times
         assert speed.start_covered(fd, start, wait=False) is False and not started
-        fcntl.flock(other, fcntl.LOCK_UN)
+        timing()
         assert speed.start_covered(fd, start, wait=False) is True and started
         assert not can_take(other, exclusive=True)
         theirs.send(b"h")
@@ -180,10 +196,171 @@ def test_a_runners_end_holds_the_lock_shared_until_it_is_gone_unless_someone_tim
     assert freed(other)
     speed.settle(fd, block=False)
     assert not speed._covers.get(fd)  # forgotten once it let go
-    fcntl.flock(other, fcntl.LOCK_EX)  # another judge times: the kill does not wait for it, nor cover
+    timing = machine_lock.take(other, exclusive=True)  # another judge times: the kill does not wait, nor cover
     try:
         began = time.monotonic()
         speed.end_covered(fd, end)
         assert len(ended) == 2 and time.monotonic() - began < 0.5 and not speed._covers.get(fd)
     finally:
-        fcntl.flock(other, fcntl.LOCK_UN)
+        timing()
+
+
+def holding(lock: int, exclusive: bool) -> int:
+    """Another judge's process that holds the lock until it is killed (its pid, once it holds it)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            machine_lock.take(lock, exclusive)
+            os.write(write, b"held")
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 4) == b"held"
+    os.close(read)
+    return child
+
+
+def test_another_judges_holds_exclude_and_end_with_their_process(lock):
+    fd, _ = lock
+    holder = holding(fd, exclusive=True)  # another judge times
+    try:
+        assert not can_take(fd, exclusive=False)
+        began = time.monotonic()
+        assert machine_lock.take(fd, exclusive=False, timeout_s=0.2) is None  # a bounded wait ends
+        assert 0.15 <= time.monotonic() - began < 1.0
+    finally:
+        os.kill(holder, signal.SIGKILL)  # dies holding it: the kernel lets it go (SEM_UNDO, or the file's close)
+        os.waitpid(holder, 0)
+    assert can_take(fd, exclusive=True)
+    holder = holding(fd, exclusive=False)  # another judge's trials
+    try:
+        assert can_take(fd, exclusive=False) and not can_take(fd, exclusive=True)
+        threading.Timer(0.2, os.kill, (holder, signal.SIGKILL)).start()
+        began = time.monotonic()
+        with speed.gpu_lock(fd, exclusive=True):  # timing waits for it, without a bound
+            assert time.monotonic() - began >= 0.15
+            assert not can_take(fd, exclusive=False)
+    finally:
+        os.waitpid(holder, 0)
+    assert can_take(fd, exclusive=True)
+
+
+def test_shared_holds_of_one_process_count_each(lock):
+    fd, other = lock
+    first = machine_lock.take(fd, exclusive=False)
+    with speed.gpu_lock(fd, exclusive=False):
+        first()
+        first()  # a hold lets go once, however often it is called
+        assert not can_take(other, exclusive=True)
+    assert can_take(other, exclusive=True)
+
+
+semaphores_only = pytest.mark.skipif(not machine_lock.supported(), reason="semaphores on x86-64 Linux only")
+
+
+@pytest.fixture
+def semaphore(tmp_path):
+    name = f"test-gpu-lock-{os.getpid()}-{tmp_path.name}"
+    lock = machine_lock.open_lock(name, tmp_path / "unused.lock")
+    yield name, lock
+    removed(lock)
+
+
+def confined(probe, processes: bool) -> dict:
+    """``probe()`` in a forked child under the runner's seccomp filter (as tests/adversarial/test_seccomp.py
+    installs it; ``processes``: a compiler helper's, else a runner's): what it reports."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+            seccomp.confine(os.getpid(), processes)
+            os.write(write, repr(probe()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.waitpid(child, 0)
+    return ast.literal_eval(b"".join(chunks).decode())
+
+
+@semaphores_only
+@pytest.mark.parametrize("processes", [False, True], ids=["runner", "compiler-helper"])
+def test_no_runner_can_take_block_or_remove_the_lock(semaphore, processes):
+    """Red team 5 #2's root cause: whatever a runner's user (the judge's, under a judge that is not
+    root), it cannot find the lock, take it, hold it or remove it: its filter refuses System V IPC."""
+    name, lock = semaphore
+    libc = machine_lock._libc
+
+    def errno_of(answer: int) -> str:
+        return "ok" if answer >= 0 else os.strerror(ctypes.get_errno())
+
+    def taken() -> str:
+        try:
+            return "ok" if machine_lock.take(lock, exclusive=False, wait=False) is not None else "busy"
+        except OSError as exc:
+            return os.strerror(exc.errno)
+
+    def probe():
+        exclusive = machine_lock.SemBuf(0, -machine_lock.VALUE, machine_lock.SEM_UNDO | machine_lock.IPC_NOWAIT)
+        one = ctypes.c_size_t(1)
+        limit = machine_lock.TimeSpec(0, 1000)
+        return {
+            "semget": errno_of(libc.semget(machine_lock.key(name), 1, 0)),
+            "semop": errno_of(libc.semop(lock, ctypes.byref(exclusive), one)),
+            "semtimedop": errno_of(libc.semtimedop(lock, ctypes.byref(exclusive), one, ctypes.byref(limit))),
+            "semctl": errno_of(libc.semctl(lock, 0, machine_lock.IPC_RMID)),
+            "take": taken(),
+        }
+
+    refused = os.strerror(1)  # EPERM
+    assert confined(probe, processes) == dict.fromkeys(["semget", "semop", "semtimedop", "semctl", "take"], refused)
+    assert can_take(lock, exclusive=True)  # still there, and free
+
+
+@semaphores_only
+def test_judges_that_open_a_new_lock_at_once_share_one_started_set(tmp_path):
+    name = f"test-gpu-lock-race-{os.getpid()}"
+    children = []
+    for _ in range(4):
+        child = os.fork()
+        if child == 0:
+            code = 1
+            try:
+                lock = machine_lock.open_lock(name, tmp_path / "unused.lock")
+                with speed.gpu_lock(lock, exclusive=True):
+                    code = 0
+            finally:
+                os._exit(code)
+        children.append(child)
+    assert all(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0 for child in children)
+    lock = machine_lock.open_lock(name, tmp_path / "unused.lock")
+    try:
+        assert machine_lock._libc.semctl(lock, 0, 12) == machine_lock.VALUE  # GETVAL: started once, all let go
+    finally:
+        removed(lock)
+
+
+@semaphores_only
+def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
+    libc = machine_lock._libc
+    monkeypatch.setattr(machine_lock, "START_TIMEOUT_S", 0.1)
+    never = f"test-gpu-lock-never-{os.getpid()}"
+    made = libc.semget(machine_lock.key(never), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
+    try:  # made and never started (its maker died): an error, not a lock that never lets anyone in
+        with pytest.raises(SandboxError, match="never started"):
+            machine_lock.open_lock(never, tmp_path / "unused.lock")
+    finally:
+        removed(made)
+    foreign = f"test-gpu-lock-foreign-{os.getpid()}"
+    made = libc.semget(machine_lock.key(foreign), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o666)
+    try:  # a set under this key that others may use: not this user's lock
+        with pytest.raises(SandboxError, match="not this user's alone"):
+            machine_lock.open_lock(foreign, tmp_path / "unused.lock")
+    finally:
+        removed(made)

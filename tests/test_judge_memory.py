@@ -333,35 +333,36 @@ def test_a_job_larger_than_its_judges_share_of_the_gpu_takes_the_whole_gpu():
 
 
 def test_the_gpu_lock_held_exclusively_for_a_whole_job_makes_the_stages_locks_no_ops(tmp_path):
-    import fcntl
     import os
 
+    from tritongym.evaluate.judge import machine_lock
     from tritongym.evaluate.judge.speed import gpu_lock
 
-    path = tmp_path / "gpu.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    other = os.open(path, os.O_RDWR)  # another judge's descriptor of the same lock
+    name = f"test-whole-job-{os.getpid()}-{tmp_path.name}"
+    lock = machine_lock.open_lock(name, tmp_path / "gpu.lock")
+    other = machine_lock.open_lock(name, tmp_path / "gpu.lock")  # another judge's
 
     def other_can_share() -> bool:
-        try:
-            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        release = machine_lock.take(other, exclusive=False, wait=False)
+        if release is None:
             return False
-        fcntl.flock(other, fcntl.LOCK_UN)
+        release()
         return True
 
     try:
-        with gpu_lock(fd, exclusive=True):
-            with gpu_lock(fd, exclusive=False):  # a trial's shared use inside the whole job's hold
+        with gpu_lock(lock, exclusive=True):
+            with gpu_lock(lock, exclusive=False):  # a trial's shared use inside the whole job's hold
                 assert not other_can_share()
             assert not other_can_share()  # the nested use did not release the job's hold
-            with gpu_lock(fd, exclusive=True):  # timing inside it
+            with gpu_lock(lock, exclusive=True):  # timing inside it
                 pass
             assert not other_can_share()
         assert other_can_share()
     finally:
-        os.close(fd)
-        os.close(other)
+        machine_lock.close(lock)
+        machine_lock.close(other)
+        if machine_lock.supported():
+            machine_lock._libc.semctl(lock, 0, machine_lock.IPC_RMID)
 
 
 def test_the_pool_tells_each_gpu_judge_how_many_judges_share_its_gpu(monkeypatch):

@@ -24,6 +24,7 @@ import pytest
 
 from tritongym.evaluate.judge import launcher_builder as lb
 from tritongym.evaluate.judge import launcher_cache as lc
+from tritongym.evaluate.judge import machine_lock
 
 PY_INCLUDE = sysconfig.get_paths()["include"]
 needs_gcc = pytest.mark.skipif(
@@ -145,7 +146,6 @@ def test_a_write_cut_short_leaves_nothing_after_the_next_one(tmp_path):
 def test_links_fifos_and_a_held_lock_in_the_store_block_nobody(tmp_path, monkeypatch):
     """What a runner that could write the store might leave there: a manifest that is a FIFO (a
     reader that opened it would wait forever), a module that is a link, the lock taken for good."""
-    import fcntl
     import time
 
     store = lb.store_dir(tmp_path / "launchers")
@@ -160,13 +160,17 @@ def test_links_fifos_and_a_held_lock_in_the_store_block_nobody(tmp_path, monkeyp
     os.mkfifo(store / lc.MANIFEST)
     assert lc.read_manifest(str(store)) == {}
     monkeypatch.setattr(lb, "LOCK_TIMEOUT_S", 0.3)
-    holder = os.open(store / ".lock", os.O_RDONLY)
-    fcntl.flock(holder, fcntl.LOCK_EX)
-    start = time.monotonic()
-    with pytest.raises(TimeoutError):
-        lb.put(store, "b" * 64, name, b"x")
-    assert time.monotonic() - start < 5
-    os.close(holder)
+    holder = machine_lock.open_lock(lb.STORE_LOCK, store / ".lock")
+    release = machine_lock.take(holder, exclusive=True)  # taken for good, by a builder that does not end
+    try:
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match="stayed taken"):
+            lb.put(store, "b" * 64, name, b"x")
+        assert 0.3 <= time.monotonic() - start < 5
+    finally:
+        release()
+        machine_lock.close(holder)
+    lb.put(store, "b" * 64, name, b"x")  # free again
 
 
 # -- building and reading, through Triton's own compile path ---------------------------------------

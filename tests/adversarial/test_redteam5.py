@@ -19,7 +19,7 @@ from helpers import CANDIDATES, DEVICE, small_problem
 from tritongym.agent.feedback import render_feedback
 from tritongym.env import LocalEnv, PoolConfig
 from tritongym.evaluate import EvalConfig, Verdict
-from tritongym.evaluate.judge import seccomp
+from tritongym.evaluate.judge import machine_lock, seccomp
 from tritongym.evaluate.result import EvalResult, Finding
 from tritongym.evaluate.sandbox import overrides_permissions, private_lock_dir
 from tritongym.problems.problem import Problem
@@ -69,27 +69,39 @@ def same_user_pool(monkeypatch) -> LocalEnv:
 
 
 @pytest.mark.xfail(
-    not ROOT_JUDGE,
+    not machine_lock.supported() and not ROOT_JUDGE,
     strict=True,
-    reason="open under a judge that is not root: its runners share its user and permissions, and any lock file "
-    "it can open they can open for reading and flock",
+    reason="open where locks are files (off x86-64 Linux) under a judge that is not root: its runners share its "
+    "user and permissions, and any lock file it can open they can open for reading and flock",
 )
 def test_a_runner_of_the_judges_user_cannot_hold_the_gpu_timing_lock(monkeypatch):
     """#2: the GPU timing lock (one file per GPU, every judge of the machine) was the judge's user's,
     0600 in a 0700 directory: a runner keeping uid 0 without capabilities passed the owner's bits,
     opened it for reading (Landlock confines writes) and took it with flock, which needs no more:
     every judge of that GPU then blocked in flock, untimed, until that runner died (the victims'
-    jobs run into their deadline). The lock file is made here as a judge makes it (warm_up); a CPU
-    judge never opens it, the candidate does."""
-    lock = private_lock_dir(Path(tempfile.gettempdir())) / "tritongym-gpu-redteam5.lock"
-    os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o600))
+    jobs run into their deadline). Now it is a System V semaphore, which the runner's seccomp filter
+    keeps out of its reach whatever its user. The lock is made here as a judge makes it (warm_up); a
+    CPU judge never opens it, the candidate tries both kinds."""
+    name = "tritongym-gpu-redteam5"
+    fallback = private_lock_dir(Path(tempfile.gettempdir())) / f"{name}.lock"
+    lock = machine_lock.open_lock(name, fallback)
     try:
         with same_user_pool(monkeypatch) as env:
             result = judged(env, "holds_the_gpu_timing_lock.py")
+        free = machine_lock.take(lock, exclusive=True, wait=False)
+        assert free is not None, "a judge cannot take the lock after that runner"
+        free()
     finally:
-        lock.unlink()
+        machine_lock.close(lock)
+        if machine_lock.supported():
+            machine_lock._libc.semctl(lock, 0, machine_lock.IPC_RMID)
+        fallback.unlink(missing_ok=True)
     assert result.verdict is Verdict.OK, result.feedback
-    assert "LOCK HELD" not in result.stdout and f"REFUSED {lock}" in result.stdout, result.stdout
+    assert "LOCK HELD" not in result.stdout, result.stdout
+    if machine_lock.supported():
+        assert f"REFUSED semaphore {name}: {os.strerror(1)}" in result.stdout, result.stdout  # EPERM: the filter
+    else:
+        assert f"REFUSED {fallback}" in result.stdout, result.stdout
 
 
 @contextlib.contextmanager
@@ -337,14 +349,39 @@ def test_a_kernel_is_the_candidates_only_where_its_code_and_source_come_from_its
     assert not text.owns(own, "def kernel(x):\n    return x * 2\n")  # a GPU would compile x * 2
 
 
-@pytest.mark.skipif(not ROOT_JUDGE, reason="only a builder that passes permission bits can keep a lock from its user")
-def test_a_runner_of_the_judges_user_cannot_open_the_launcher_stores_lock(tmp_path):
+@pytest.mark.skipif(not seccomp.supported(), reason="the runner's filter is written for x86-64 Linux")
+def test_a_runner_cannot_take_the_launcher_stores_lock(tmp_path):
     """#2's launcher-store part: the store's `.lock` (0644 in a 0755 store that runners read) could be
     opened for reading and flocked by a runner of the judge's user, each build then waiting 10 s and
-    giving up. Under root its mode is 000: a process without capabilities cannot open it."""
+    giving up. Now the lock is a System V semaphore: a process under the runner's filter (capabilities
+    dropped, as a runner of the judge's user) cannot find it, let alone take it."""
     from tritongym.evaluate.judge import launcher_builder
     from tritongym.evaluate.judge.zygote import drop_capabilities
 
+    with launcher_builder._locked(tmp_path):  # made as a builder makes it
+        pass
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            drop_capabilities()
+            seccomp.confine(os.getpid(), processes=False)
+            machine_lock.open_lock(launcher_builder.STORE_LOCK, Path("/nonexistent/.lock"))
+        except PermissionError:
+            code = 0
+        finally:
+            os._exit(code)
+    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0  # refused: no runner holds the lock
+
+
+@pytest.mark.skipif(not ROOT_JUDGE, reason="only a builder that passes permission bits can keep a lock from its user")
+def test_a_runner_of_the_judges_user_cannot_open_the_launcher_stores_lock_file(tmp_path, monkeypatch):
+    """#2's launcher-store part where locks are files (off x86-64 Linux): under root the store's
+    `.lock` has mode 000, a process without capabilities cannot open it."""
+    from tritongym.evaluate.judge import launcher_builder
+    from tritongym.evaluate.judge.zygote import drop_capabilities
+
+    monkeypatch.setattr(machine_lock, "supported", lambda: False)
     with launcher_builder._locked(tmp_path):
         pass
     lock = tmp_path / ".lock"

@@ -63,12 +63,13 @@ def overrides_permissions() -> bool:
 
 
 def private_lock_dir(base: Path) -> Path:
-    """The directory of the GPU timing locks, shared by every sandbox of this user on the machine and
-    writable by nobody else (a runner that created the lock file first could hold the lock). Where this
-    process passes permission bits (root), its mode is 000: only such a process (a judge) opens a lock
-    in it. A runner that keeps uid 0 without capabilities (every GPU runner) would otherwise pass the
-    owner's bits, and ``flock`` needs only a descriptor opened for reading, which Landlock allows: it
-    could hold every judge's lock of the machine (red team 5 #2)."""
+    """The directory of the GPU timing locks where they are files (off x86-64 Linux: on it they are
+    System V semaphores no runner reaches, judge/machine_lock.py), shared by every sandbox of this user
+    on the machine and writable by nobody else (a runner that created the lock file first could hold
+    the lock). Where this process passes permission bits (root), its mode is 000: only such a process
+    (a judge) opens a lock in it. A runner that keeps uid 0 without capabilities (every GPU runner)
+    would otherwise pass the owner's bits, and ``flock`` needs only a descriptor opened for reading,
+    which Landlock allows: it could hold every judge's lock of the machine (red team 5 #2)."""
     path = base / f"tritongym-locks-{os.geteuid()}"
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)

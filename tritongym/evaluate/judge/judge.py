@@ -25,8 +25,8 @@ from typing import Any
 import torch
 
 from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.judge import machine_lock, speed
 from tritongym.evaluate.judge import protocol as p
-from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
 from tritongym.evaluate.judge.launcher_builder import LauncherStore
@@ -123,7 +123,7 @@ class WorkerContext:
     copy_bandwidth: float = 0.0
     """Device-to-device bytes/s, measured at start-up (the roofline check's bound); 0 on the CPU."""
     gpu_lock: int = -1
-    """This GPU's lock file descriptor (speed.py); -1 on the CPU."""
+    """This GPU's lock (machine_lock.open_lock: a semaphore set's id, or a lock file's descriptor); -1 on the CPU."""
     twin: Any = None
     """The judge's twin process (twin.py) on a GPU; None on the CPU."""
     arena: Any = None
@@ -541,7 +541,8 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
         from tritongym.evaluate.judge import twin
 
         uuid = str(torch.cuda.get_device_properties(device).uuid)
-        ctx.gpu_lock = os.open(Path(lock_dir) / f"tritongym-gpu-{uuid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        name = f"tritongym-gpu-{uuid}"  # one for every judge of this user on the machine (machine_lock.py)
+        ctx.gpu_lock = machine_lock.open_lock(name, Path(lock_dir) / f"{name}.lock")
         # the CUDA contexts (the judge's, its twin's) are made under the shared lock, so as not to disturb
         # another judge's timing; the clean durations are measured with nobody else of ours on the GPU
         with speed.gpu_lock(ctx.gpu_lock, exclusive=False):

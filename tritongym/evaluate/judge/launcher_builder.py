@@ -28,7 +28,6 @@ outlives the sandbox's home; ``sandbox.launcher_store_root`` says where it is).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -39,13 +38,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 from tritongym.errors import SandboxError
+from tritongym.evaluate.judge import machine_lock
 from tritongym.evaluate.judge.launcher_cache import (
     MANAGER,
     MANIFEST,
@@ -71,6 +70,8 @@ MAX_DIMS = 5
 LOCK_TIMEOUT_S = 10.0
 """Longest wait for the store's lock (held for one write by a builder; a process that holds it
 longer, such as a runner of the judge's own user that took it, costs a build, not the judge's start)."""
+STORE_LOCK = "tritongym-launchers"
+"""The name of the launcher stores' write lock (``_locked``)."""
 MAX_REQUESTS_PER_JOB = 8
 """Launchers the judge asks for after one job at most (the rest: a later job may ask again)."""
 
@@ -189,27 +190,25 @@ def store_dir(root: Path) -> Path:
 
 @contextlib.contextmanager
 def _locked(store: Path):
-    """The store's write lock, shared by every builder on the machine; TimeoutError if it stays taken.
-    Where the builder passes permission bits (root), the lock file's mode is 000: a runner of the
-    judge's user (uid 0 without capabilities) reads the store but cannot open its lock, and so
-    cannot hold it while builders wait (red team 5 #2)."""
-    private = os.geteuid() == 0 and overrides_permissions()
-    fd = os.open(store / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0 if private else 0o644)
+    """The store's write lock, shared by every builder of this user on the machine; TimeoutError if it
+    stays taken. A System V semaphore (machine_lock.py), one for all of this user's stores (a write
+    holds it for milliseconds): a runner of the judge's user reads the store but cannot take its lock,
+    nor hold it while builders wait (red team 5 #2). Where semaphores are not used, the file ``.lock``
+    in the store, whose mode is 000 where the builder passes permission bits (root): a runner of the
+    judge's user (uid 0 without capabilities) cannot open it."""
+    lock = machine_lock.open_lock(STORE_LOCK, store / ".lock")
     try:
-        if private:
-            os.fchmod(fd, 0)
-        deadline = time.monotonic() + LOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{store / '.lock'} stayed locked for {LOCK_TIMEOUT_S} s") from None
-                time.sleep(0.05)
-        yield
+        if not machine_lock.supported() and os.geteuid() == 0 and overrides_permissions():
+            os.fchmod(lock, 0)
+        release = machine_lock.take(lock, exclusive=True, timeout_s=LOCK_TIMEOUT_S)
+        if release is None:
+            raise TimeoutError(f"the lock of {store} stayed taken for {LOCK_TIMEOUT_S} s")
+        try:
+            yield
+        finally:
+            release()
     finally:
-        os.close(fd)
+        machine_lock.close(lock)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -57,8 +57,9 @@ does not help (a stopped process's queued kernels still run). Instead each repet
 against the judge's own fixed workloads (flush, probe, hand-off): one much slower than clean had
 company, and the repetition is repeated (``contended_reps``); when such repetitions outnumber the
 valid ones, the result has no speedup and a ``timing_untrusted`` finding. The secret order and
-hold jitter keep a runner from aiming its work between the probes. This GPU's lock (``gpu_lock``)
-keeps the rest of ours off the GPU while a candidate is timed: every other stage that runs GPU
+hold jitter keep a runner from aiming its work between the probes. This GPU's lock (``gpu_lock``, a
+System V semaphore no runner reaches: machine_lock.py) keeps the rest of ours off the GPU while a
+candidate is timed: every other stage that runs GPU
 work holds it shared, including a spare runner's start (``start_covered``) and a killed runner's end
 (``end_covered``).
 
@@ -68,7 +69,6 @@ Coverage comes from one forward profiled in the runner (profiling.py): it is the
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import math
 import os
 import secrets
@@ -83,6 +83,7 @@ import torch
 
 from tritongym.evaluate import compare, timing
 from tritongym.evaluate.compare import LOOSE_TOLERANCE
+from tritongym.evaluate.judge import machine_lock
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
@@ -123,24 +124,24 @@ lock_waited = [0.0]
 """Seconds this process has waited for this GPU's lock (``gpu_lock``; a job reads it before and after:
 its ``gpu_lock_wait`` stage)."""
 _exclusive: set[int] = set()
-"""Lock descriptors this process holds exclusively (a job too large to share its GPU holds it for
-its whole length; the stages' own uses of the lock inside that are no-ops)."""
+"""Locks this process holds exclusively (a job too large to share its GPU holds it for its whole
+length; the stages' own uses of the lock inside that are no-ops)."""
 _covers: dict[int, list[Cover]] = {}
-"""Lock descriptor -> covers of GPU work outside a job's stages (a runner's start, a killed runner's
-end): see ``start_covered``, ``end_covered``."""
+"""Lock -> covers of GPU work outside a job's stages (a runner's start, a killed runner's end): see
+``start_covered``, ``end_covered``."""
 COVER_S = 10.0
 """The longest a cover keeps this GPU's lock shared, and timing waits for it (making a CUDA context
 takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
 
 
 class Cover:
-    """This GPU's lock held shared through a descriptor of its own (``second``; -1: inside this
+    """This GPU's lock held shared by a hold of its own (``release`` lets it go; None: inside this
     process's exclusive hold, nothing to hold) while some GPU work outside a job's stages goes on; a
     thread of its own lets it go as soon as ``over`` (which waits at most the seconds it is given)
     says that work is over, or after ``COVER_S``: an idle judge never keeps it."""
 
-    def __init__(self, second: int, over):
-        self.second, self.over = second, over
+    def __init__(self, hold, over):
+        self.hold, self.over = hold, over
         self.released = threading.Event()
         self._guard = threading.Lock()
         threading.Thread(target=self._watch, name="tritongym-gpu-lock-cover", daemon=True).start()
@@ -155,22 +156,24 @@ class Cover:
             if self.released.is_set():
                 return
             self.released.set()
-        _unlock(self.second)
+        if self.hold is not None:
+            self.hold()
 
 
 @contextlib.contextmanager
 def gpu_lock(fd: int, exclusive: bool):
-    """This GPU's lock, shared by every judge on the machine: what runs work on the GPU outside
-    timing holds it shared (the reference, the candidate's import, build, trials and guards, a
-    runner's start and its end), timing and profiling hold it exclusively, so nothing else of ours
-    runs on the GPU while a candidate is timed. A no-op on the CPU (fd < 0) and inside an exclusive
-    hold of the same lock; an exclusive hold first waits for the covered work to end (``settle``)."""
+    """This GPU's lock (``fd``: machine_lock.open_lock's answer), shared by every judge of this user on
+    the machine: what runs work on the GPU outside timing holds it shared (the reference, the
+    candidate's import, build, trials and guards, a runner's start and its end), timing and profiling
+    hold it exclusively, so nothing else of ours runs on the GPU while a candidate is timed. A no-op on
+    the CPU (fd < 0) and inside an exclusive hold of the same lock; an exclusive hold first waits for
+    the covered work to end (``settle``)."""
     asked = time.perf_counter()
     settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
         return
-    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    release = machine_lock.take(fd, exclusive)
     lock_waited[0] += time.perf_counter() - asked
     if exclusive:
         _exclusive.add(fd)
@@ -178,35 +181,33 @@ def gpu_lock(fd: int, exclusive: bool):
         yield
     finally:
         _exclusive.discard(fd)
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        release()
 
 
 def start_covered(fd: int, start, wait: bool = True) -> bool:
     """Call ``start``, which starts a runner and returns the judge's end of its socket (None: none
-    was started), under this GPU's lock held shared through a descriptor of its own, and keep it
-    until that runner said its first word (its Hello, sent once its CUDA context exists) or closed
-    the socket (``settle``): a runner's start does not disturb another judge's timing, nor this
-    one's. Inside this process's own exclusive hold nothing more is taken (that hold covers it).
-    Without ``wait``, where another judge times now, nothing is started: returns whether it was."""
+    was started), under this GPU's lock held shared by a hold of its own, and keep it until that
+    runner said its first word (its Hello, sent once its CUDA context exists) or closed the socket
+    (``settle``): a runner's start does not disturb another judge's timing, nor this one's. Inside
+    this process's own exclusive hold nothing more is taken (that hold covers it). Without ``wait``,
+    where another judge times now, nothing is started: returns whether it was."""
     if fd < 0:
         start()
         return True
-    second = -1
+    hold = None
     if fd not in _exclusive:
-        second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
-        try:
-            fcntl.flock(second, fcntl.LOCK_SH | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(second)
+        hold = machine_lock.take(fd, exclusive=False, wait=wait)
+        if hold is None:
             return False
     sock = None
     try:
         sock = start()
     finally:
         if sock is None:
-            _unlock(second)
+            if hold is not None:
+                hold()
         else:
-            _covers.setdefault(fd, []).append(Cover(second, lambda timeout_s: _said(sock, timeout_s)))
+            _covers.setdefault(fd, []).append(Cover(hold, lambda timeout_s: _said(sock, timeout_s)))
     return True
 
 
@@ -218,15 +219,11 @@ def end_covered(fd: int, end) -> None:
     over = end()
     if fd < 0 or fd in _exclusive:
         if fd >= 0:
-            _covers.setdefault(fd, []).append(Cover(-1, over))
+            _covers.setdefault(fd, []).append(Cover(None, over))
         return
-    second = os.open(f"/proc/self/fd/{fd}", os.O_RDWR)
-    try:
-        fcntl.flock(second, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(second)
-        return
-    _covers.setdefault(fd, []).append(Cover(second, over))
+    hold = machine_lock.take(fd, exclusive=False, wait=False)
+    if hold is not None:
+        _covers.setdefault(fd, []).append(Cover(hold, over))
 
 
 def settle(fd: int, block: bool, timeout_s: float = COVER_S) -> None:
@@ -263,12 +260,6 @@ def gone(pid: int, timeout_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.002)
-
-
-def _unlock(fd: int) -> None:
-    if fd >= 0:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 # --- slots and their export ----------------------------------------------------------------------
