@@ -6,6 +6,8 @@ as in the GPU run: ``TRITONGYM_TEST_DEVICE=cuda pytest tests/test_verdicts.py ..
 
 from __future__ import annotations
 
+import ast
+import ctypes
 import os
 from pathlib import Path
 
@@ -47,3 +49,26 @@ def run_candidate(
 
 def eval_config(**overrides) -> EvalConfig:
     return EvalConfig(device=DEVICE, trials=2, **({"timing_budget_s": 2.0} | overrides))
+
+
+def confined(probe, processes: bool = True) -> dict:
+    """Run ``probe()`` in a forked child that leads its own session and installed the runner's seccomp
+    filter (no_new_privs first, as a runner does; ``processes``: a compiler helper's filter, off: a
+    runner's); return what it reports (a literal)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+            seccomp.confine(os.getpid(), processes)
+            os.write(write, repr(probe()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    chunks = []
+    while chunk := os.read(read, 65536):
+        chunks.append(chunk)
+    os.close(read)
+    os.waitpid(child, 0)
+    return ast.literal_eval(b"".join(chunks).decode())

@@ -3,7 +3,6 @@ a spare runner's CUDA context is made, and a killed one's torn down, while no ju
 CPU with a real lock (machine_lock.py: a System V semaphore, and the lock file used where semaphores
 are not), no runner can take it."""
 
-import ast
 import ctypes
 import os
 import signal
@@ -15,8 +14,9 @@ import time
 
 import pytest
 
+from helpers import confined
 from tritongym.errors import SandboxError
-from tritongym.evaluate.judge import machine_lock, seccomp, speed
+from tritongym.evaluate.judge import machine_lock, speed
 
 BACKENDS = ["semaphore", "file"] if machine_lock.supported() else ["file"]
 
@@ -266,27 +266,6 @@ def semaphore(tmp_path):
     lock = machine_lock.open_lock(name, tmp_path / "unused.lock")
     yield name, lock
     removed(lock)
-
-
-def confined(probe, processes: bool) -> dict:
-    """``probe()`` in a forked child under the runner's seccomp filter (as tests/adversarial/test_seccomp.py
-    installs it; ``processes``: a compiler helper's, else a runner's): what it reports."""
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setsid()
-            ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-            seccomp.confine(os.getpid(), processes)
-            os.write(write, repr(probe()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.waitpid(child, 0)
-    return ast.literal_eval(b"".join(chunks).decode())
 
 
 @semaphores_only

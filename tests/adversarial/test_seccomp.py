@@ -2,39 +2,22 @@
 
 from __future__ import annotations
 
-import ast
 import ctypes
 import os
 import signal
 
 import pytest
 
+from helpers import confined as under_filter
 from tritongym.evaluate.judge import seccomp
 
 pytestmark = pytest.mark.skipif(not seccomp.supported(), reason="the filter is written for x86-64 Linux")
 
 
 def confined(probe, processes: bool = True) -> dict:
-    """Run ``probe(parent)`` in a forked child that leads its own session and installed the filter
-    (no_new_privs first, as a runner does; ``processes`` as a compiler helper's, off as a runner's);
-    return what it reports."""
+    """Run ``probe(parent)`` under the filter (helpers.confined), ``parent`` being this process."""
     parent = os.getpid()
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setsid()
-            ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-            seccomp.confine(os.getpid(), processes)
-            os.write(write, repr(probe(parent)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    chunks = []
-    while chunk := os.read(read, 65536):
-        chunks.append(chunk)
-    os.waitpid(child, 0)
-    return ast.literal_eval(b"".join(chunks).decode())
+    return under_filter(lambda: probe(parent), processes)
 
 
 def outcome(call) -> str:
