@@ -83,7 +83,7 @@ def test_a_hand_made_inductor_launcher_running_numpy_is_no_triton(warm_env):
 
 
 @cpu_only
-def test_numpy_called_from_an_interpreted_kernel_body_is_a_compile_error(warm_env):
+def test_numpy_called_from_an_interpreted_kernel_body_is_refused_as_on_a_gpu(warm_env):
     """Triton's frontend runs on the CPU too (evaluate/frontend.py): a kernel may not reference a plain
     Python function, so its first launch fails as on a GPU, before any NumPy runs. Triton 3.9 rejects
     it while hashing what the kernel references (a RuntimeError: runtime_error, the GPU's verdict too);
