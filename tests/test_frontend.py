@@ -14,7 +14,8 @@ import pytest
 import torch
 from triton.compiler.errors import CompilationError
 
-from tritongym.evaluate import frontend, guards
+from helpers import eval_config, small_problem
+from tritongym.evaluate import Verdict, frontend, guards
 from tritongym.evaluate.guards import LaunchMonitor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,3 +160,36 @@ def test_the_frontend_works_after_the_interpreter_left_the_language_patched():
     env = dict(os.environ) | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "warm 1" in done.stdout, done.stderr[-3000:]
+
+
+BREAKING_VECTOR_ADD = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    for _ in range(2):
+        total = tl.load(a_ptr + offsets, mask=mask) + tl.load(b_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, total, mask=mask)
+        break
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, out, a.numel(), BLOCK=256)
+        return out
+"""
+
+
+def test_a_correct_kernel_the_compiler_rejects_gets_the_same_verdict_on_every_device(warm_env):
+    """Under the interpreter the kernel adds correctly (``break`` is plain Python); Triton's compiler
+    refuses ``break``: compile_error on a GPU, and on the CPU too."""
+    result = warm_env.submit(small_problem("vector_add"), BREAKING_VECTOR_ADD, eval_config()).result()
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
+    assert "Break" in result.feedback and "add_kernel[" in result.feedback, result.feedback
