@@ -193,3 +193,17 @@ def test_a_correct_kernel_the_compiler_rejects_gets_the_same_verdict_on_every_de
     result = warm_env.submit(small_problem("vector_add"), BREAKING_VECTOR_ADD, eval_config()).result()
     assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
     assert "Break" in result.feedback and "add_kernel[" in result.feedback, result.feedback
+
+
+def test_a_kernel_launched_by_the_constructor_passes_the_frontend_too(warm_env):
+    construct_and_add = BREAKING_VECTOR_ADD.replace(
+        "class ModelNew(nn.Module):\n",
+        "class ModelNew(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        x = torch.ones(4)\n"
+        "        add_kernel[(1,)](x, x, x, 4, BLOCK=4)\n\n",
+    )
+    result = warm_env.submit(small_problem("vector_add"), construct_and_add, eval_config()).result()
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
+    assert "while constructing" in result.feedback and "Break" in result.feedback, result.feedback
