@@ -2,15 +2,17 @@
 
 Under Triton's interpreter (TRITON_INTERPRET=1, the CPU sandbox) a ``@triton.jit`` function's body
 runs as plain Python: a kernel may call NumPy or any Python function, hold a list, ``break`` out of a
-loop, all of which Triton's compiler rejects on a GPU at the kernel's first launch (red team 3 #5:
-a kernel body that calls a NumPy function writing the output was judged ok). So before an
+loop, all of which Triton's compiler rejects on a GPU at the kernel's first launch (red team 3,
+attack 6: a kernel body that calls a NumPy function writing the output was judged ok). So before an
 interpreted kernel runs for the first time with a given specialization (its arguments' types and
-alignment, its constexprs and compile options, as Triton's JIT computes them), ``check`` runs
-Triton's real code generator on it (AST -> Triton IR, ``ASTSource.make_ir``) for a fixed CUDA
-target (``TARGET``): no GPU, no ``ptxas``, no LLVM. A kernel the frontend rejects raises Triton's
-own ``CompilationError`` from the launch, as a GPU's first launch would; the runner classifies it
-as a compile error with Triton's message. An accepted specialization is remembered: later launches
-with it pay only for computing the specialization.
+alignment, its constexprs and compile options, as Triton's JIT binder computes them), ``check`` runs
+Triton's real frontend on it, as ``triton.compile`` does before anything target-specific: the hash
+of what the kernel references (``JITFunction.cache_key``, which refuses a plain Python function) and
+the code generator (AST -> Triton IR, ``ASTSource.make_ir``), for a CUDA target of capability
+``TARGET_ARCH``: no GPU, no ``ptxas``, no LLVM. What they raise (a ``CompilationError``, or the hash's
+``RuntimeError``) is raised from the launch, as at a GPU's first launch, and the runner classifies it
+the same way. An accepted specialization is remembered: later launches with it pay only for Triton's
+binder.
 
 The interpreter makes every ``@triton.jit`` function an ``InterpretedFunction``, which Triton's code
 generator does not know as a kernel: each is mirrored by a ``JITFunction`` of the same Python function
@@ -227,8 +229,8 @@ def _frontend(fn, bound: dict, specialization: list, given: dict) -> None:
 
 def warm() -> None:
     """Run the frontend once (the zygote on the CPU, before it forks a runner): a process's first
-    run sets up Triton's code generator and the target's backend (about 0.1 s, later ones about
-    0.01 s)."""
+    run sets up Triton's code generator and the target's backend (on a 2-core CPU: softmax's kernel
+    48 ms in a process that never ran it, 18 ms after this)."""
     import torch
 
     from tritongym.evaluate.judge.compiler_warmth import warm_kernel
