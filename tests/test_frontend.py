@@ -108,13 +108,14 @@ def test_the_interpreter_alone_runs_what_the_compiler_rejects(kernels):
 def test_a_kernel_calling_numpy_is_rejected_before_it_runs(kernels, monitored):
     a, b, out = torch.ones(4), torch.full((4,), 2.0), torch.zeros(4)
     kernels.STASH[:] = [a, b, out]
-    with pytest.raises((RuntimeError, CompilationError), match="host_add"):
+    with pytest.raises((RuntimeError, CompilationError), match="host_add") as first:
         kernels.numpy_kernel[(1,)](a, b, out, 4, BLOCK=4)
     assert out.tolist() == [0.0] * 4, "the body never ran"
     runs = frontend.runs[0]
-    with pytest.raises((RuntimeError, CompilationError), match="host_add"):
+    with pytest.raises((RuntimeError, CompilationError), match="host_add") as again:
         kernels.numpy_kernel[(1,)](a, b, out, 4, BLOCK=4)
     assert frontend.runs[0] == runs + 1, "a rejected specialization is not remembered: it fails again"
+    assert str(again.value) == str(first.value), "the same way (a failed hash is not kept)"
 
 
 def test_python_the_compiler_does_not_support_is_a_compile_error(kernels, monitored):
