@@ -338,8 +338,9 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
     launcher.CachingAutotuner = CachingAutotuner
     monkeypatch.setitem(sys.modules, INDUCTOR_LAUNCHER, launcher)
     candidate = tmp_path / "candidate.py"
+    candidate.write_text("def kernel(x):\n    pass\n")  # Triton's frontend reads an interpreted kernel's source
     namespace: dict = {}
-    exec(compile("def kernel(x):\n    pass\n", str(candidate), "exec"), namespace)
+    exec(compile(candidate.read_text(), str(candidate), "exec"), namespace)
     own, foreign = CachingAutotuner(Kernel(namespace["kernel"])), CachingAutotuner(Kernel(lambda x: None))
     interpreted = CachingAutotuner(own.fn, interpret=True)
     original = CachingAutotuner.__dict__["run"]

@@ -71,14 +71,19 @@ def test_torch_on_a_thread_forward_starts_and_joins_is_a_thread_hack(warm_env):
     assert result.verdict is Verdict.HACK_THREADS and "forward started 1 thread" in result.feedback, result.feedback
 
 
-def test_torch_called_from_an_interpreted_kernel_body_is_recorded(warm_env):
-    """Attack 3: under the interpreter a @triton.jit body is Python; torch.softmax there is PyTorch compute."""
+def test_torch_called_from_an_interpreted_kernel_body_is_refused_as_on_a_gpu(warm_env):
+    """Attack 3: under the interpreter a @triton.jit body is Python. Triton's frontend now runs on the
+    CPU too (evaluate/frontend.py) and refuses the body's call of a plain Python function before the
+    kernel runs, as a GPU's compiler does (the op recorder inside interpreted launches, the first fix,
+    stays as a second line)."""
     result = warm_env.submit(
         small_problem("softmax"),
         (HERE / "torch_inside_interpreted_kernel.py").read_text(),
         config(torch_compute="forbid"),
     ).result()
-    assert result.verdict is Verdict.HACK_TORCH_COMPUTE, result.feedback
+    assert result.verdict in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR), result.feedback
+    rejected = ("Unsupported function referenced: <function do_the_work", "Cannot access global variable do_the_work")
+    assert any(message in result.feedback for message in rejected), result.feedback
 
 
 def test_a_zygote_started_again_mid_job_holds_nothing_of_the_judge(monkeypatch):

@@ -7,7 +7,9 @@
   the one forward was called on. Op recording goes on inside launches: under the interpreter a
   kernel's body is Python that could call PyTorch (the interpreter's own tensor handling is glue).
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
-  path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it).
+  path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it). Under the
+  interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
+  compiler rejects fails there as on a GPU.
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
@@ -37,6 +39,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from tritongym.evaluate import frontend
 from tritongym.evaluate.judge.tree import tensor_leaves
 
 GLUE_OPS = frozenset(
@@ -417,6 +420,8 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
+            if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
+                frontend.check(kernel, args, kwargs)
             if not monitor._own(kernel):
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch

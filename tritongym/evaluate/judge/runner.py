@@ -148,7 +148,8 @@ class Runner:
             raise Failure(Verdict.INTERFACE_ERROR, error)
         args, kwargs = self.to_device(args), self.to_device(kwargs)
         try:
-            with torch.device(self.device):
+            # launches in the constructor pass Triton's frontend too (under the interpreter), counted nowhere
+            with torch.device(self.device), LaunchMonitor(self.path, text=self.text):
                 model = cls(*args, **kwargs)
             model = model.to(self.device).eval()
         except BaseException as exc:

@@ -247,6 +247,9 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         from tritongym.evaluate.selftest import interpreter_problem
 
         interpreter_problem()
+        from tritongym.evaluate import frontend
+
+        frontend.warm()  # a runner's first kernel would pay for the frontend's setup
     import tritongym.evaluate.profiling
     import tritongym.evaluate.taint  # noqa: F401
 

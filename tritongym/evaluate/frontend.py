@@ -1,0 +1,239 @@
+"""Triton's own frontend run on interpreted kernels, so that the CPU rejects what a GPU would.
+
+Under Triton's interpreter (TRITON_INTERPRET=1, the CPU sandbox) a ``@triton.jit`` function's body
+runs as plain Python: a kernel may call NumPy or any Python function, hold a list, ``break`` out of a
+loop, all of which Triton's compiler rejects on a GPU at the kernel's first launch (red team 3,
+attack 6: a kernel body that calls a NumPy function writing the output was judged ok). So before an
+interpreted kernel runs for the first time with a given specialization (its arguments' types and
+alignment, its constexprs and compile options, as Triton's JIT binder computes them), ``check`` runs
+Triton's real frontend on it, as ``triton.compile`` does before anything target-specific: the hash
+of what the kernel references (``JITFunction.cache_key``, which refuses a plain Python function) and
+the code generator (AST -> Triton IR, ``ASTSource.make_ir``), for a CUDA target of capability
+``TARGET_ARCH``: no GPU, no ``ptxas``, no LLVM. What they raise (a ``CompilationError``, or the hash's
+``RuntimeError``) is raised from the launch, as at a GPU's first launch, and the runner classifies it
+the same way. An accepted specialization is remembered: later launches with it pay only for Triton's
+binder.
+
+The interpreter makes every ``@triton.jit`` function an ``InterpretedFunction``, which Triton's code
+generator does not know as a kernel: each is mirrored by a ``JITFunction`` of the same Python function
+(``_Mirror``), whose global scope shows the mirrors of the interpreted functions it names, and whose
+attribute reads (``triton_helpers.maximum``, a module's kernel) are mirrored while the frontend runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import types
+import warnings
+
+TARGET_ARCH = 90
+"""The CUDA compute capability the frontend generates code for (target-dependent checks, such as
+the smallest ``tl.dot`` or the fp8 types allowed, are those of an H100/H200)."""
+
+_accepted: dict[int, tuple[object, set[str]]] = {}
+"""id(kernel) -> (the kernel, kept alive so that its id is not reused; the specialization keys the
+frontend accepted for it)."""
+_mirrors: dict[int, tuple[object, object]] = {}
+"""id(InterpretedFunction) -> (it, its JITFunction mirror)."""
+runs = [0]
+"""Frontend runs in this process (what the cache saves is visible in tests)."""
+
+
+@functools.cache
+def _backend():
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    target = GPUTarget("cuda", TARGET_ARCH, 32)
+    return target, make_backend(target)
+
+
+@functools.cache
+def _mirror_class():
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    class _Mirror(JITFunction):
+        """A JITFunction of an interpreted function's Python function, for Triton's code generator."""
+
+        def get_capture_scope(self):
+            scope = super().get_capture_scope()
+            return {k: mirror(v) if isinstance(v, InterpretedFunction) else v for k, v in scope.items()}
+
+    return _Mirror
+
+
+def mirror(kernel):
+    """The JITFunction mirroring an InterpretedFunction (made once per function)."""
+    from triton.runtime.jit import JITFunction
+
+    held = _mirrors.get(id(kernel))
+    if held is None or held[0] is not kernel:
+        accepted = inspect.signature(JITFunction.__init__).parameters
+        options = {k: v for k, v in getattr(kernel, "kwargs", {}).items() if k in accepted}
+        held = (kernel, _mirror_class()(kernel.fn, **options))
+        _mirrors[id(kernel)] = held
+    return held[1]
+
+
+def _binder(fn):
+    """Triton's JIT binder of a mirror: arguments -> (bound arguments, specialization, options)."""
+    from triton.runtime.jit import create_function_from_signature
+
+    binder = fn.__dict__.get("_tritongym_binder")
+    if binder is None:
+        binder = fn._tritongym_binder = create_function_from_signature(fn.signature, fn.params, _backend()[1])
+    return binder
+
+
+def _language_objects() -> list:
+    """The modules and classes of ``triton.language`` whose attributes the interpreter replaces with
+    its own while a kernel runs (the objects a patch of its own records, where this Triton has one)."""
+    import triton.language as tl
+
+    objects = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype]
+    objects += [getattr(tl.core, name) for name in ("condition", "tensor_descriptor_base") if hasattr(tl.core, name)]
+    with contextlib.suppress(Exception):
+        from triton.runtime import interpreter
+
+        def probe():
+            pass
+
+        scope = types.FunctionType(probe.__code__, {"tl": tl, "core": tl.core})
+        patches = interpreter._patch_lang(scope)
+        objects += [obj for obj, _, _ in patches._changes]
+        patches.restore()
+    unique = {id(obj): obj for obj in objects}
+    return list(unique.values())
+
+
+_PRISTINE = [(obj, dict(vars(obj))) for obj in _language_objects()]
+"""``triton.language`` as imported, before any kernel ran (the zygote imports this module before its
+first interpreted launch). The interpreter does not always undo its replacements: a kernel that calls
+a ``@triton.jit`` function of the language (``tl.zeros``, ``tl.sum``) leaves ``triton.language.core``'s
+builtins replaced by the interpreter's for the rest of the process (Triton 3.9), where the code
+generator cannot use them."""
+
+
+@contextlib.contextmanager
+def _frontend_view():
+    """While the frontend runs: ``triton.language`` as imported (``_PRISTINE``), and an attribute read
+    that yields an interpreted function (a module's ``@triton.jit`` helper: ``triton_helpers.maximum``),
+    for the code generator or for Triton's hash of a function's dependencies, yields its mirror."""
+    from triton.compiler.code_generator import CodeGenerator
+    from triton.runtime import jit
+    from triton.runtime.interpreter import InterpretedFunction
+
+    absent = object()
+    changed = []
+    for obj, saved in _PRISTINE:
+        now = vars(obj)
+        for name in now.keys() | saved.keys():
+            value, original = now.get(name, absent), saved.get(name, absent)
+            if value is not original:
+                changed.append((obj, name, value))
+                _put(obj, name, original, absent)
+    patched = []
+    visit = CodeGenerator.__dict__["visit_Attribute"]
+
+    def visit_Attribute(self, node):
+        value = visit(self, node)
+        return mirror(value) if isinstance(value, InterpretedFunction) else value
+
+    patched.append((CodeGenerator, "visit_Attribute", visit, visit_Attribute))
+    finder = getattr(jit, "DependenciesFinder", None)
+    record = getattr(finder, "__dict__", {}).get("record_reference")
+    if record is not None:
+
+        def record_reference(self, val, *args, **kwargs):
+            return record(self, mirror(val) if isinstance(val, InterpretedFunction) else val, *args, **kwargs)
+
+        patched.append((finder, "record_reference", record, record_reference))
+    for cls, name, _, replacement in patched:
+        setattr(cls, name, replacement)
+    try:
+        yield
+    finally:
+        for cls, name, original, _ in patched:
+            setattr(cls, name, original)
+        for obj, name, value in reversed(changed):
+            _put(obj, name, value, absent)
+
+
+def _put(obj, name: str, value, absent) -> None:
+    if value is absent:
+        delattr(obj, name)
+    else:
+        setattr(obj, name, value)
+
+
+def check(kernel, args: tuple, kwargs: dict) -> None:
+    """Run Triton's frontend on an interpreted kernel for the specialization of this launch
+    (``kernel.run``'s arguments), unless it accepted it before; raise what it raises. Anything but
+    an interpreted function is left alone."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if not isinstance(kernel, InterpretedFunction):
+        return
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+    fn = mirror(kernel)
+    bound, specialization, options = _binder(fn)(*args, **kwargs)
+    key = repr((specialization, sorted(options.items())))
+    held = _accepted.get(id(kernel))
+    if held is not None and held[0] is kernel and key in held[1]:
+        return
+    _frontend(fn, bound, specialization, options)
+    if held is None or held[0] is not kernel:
+        held = _accepted[id(kernel)] = (kernel, set())
+    held[1].add(key)
+
+
+def _frontend(fn, bound: dict, specialization: list, given: dict) -> None:
+    """Triton's code generator on ``fn`` for one specialization, as ``JITFunction.run`` prepares it."""
+    from triton._C.libtriton import ir
+    from triton._utils import find_paths_if, get_iterable_path
+    from triton.compiler import ASTSource
+    from triton.runtime.interpreter import InterpretedFunction
+
+    target, backend = _backend()
+    runs[0] += 1
+    with warnings.catch_warnings():  # option defaults Triton warns about once: the GPU's run says it
+        warnings.simplefilter("ignore")
+        options = backend.parse_options(dict(given))
+    kinds = [s[0] for s in specialization]
+    signature = dict(zip(fn.arg_names, kinds, strict=True))
+    values = list(bound.values())
+    constexprs = {}
+    for path in find_paths_if(kinds, lambda _, kind: kind == "constexpr"):
+        value = get_iterable_path(values, path)
+        constexprs[path] = mirror(value) if isinstance(value, InterpretedFunction) else value
+    facts = ["" if s[0] == "constexpr" else s[1] for s in specialization]
+    paths = find_paths_if(facts, lambda _, fact: isinstance(fact, str))
+    attrs = {path: backend.parse_attr(get_iterable_path(facts, path)) for path in paths}
+    source = ASTSource(fn, signature, constexprs, attrs)
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    codegen = backend.get_codegen_implementation(options)
+    leading = [target] if "target" in inspect.signature(source.make_ir).parameters else []  # newer Tritons
+    with _frontend_view():
+        try:
+            fn.cache_key  # noqa: B018 (Triton's hash of what the kernel references, its compile cache's key)
+        except BaseException:
+            fn.hash = None  # a failed hash is not kept (Triton keeps a placeholder)
+            raise
+        source.make_ir(*leading, options, codegen, backend.get_module_map(), context)
+
+
+def warm() -> None:
+    """Run the frontend once (the zygote on the CPU, before it forks a runner): a process's first
+    run sets up Triton's code generator and the target's backend (on a 2-core CPU: softmax's kernel
+    48 ms in a process that never ran it, 18 ms after this)."""
+    import torch
+
+    from tritongym.evaluate.judge.compiler_warmth import warm_kernel
+
+    x = torch.zeros(16 * 16)
+    check(warm_kernel, (x, x, x, x.numel()), {"BLOCK": 16})
