@@ -119,3 +119,147 @@ def test_a_tools_output_is_not_held_in_the_helpers_memory(tmp_path):
     seen = with_helper(tmp_path, [CC, "-O3", "-shared", "-fPIC", str(tmp_path / "noisy.c"), "-o", "noisy.so"], watch)
     assert seen.get("returncode") == 1 and seen["stderr"] == compiler_helper.MAX_OUTPUT, seen
     assert grown["kib"] < 12 << 10, grown
+
+
+HONEST_PATTERNS = """
+import triton
+import triton.language as tl
+import torch
+
+
+@triton.jit
+def _scale(x, factor):
+    return x * factor
+
+
+@triton.jit
+def helper_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, _scale(tl.sigmoid(x), 2.0) + tl.sum(x, axis=0) * 0, mask=mask)
+
+
+@triton.heuristics({"EVEN": lambda args: args["n"] % 16 == 0})
+@triton.heuristics({"BLOCK": lambda args: 16})
+@triton.jit
+def tuned_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+def make_kernel(factor):
+    @triton.jit
+    def made(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, _scale(tl.load(x_ptr + offs, mask=mask), 2.0), mask=mask)
+
+    return made
+
+
+class Kernels:
+    @staticmethod
+    @triton.jit
+    def in_class(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+@triton.jit
+def body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def calls_body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    body(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def calls_tl(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    tl.zz_borrowed(x_ptr, out_ptr, n, BLOCK)
+"""
+
+BORROWED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def borrowed(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+"""
+
+
+OWNERSHIP_PROBE = """
+import json, runpy, sys
+import torch
+import triton.language as tl
+from tritongym.evaluate.guards import CandidateText, LaunchMonitor
+
+path, other = sys.argv[1], sys.argv[2]
+module = runpy.run_path(path)
+x = torch.arange(32, dtype=torch.float32)
+
+
+def launches(kernel, **meta):
+    out = torch.zeros_like(x)
+    with LaunchMonitor(path, text=CandidateText.read(path)) as monitor:
+        kernel[(2,)](x, out, 32, **meta)
+    return [monitor.launches, sum(monitor.foreign.values())]
+
+
+seen = {
+    "helpers": launches(module["helper_kernel"], BLOCK=16),
+    "heuristics": launches(module["tuned_kernel"]),
+    "factory": launches(module["make_kernel"](2.0), BLOCK=16),
+    "class body": launches(module["Kernels"].in_class, BLOCK=16),
+    "own body": launches(module["calls_body"], BLOCK=16),
+}
+module["calls_body"].fn.__globals__["body"] = runpy.run_path(other)["borrowed"]
+seen["rebound body"] = launches(module["calls_body"], BLOCK=16)
+tl.zz_borrowed = runpy.run_path(other)["borrowed"]
+seen["on triton.language"] = launches(module["calls_tl"], BLOCK=16)
+print(json.dumps(seen))
+"""
+
+
+def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp_path):
+    """#3: the launched kernel is the text's, the function it calls (rebound among its globals, or put
+    on `triton.language`) is another file's: its launches are foreign, while honest patterns (JIT
+    helpers of the text, `tl.sum`/`tl.sigmoid`, heuristics (autotune needs a GPU's benchmarker), a
+    kernel made by a factory and one in a class body) stay the candidate's own. (In a process of its
+    own: Triton's interpreter is chosen when Triton is imported.)"""
+    import subprocess
+    import sys
+
+    path, other = tmp_path / "solution.py", tmp_path / "other.py"
+    path.write_text(HONEST_PATTERNS)
+    other.write_text(BORROWED)
+    env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", OWNERSHIP_PROBE, str(path), str(other)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    for honest in ("helpers", "heuristics", "factory", "class body", "own body"):
+        assert seen[honest] == [1, 0], (honest, seen)
+    assert seen["rebound body"] == [0, 1], seen
+    assert seen["on triton.language"] == [0, 1], seen
+
+
+def test_the_environments_solution_called_from_a_kernel_of_the_text_is_not_its_work(warm_env):
+    """#3 end to end: the text's kernel calls `body`, rebound to the bundled softmax solution's kernel
+    (runpy): `ok` before, since the launched kernel's code and source are the text's."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig, Verdict
+
+    source = (HERE / "calls_the_bundled_solution_from_its_kernel.py").read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0)
+    result = warm_env.submit(small_problem("softmax"), source, config).result()
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback

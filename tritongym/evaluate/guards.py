@@ -352,6 +352,144 @@ class CandidateText:
         return not isinstance(source, str) or _flat(source) in self.flat
 
 
+def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
+    """The Python function a kernel (a JIT function, or a launcher holding one) was made from, and its
+    kernel source where it has one (``JITFunction.src``: what a GPU compiles)."""
+    fn, source = kernel, None
+    for _ in range(4):
+        if isinstance(getattr(fn, "src", None), str):
+            source = fn.src
+        if isinstance(getattr(fn, "__code__", None), types.CodeType) and isinstance(fn, types.FunctionType):
+            return fn, source
+        fn = getattr(fn, "fn", None)
+    return None
+
+
+@functools.cache
+def _jit_classes() -> tuple[type, ...]:
+    from triton.runtime import jit
+
+    classes = [
+        getattr(jit, name) for name in ("JITCallable", "JITFunction") if isinstance(getattr(jit, name, None), type)
+    ]
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    return tuple(classes)
+
+
+def _callee(value) -> tuple[types.FunctionType, str | None] | None:
+    """A function a kernel may call (a Python function, under the interpreter; a JIT function), else None."""
+    if isinstance(value, types.FunctionType):
+        return value, None
+    if isinstance(value, _jit_classes()):
+        return _function(value)
+    return None
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where the functions a candidate's kernel may call without owning them live: Triton's package
+    (``tl.sum``, libdevice) and Inductor's runtime helpers (``triton_helpers``, in Inductor-style code).
+    Runners cannot write there."""
+    import triton
+
+    inductor = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime")
+    return os.path.dirname(triton.__file__) + os.sep, inductor + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_chains(code: types.CodeType) -> frozenset[tuple[str, ...]]:
+    """The global, closure and attribute chains (``tl.sum`` -> ``("tl", "sum")``) a code object and the
+    code nested in it read, from their bytecode (what the interpreter runs)."""
+    import dis
+
+    chains, free = set(), set(code.co_freevars)
+    for nested in _code_objects(code):
+        chain = None
+        for ins in dis.get_instructions(nested):
+            if chain and ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                chain.append(ins.argval)
+                continue
+            if chain:
+                chains.add(tuple(chain))
+            chain = None
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") or (
+                ins.opname == "LOAD_DEREF" and nested is code and ins.argval in free
+            ):
+                chain = [ins.argval]
+        if chain:
+            chains.add(tuple(chain))
+    return frozenset(chains)
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
+    """The names and attribute chains (``tl.sum`` -> ``("tl", "sum")``) a kernel's source reads, less
+    its parameters and the names it assigns (Triton's compiler resolves the rest in the function's
+    globals and closure)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    local = {
+        a.arg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.arguments)
+        for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)
+    }
+    local |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    chains = set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id not in local:
+            chains.add((node.id, *reversed(parts)))
+    return frozenset(chains)
+
+
+def _namespace(value) -> dict | None:
+    """The attributes of a module, class or plain object, as stored (no descriptor or property runs)."""
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, torch.Tensor)):
+        return None
+    try:
+        namespace = object.__getattribute__(value, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return namespace if isinstance(namespace, (dict, types.MappingProxyType)) else None
+
+
+def _referenced(fn: types.FunctionType, source: str | None) -> list:
+    """What a function's names reach: each global, closure or builtin name and attribute chain its code
+    reads (the interpreter runs the code) or its kernel source does (a GPU compiles the source)."""
+    scopes = []
+    if fn.__closure__:
+        with contextlib.suppress(ValueError):  # an empty cell
+            scopes.append({n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__, strict=False)})
+    scopes.append(fn.__globals__)
+    builtins = fn.__globals__.get("__builtins__")
+    scopes.append(builtins if isinstance(builtins, dict) else _namespace(builtins) or {})
+
+    def lookup(name: str):
+        return next((scope[name] for scope in scopes if name in scope), None)
+
+    found = []
+    for chain in _code_chains(fn.__code__) | (_source_chains(source) if source else frozenset()):
+        value = lookup(chain[0])
+        found.append(value)
+        for attribute in chain[1:]:
+            namespace = _namespace(value)
+            value = None if namespace is None else namespace.get(attribute)
+            found.append(value)
+    return [v for v in found if v is not None]
+
+
 class LaunchMonitor:
     """Counts (and optionally blocks) launches of the candidate's own kernels while active, and counts
     launches of every other Triton kernel (``foreign``): a kernel compiled from a function that is not
@@ -385,18 +523,39 @@ class LaunchMonitor:
 
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
-        does) was compiled from a function defined in the candidate's file."""
-        fn, source = kernel, None
-        for _ in range(4):
-            if isinstance(getattr(fn, "src", None), str):
-                source = fn.src
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, types.CodeType):
-                if code.co_filename != self.candidate_path:
-                    return False
-                return self.text is None or self.text.owns(code, source)
-            fn = getattr(fn, "fn", None)
-        return False
+        does) was compiled from a function defined in the candidate's file, and every function it calls
+        is the candidate's too or Triton's (red team 6 #3: a kernel of the text that only calls another,
+        rebound among its globals to the bundled solution's, did the solution's work as its own)."""
+        found = _function(kernel)
+        return found is not None and self._from_text(*found) and self._calls_only_own(*found, set())
+
+    def _from_text(self, fn: types.FunctionType, source: str | None) -> bool:
+        code = fn.__code__
+        if code.co_filename != self.candidate_path:
+            return False
+        return self.text is None or self.text.owns(code, source)
+
+    def _calls_only_own(self, fn: types.FunctionType, source: str | None, seen: set[int]) -> bool:
+        """Whether every function ``fn`` reaches through its globals, closure and builtins (by the names
+        its code reads and the names and attribute chains of its kernel source, what Triton's compiler
+        resolves) is the candidate's own or a library's (Triton's, Inductor's runtime helpers), and
+        calls only such functions in turn."""
+        for value in _referenced(fn, source):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            found = _callee(value)
+            if found is None:
+                continue
+            callee, callee_source = found
+            library = callee.__code__.co_filename.startswith(_library_dirs())
+            if library and isinstance(value, types.FunctionType):
+                continue  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
+            if not library and not self._from_text(callee, callee_source):
+                return False
+            if not self._calls_only_own(callee, callee_source, seen):
+                return False
+        return True
 
     def __enter__(self) -> LaunchMonitor:
         for cls in _launch_classes():
