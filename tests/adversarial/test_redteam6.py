@@ -181,6 +181,18 @@ def calls_body(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def calls_tl(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.zz_borrowed(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def doubles(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+@triton.jit
+def calls_given(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr):
+    BODY(x_ptr, out_ptr, n, BLOCK)
 """
 
 BORROWED = """
@@ -220,7 +232,9 @@ seen = {
     "factory": launches(module["make_kernel"](2.0), BLOCK=16),
     "class body": launches(module["Kernels"].in_class, BLOCK=16),
     "own body": launches(module["calls_body"], BLOCK=16),
+    "own function passed": launches(module["calls_given"], BLOCK=16, BODY=module["doubles"]),
 }
+seen["other function passed"] = launches(module["calls_given"], BLOCK=16, BODY=runpy.run_path(other)["borrowed"])
 module["calls_body"].fn.__globals__["body"] = runpy.run_path(other)["borrowed"]
 seen["rebound body"] = launches(module["calls_body"], BLOCK=16)
 tl.zz_borrowed = runpy.run_path(other)["borrowed"]
@@ -247,19 +261,24 @@ def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.splitlines()[-1])
-    for honest in ("helpers", "heuristics", "factory", "class body", "own body"):
+    for honest in ("helpers", "heuristics", "factory", "class body", "own body", "own function passed"):
         assert seen[honest] == [1, 0], (honest, seen)
     assert seen["rebound body"] == [0, 1], seen
     assert seen["on triton.language"] == [0, 1], seen
+    assert seen["other function passed"] == [0, 1], seen  # #4
 
 
-def test_the_environments_solution_called_from_a_kernel_of_the_text_is_not_its_work(warm_env):
-    """#3 end to end: the text's kernel calls `body`, rebound to the bundled softmax solution's kernel
-    (runpy): `ok` before, since the launched kernel's code and source are the text's."""
+@pytest.mark.parametrize(
+    "name", ["calls_the_bundled_solution_from_its_kernel.py", "passes_the_bundled_solution_to_its_kernel.py"]
+)
+def test_the_environments_solution_called_from_a_kernel_of_the_text_is_not_its_work(warm_env, name):
+    """#3 and #4 end to end: the text's kernel calls `body`, rebound to the bundled softmax solution's
+    kernel (runpy), or a parameter the launch passes it as: `ok` before, since the launched kernel's
+    code and source are the text's."""
     from helpers import small_problem
     from tritongym.evaluate import EvalConfig, Verdict
 
-    source = (HERE / "calls_the_bundled_solution_from_its_kernel.py").read_text()
+    source = (HERE / name).read_text()
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0)
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback

@@ -540,20 +540,34 @@ class LaunchMonitor:
         its code reads and the names and attribute chains of its kernel source, what Triton's compiler
         resolves) is the candidate's own or a library's (Triton's, Inductor's runtime helpers), and
         calls only such functions in turn."""
-        for value in _referenced(fn, source):
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            found = _callee(value)
-            if found is None:
-                continue
-            callee, callee_source = found
-            library = callee.__code__.co_filename.startswith(_library_dirs())
-            if library and isinstance(value, types.FunctionType):
-                continue  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
-            if not library and not self._from_text(callee, callee_source):
-                return False
-            if not self._calls_only_own(callee, callee_source, seen):
+        return all(self._callable_own(value, seen) for value in _referenced(fn, source))
+
+    def _callable_own(self, value, seen: set[int]) -> bool:
+        """Whether ``value``, where it is a function a kernel may call, is the candidate's own or a
+        library's, and calls only such functions (anything else: True)."""
+        if id(value) in seen:
+            return True
+        seen.add(id(value))
+        found = _callee(value)
+        if found is None:
+            return True
+        callee, source = found
+        library = callee.__code__.co_filename.startswith(_library_dirs())
+        if library and isinstance(value, types.FunctionType):
+            return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
+        if not library and not self._from_text(callee, source):
+            return False
+        return self._calls_only_own(callee, source, seen)
+
+    def _arguments_own(self, args: tuple, kwargs: dict) -> bool:
+        """Whether every function passed to a launch (Triton inlines a JIT function given as a
+        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's."""
+        todo, seen = [*args, *kwargs.values()], set()
+        while todo:
+            value = todo.pop()
+            if isinstance(value, (tuple, list)):
+                todo += value[:64]
+            elif not self._callable_own(value, seen):
                 return False
         return True
 
@@ -576,7 +590,7 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
-            if not monitor._own(kernel):
+            if not (monitor._own(kernel) and monitor._arguments_own(args, kwargs)):
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:
