@@ -193,6 +193,19 @@ def doubles(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def calls_given(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr):
     BODY(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def calls_by_name(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    getattr(tl, "zz_borrowed")(x_ptr, out_ptr, n, BLOCK)
+
+
+def with_default(body):
+    @triton.jit
+    def calls_default(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr = body):
+        BODY(x_ptr, out_ptr, n, BLOCK)
+
+    return calls_default
 """
 
 BORROWED = """
@@ -239,6 +252,9 @@ module["calls_body"].fn.__globals__["body"] = runpy.run_path(other)["borrowed"]
 seen["rebound body"] = launches(module["calls_body"], BLOCK=16)
 tl.zz_borrowed = runpy.run_path(other)["borrowed"]
 seen["on triton.language"] = launches(module["calls_tl"], BLOCK=16)
+seen["by getattr"] = launches(module["calls_by_name"], BLOCK=16)
+seen["own default"] = launches(module["with_default"](module["doubles"]), BLOCK=16)
+seen["other default"] = launches(module["with_default"](runpy.run_path(other)["borrowed"]), BLOCK=16)
 print(json.dumps(seen))
 """
 
@@ -261,11 +277,13 @@ def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.splitlines()[-1])
-    for honest in ("helpers", "heuristics", "factory", "class body", "own body", "own function passed"):
+    for honest in ("helpers", "heuristics", "factory", "class body", "own body", "own function passed", "own default"):
         assert seen[honest] == [1, 0], (honest, seen)
     assert seen["rebound body"] == [0, 1], seen
     assert seen["on triton.language"] == [0, 1], seen
     assert seen["other function passed"] == [0, 1], seen  # #4
+    assert seen["by getattr"] == [0, 1], seen  # #5
+    assert seen["other default"] == [0, 1], seen  # #5
 
 
 @pytest.mark.parametrize(

@@ -425,6 +425,25 @@ def _code_chains(code: types.CodeType) -> frozenset[tuple[str, ...]]:
 
 
 @functools.lru_cache(maxsize=4096)
+def _code_strings(code: types.CodeType) -> frozenset[str]:
+    """The string constants of a code object and the code nested in it (``getattr(tl, "name")``)."""
+    return frozenset(c for nested in _code_objects(code) for c in nested.co_consts if isinstance(c, str))
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_strings(source: str) -> frozenset[str]:
+    """The string literals of a kernel's source (a GPU resolves ``getattr(tl, "name")`` when it compiles)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+
+@functools.lru_cache(maxsize=4096)
 def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
     """The names and attribute chains (``tl.sum`` -> ``("tl", "sum")``) a kernel's source reads, less
     its parameters and the names it assigns (Triton's compiler resolves the rest in the function's
@@ -467,7 +486,8 @@ def _namespace(value) -> dict | None:
 
 def _referenced(fn: types.FunctionType, source: str | None) -> list:
     """What a function's names reach: each global, closure or builtin name and attribute chain its code
-    reads (the interpreter runs the code) or its kernel source does (a GPU compiles the source)."""
+    reads (the interpreter runs the code) or its kernel source does (a GPU compiles the source), each
+    attribute its string constants name on those, and its parameters' defaults (red team 6 #5)."""
     scopes = []
     if fn.__closure__:
         with contextlib.suppress(ValueError):  # an empty cell
@@ -487,6 +507,10 @@ def _referenced(fn: types.FunctionType, source: str | None) -> list:
             namespace = _namespace(value)
             value = None if namespace is None else namespace.get(attribute)
             found.append(value)
+    # an attribute named by a string (``getattr(tl, "name")``), and the defaults of the parameters
+    strings = _code_strings(fn.__code__) | (_source_strings(source) if source else frozenset())
+    found += [ns.get(s) for v in list(found) if (ns := _namespace(v)) is not None for s in strings]
+    found += [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
     return [v for v in found if v is not None]
 
 
