@@ -200,6 +200,11 @@ def calls_by_name(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     getattr(tl, "zz_borrowed")(x_ptr, out_ptr, n, BLOCK)
 
 
+@triton.jit
+def calls_computed_name(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    getattr(tl, "".join(["zz_", "borrowed"]))(x_ptr, out_ptr, n, BLOCK)
+
+
 def with_default(body):
     @triton.jit
     def calls_default(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr = body):
@@ -253,22 +258,22 @@ seen["rebound body"] = launches(module["calls_body"], BLOCK=16)
 tl.zz_borrowed = runpy.run_path(other)["borrowed"]
 seen["on triton.language"] = launches(module["calls_tl"], BLOCK=16)
 seen["by getattr"] = launches(module["calls_by_name"], BLOCK=16)
+seen["computed name"] = launches(module["calls_computed_name"], BLOCK=16)
 seen["own default"] = launches(module["with_default"](module["doubles"]), BLOCK=16)
 seen["other default"] = launches(module["with_default"](runpy.run_path(other)["borrowed"]), BLOCK=16)
 print(json.dumps(seen))
 """
 
 
-def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp_path):
-    """#3: the launched kernel is the text's, the function it calls (rebound among its globals, or put
-    on `triton.language`) is another file's: its launches are foreign, while honest patterns (JIT
-    helpers of the text, `tl.sum`/`tl.sigmoid`, heuristics (autotune needs a GPU's benchmarker), a
-    kernel made by a factory and one in a class body) stay the candidate's own. (In a process of its
-    own: Triton's interpreter is chosen when Triton is imported.)"""
+@pytest.fixture(scope="module")
+def ownership(tmp_path_factory) -> dict:
+    """OWNERSHIP_PROBE's launches, once for the module (in a process of its own: Triton's interpreter is
+    chosen when Triton is imported)."""
     import subprocess
     import sys
 
-    path, other = tmp_path / "solution.py", tmp_path / "other.py"
+    directory = tmp_path_factory.mktemp("ownership")
+    path, other = directory / "solution.py", directory / "other.py"
     path.write_text(HONEST_PATTERNS)
     other.write_text(BORROWED)
     env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
@@ -276,7 +281,16 @@ def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp
         [sys.executable, "-c", OWNERSHIP_PROBE, str(path), str(other)], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    seen = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(ownership):
+    """#3: the launched kernel is the text's, the function it calls (rebound among its globals, or put
+    on `triton.language`) is another file's: its launches are foreign, while honest patterns (JIT
+    helpers of the text, `tl.sum`/`tl.sigmoid`, heuristics (autotune needs a GPU's benchmarker), a
+    kernel made by a factory and one in a class body) stay the candidate's own. #4: the same function
+    passed as an argument; #5: named by a string (`getattr`) or a parameter's default."""
+    seen = ownership
     for honest in ("helpers", "heuristics", "factory", "class body", "own body", "own function passed", "own default"):
         assert seen[honest] == [1, 0], (honest, seen)
     assert seen["rebound body"] == [0, 1], seen
@@ -284,6 +298,15 @@ def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(tmp
     assert seen["other function passed"] == [0, 1], seen  # #4
     assert seen["by getattr"] == [0, 1], seen  # #5
     assert seen["other default"] == [0, 1], seen  # #5
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (#5's residue, interpreter only): a name computed at run time is not followed; proposed fix: "
+    "a profile hook over the interpreted grid (every Python function that runs), TTIR locations on a GPU",
+)
+def test_a_name_computed_at_run_time_does_not_hide_a_function_from_the_interpreter(ownership):
+    assert ownership["computed name"] == [0, 1], ownership
 
 
 @pytest.mark.parametrize(
