@@ -559,21 +559,23 @@ class LaunchMonitor:
             return False
         return self.text is None or self.text.owns(code, source)
 
-    def _calls_only_own(self, fn: types.FunctionType, source: str | None, seen: set[int]) -> bool:
+    def _calls_only_own(self, fn: types.FunctionType, source: str | None, seen: set, library: bool = False) -> bool:
         """Whether every function ``fn`` reaches through its globals, closure and builtins (by the names
         its code reads and the names and attribute chains of its kernel source, what Triton's compiler
         resolves) is the candidate's own or a library's (Triton's, Inductor's runtime helpers), and
-        calls only such functions in turn."""
-        return all(self._callable_own(value, seen) for value in _referenced(fn, source))
+        calls only such functions in turn. In a ``library`` function only JIT functions are looked at
+        (what a GPU would inline into the candidate's kernel): its Python helpers may be anyone's."""
+        return all(self._callable_own(value, seen, library) for value in _referenced(fn, source))
 
-    def _callable_own(self, value, seen: set[int]) -> bool:
-        """Whether ``value``, where it is a function a kernel may call, is the candidate's own or a
-        library's, and calls only such functions (anything else: True)."""
-        if id(value) in seen:
+    def _callable_own(self, value, seen: set, jit_only: bool = False) -> bool:
+        """Whether ``value``, where it is a function a kernel may call (a JIT function only, with
+        ``jit_only``), is the candidate's own or a library's, and calls only such functions (anything
+        else: True)."""
+        if (id(value), jit_only) in seen:
             return True
-        seen.add(id(value))
+        seen.add((id(value), jit_only))
         found = _callee(value)
-        if found is None:
+        if found is None or (jit_only and isinstance(value, types.FunctionType)):
             return True
         callee, source = found
         library = callee.__code__.co_filename.startswith(_library_dirs())
@@ -581,7 +583,7 @@ class LaunchMonitor:
             return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
         if not library and not self._from_text(callee, source):
             return False
-        return self._calls_only_own(callee, source, seen)
+        return self._calls_only_own(callee, source, seen, library)
 
     def _arguments_own(self, args: tuple, kwargs: dict) -> bool:
         """Whether every function passed to a launch (Triton inlines a JIT function given as a
