@@ -205,6 +205,18 @@ def calls_computed_name(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     getattr(tl, "".join(["zz_", "borrowed"]))(x_ptr, out_ptr, n, BLOCK)
 
 
+class Holder:
+    body = None
+
+
+holder = Holder()
+
+
+@triton.jit
+def calls_held(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    holder.body(x_ptr, out_ptr, n, BLOCK)
+
+
 def with_default(body):
     @triton.jit
     def calls_default(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr = body):
@@ -259,6 +271,8 @@ tl.zz_borrowed = runpy.run_path(other)["borrowed"]
 seen["on triton.language"] = launches(module["calls_tl"], BLOCK=16)
 seen["by getattr"] = launches(module["calls_by_name"], BLOCK=16)
 seen["computed name"] = launches(module["calls_computed_name"], BLOCK=16)
+module["Holder"].body = runpy.run_path(other)["borrowed"]
+seen["class attribute"] = launches(module["calls_held"], BLOCK=16)
 seen["own default"] = launches(module["with_default"](module["doubles"]), BLOCK=16)
 seen["other default"] = launches(module["with_default"](runpy.run_path(other)["borrowed"]), BLOCK=16)
 print(json.dumps(seen))
@@ -298,6 +312,7 @@ def test_a_kernel_is_not_the_candidates_when_it_calls_a_function_that_is_not(own
     assert seen["other function passed"] == [0, 1], seen  # #4
     assert seen["by getattr"] == [0, 1], seen  # #5
     assert seen["other default"] == [0, 1], seen  # #5
+    assert seen["class attribute"] == [0, 1], seen  # #5: an instance's class holds it
 
 
 @pytest.mark.xfail(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import inspect
 import os
 import secrets
 import sys
@@ -473,15 +474,19 @@ def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
     return frozenset(chains)
 
 
-def _namespace(value) -> dict | None:
-    """The attributes of a module, class or plain object, as stored (no descriptor or property runs)."""
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, torch.Tensor)):
+def _attribute(value, name: str):
+    """An attribute as stored on a module, or on an object, its class and their bases
+    (``inspect.getattr_static``: no descriptor, property or ``__getattr__`` runs), static and class
+    methods unwrapped; None where there is none."""
+    if type(value) is types.ModuleType:
+        return value.__dict__.get(name)
+    if value is None or isinstance(value, (int, float, str, bytes, torch.Tensor, types.BuiltinFunctionType)):
         return None
     try:
-        namespace = object.__getattribute__(value, "__dict__")
-    except (AttributeError, TypeError):
+        found = inspect.getattr_static(value, name, None)
+    except Exception:  # a hostile object's metaclass: nothing found
         return None
-    return namespace if isinstance(namespace, (dict, types.MappingProxyType)) else None
+    return found.__func__ if isinstance(found, (staticmethod, classmethod)) else found
 
 
 def _referenced(fn: types.FunctionType, source: str | None) -> list:
@@ -494,7 +499,7 @@ def _referenced(fn: types.FunctionType, source: str | None) -> list:
             scopes.append({n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__, strict=False)})
     scopes.append(fn.__globals__)
     builtins = fn.__globals__.get("__builtins__")
-    scopes.append(builtins if isinstance(builtins, dict) else _namespace(builtins) or {})
+    scopes.append(builtins if isinstance(builtins, dict) else getattr(builtins, "__dict__", {}))
 
     def lookup(name: str):
         return next((scope[name] for scope in scopes if name in scope), None)
@@ -504,12 +509,11 @@ def _referenced(fn: types.FunctionType, source: str | None) -> list:
         value = lookup(chain[0])
         found.append(value)
         for attribute in chain[1:]:
-            namespace = _namespace(value)
-            value = None if namespace is None else namespace.get(attribute)
+            value = _attribute(value, attribute)
             found.append(value)
     # an attribute named by a string (``getattr(tl, "name")``), and the defaults of the parameters
     strings = _code_strings(fn.__code__) | (_source_strings(source) if source else frozenset())
-    found += [ns.get(s) for v in list(found) if (ns := _namespace(v)) is not None for s in strings]
+    found += [_attribute(v, s) for v in list(found) for s in strings]
     found += [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
     return [v for v in found if v is not None]
 
