@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import inspect
 import os
 import secrets
 import sys
@@ -355,6 +356,171 @@ class CandidateText:
         return not isinstance(source, str) or _flat(source) in self.flat
 
 
+def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
+    """The Python function a kernel (a JIT function, or a launcher holding one) was made from, and its
+    kernel source where it has one (``JITFunction.src``: what a GPU compiles)."""
+    fn, source = kernel, None
+    for _ in range(4):
+        if isinstance(getattr(fn, "src", None), str):
+            source = fn.src
+        if isinstance(getattr(fn, "__code__", None), types.CodeType) and isinstance(fn, types.FunctionType):
+            return fn, source
+        fn = getattr(fn, "fn", None)
+    return None
+
+
+@functools.cache
+def _jit_classes() -> tuple[type, ...]:
+    from triton.runtime import jit
+
+    classes = [
+        getattr(jit, name) for name in ("JITCallable", "JITFunction") if isinstance(getattr(jit, name, None), type)
+    ]
+    with contextlib.suppress(ImportError):
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    return tuple(classes)
+
+
+def _callee(value) -> tuple[types.FunctionType, str | None] | None:
+    """A function a kernel may call (a Python function, under the interpreter; a JIT function), else None."""
+    if isinstance(value, types.FunctionType):
+        return value, None
+    if isinstance(value, _jit_classes()):
+        return _function(value)
+    return None
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where the functions a candidate's kernel may call without owning them live: Triton's package
+    (``tl.sum``, libdevice) and Inductor's runtime helpers (``triton_helpers``, in Inductor-style code).
+    Runners cannot write there."""
+    import triton
+
+    inductor = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime")
+    return os.path.dirname(triton.__file__) + os.sep, inductor + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_chains(code: types.CodeType) -> frozenset[tuple[str, ...]]:
+    """The global, closure and attribute chains (``tl.sum`` -> ``("tl", "sum")``) a code object and the
+    code nested in it read, from their bytecode (what the interpreter runs)."""
+    import dis
+
+    chains, free = set(), set(code.co_freevars)
+    for nested in _code_objects(code):
+        chain = None
+        for ins in dis.get_instructions(nested):
+            if chain and ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                chain.append(ins.argval)
+                continue
+            if chain:
+                chains.add(tuple(chain))
+            chain = None
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") or (
+                ins.opname == "LOAD_DEREF" and nested is code and ins.argval in free
+            ):
+                chain = [ins.argval]
+        if chain:
+            chains.add(tuple(chain))
+    return frozenset(chains)
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_strings(code: types.CodeType) -> frozenset[str]:
+    """The string constants of a code object and the code nested in it (``getattr(tl, "name")``)."""
+    return frozenset(c for nested in _code_objects(code) for c in nested.co_consts if isinstance(c, str))
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_strings(source: str) -> frozenset[str]:
+    """The string literals of a kernel's source (a GPU resolves ``getattr(tl, "name")`` when it compiles)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
+    """The names and attribute chains (``tl.sum`` -> ``("tl", "sum")``) a kernel's source reads, less
+    its parameters and the names it assigns (Triton's compiler resolves the rest in the function's
+    globals and closure)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    local = {
+        a.arg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.arguments)
+        for a in (*node.posonlyargs, *node.args, *node.kwonlyargs)
+    }
+    local |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    chains = set()
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id not in local:
+            chains.add((node.id, *reversed(parts)))
+    return frozenset(chains)
+
+
+def _attribute(value, name: str):
+    """An attribute as stored on a module, or on an object, its class and their bases
+    (``inspect.getattr_static``: no descriptor, property or ``__getattr__`` runs), static and class
+    methods unwrapped; None where there is none."""
+    if type(value) is types.ModuleType:
+        return value.__dict__.get(name)
+    if value is None or isinstance(value, (int, float, str, bytes, torch.Tensor, types.BuiltinFunctionType)):
+        return None
+    try:
+        found = inspect.getattr_static(value, name, None)
+    except Exception:  # a hostile object's metaclass: nothing found
+        return None
+    return found.__func__ if isinstance(found, (staticmethod, classmethod)) else found
+
+
+def _referenced(fn: types.FunctionType, source: str | None) -> list:
+    """What a function's names reach: each global, closure or builtin name and attribute chain its code
+    reads (the interpreter runs the code) or its kernel source does (a GPU compiles the source), each
+    attribute its string constants name on those, and its parameters' defaults (red team 6 #5)."""
+    scopes = []
+    if fn.__closure__:
+        with contextlib.suppress(ValueError):  # an empty cell
+            scopes.append({n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__, strict=False)})
+    scopes.append(fn.__globals__)
+    builtins = fn.__globals__.get("__builtins__")
+    scopes.append(builtins if isinstance(builtins, dict) else getattr(builtins, "__dict__", {}))
+
+    def lookup(name: str):
+        return next((scope[name] for scope in scopes if name in scope), None)
+
+    found = []
+    for chain in _code_chains(fn.__code__) | (_source_chains(source) if source else frozenset()):
+        value = lookup(chain[0])
+        found.append(value)
+        for attribute in chain[1:]:
+            value = _attribute(value, attribute)
+            found.append(value)
+    # an attribute named by a string (``getattr(tl, "name")``), and the defaults of the parameters
+    strings = _code_strings(fn.__code__) | (_source_strings(source) if source else frozenset())
+    found += [_attribute(v, s) for v in list(found) for s in strings]
+    found += [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    return [v for v in found if v is not None]
+
+
 class LaunchMonitor:
     """Counts (and optionally blocks) launches of the candidate's own kernels while active, and counts
     launches of every other Triton kernel (``foreign``): a kernel compiled from a function that is not
@@ -388,18 +554,55 @@ class LaunchMonitor:
 
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
-        does) was compiled from a function defined in the candidate's file."""
-        fn, source = kernel, None
-        for _ in range(4):
-            if isinstance(getattr(fn, "src", None), str):
-                source = fn.src
-            code = getattr(fn, "__code__", None)
-            if isinstance(code, types.CodeType):
-                if code.co_filename != self.candidate_path:
-                    return False
-                return self.text is None or self.text.owns(code, source)
-            fn = getattr(fn, "fn", None)
-        return False
+        does) was compiled from a function defined in the candidate's file, and every function it calls
+        is the candidate's too or Triton's (red team 6 #3: a kernel of the text that only calls another,
+        rebound among its globals to the bundled solution's, did the solution's work as its own)."""
+        found = _function(kernel)
+        return found is not None and self._from_text(*found) and self._calls_only_own(*found, set())
+
+    def _from_text(self, fn: types.FunctionType, source: str | None) -> bool:
+        code = fn.__code__
+        if code.co_filename != self.candidate_path:
+            return False
+        return self.text is None or self.text.owns(code, source)
+
+    def _calls_only_own(self, fn: types.FunctionType, source: str | None, seen: set, library: bool = False) -> bool:
+        """Whether every function ``fn`` reaches through its globals, closure and builtins (by the names
+        its code reads and the names and attribute chains of its kernel source, what Triton's compiler
+        resolves) is the candidate's own or a library's (Triton's, Inductor's runtime helpers), and
+        calls only such functions in turn. In a ``library`` function only JIT functions are looked at
+        (what a GPU would inline into the candidate's kernel): its Python helpers may be anyone's."""
+        return all(self._callable_own(value, seen, library) for value in _referenced(fn, source))
+
+    def _callable_own(self, value, seen: set, jit_only: bool = False) -> bool:
+        """Whether ``value``, where it is a function a kernel may call (a JIT function only, with
+        ``jit_only``), is the candidate's own or a library's, and calls only such functions (anything
+        else: True)."""
+        if (id(value), jit_only) in seen:
+            return True
+        seen.add((id(value), jit_only))
+        found = _callee(value)
+        if found is None or (jit_only and isinstance(value, types.FunctionType)):
+            return True
+        callee, source = found
+        library = callee.__code__.co_filename.startswith(_library_dirs())
+        if library and isinstance(value, types.FunctionType):
+            return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
+        if not library and not self._from_text(callee, source):
+            return False
+        return self._calls_only_own(callee, source, seen, library)
+
+    def _arguments_own(self, args: tuple, kwargs: dict) -> bool:
+        """Whether every function passed to a launch (Triton inlines a JIT function given as a
+        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's."""
+        todo, seen = [*args, *kwargs.values()], set()
+        while todo:
+            value = todo.pop()
+            if isinstance(value, (tuple, list)):
+                todo += value[:64]
+            elif not self._callable_own(value, seen):
+                return False
+        return True
 
     def __enter__(self) -> LaunchMonitor:
         for cls in _launch_classes():
@@ -422,7 +625,7 @@ class LaunchMonitor:
                 return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
-            if not monitor._own(kernel):
+            if not (monitor._own(kernel) and monitor._arguments_own(args, kwargs)):
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:

@@ -44,6 +44,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 
@@ -174,8 +175,11 @@ def _check_argv(argv, tools: Mapping[str, str]) -> list[str]:
     return argv
 
 
-def _stream(kind, fds: list[int], default: int):
-    """A ``subprocess`` stream for a request's ``kind`` (descriptors passed along are taken in order)."""
+def _stream(kind, fds: list[int], default: int, directory: str, captured: list):
+    """A ``subprocess`` stream for a request's ``kind`` (descriptors passed along are taken in order).
+    Output to capture goes to a file of the runner's directory (``captured``), not to a pipe whose
+    bytes the helper would hold: a tool can write far more than the ``MAX_OUTPUT`` sent back, and the
+    helper's memory is no runner's (red team 6 #2)."""
     if kind not in STREAMS:
         raise ToolRefused(f"unknown stream {kind!r}")
     if kind in ("inherit", "fd"):
@@ -184,32 +188,42 @@ def _stream(kind, fds: list[int], default: int):
         return fds.pop(0)
     if kind == "stdout" and default != 2:
         raise ToolRefused("only stderr may go to stdout")
-    return {"pipe": subprocess.PIPE, "devnull": subprocess.DEVNULL, "stdout": subprocess.STDOUT}[kind]
+    if kind == "pipe":
+        captured.append(tempfile.TemporaryFile(dir=directory))  # noqa: SIM115 (closed by run_tool)
+        return captured[-1]
+    return {"devnull": subprocess.DEVNULL, "stdout": subprocess.STDOUT}[kind]
 
 
 def run_tool(request: dict, fds: list[int], tools: Mapping[str, str], directory: str) -> dict:
     """Run what one request asks for; the answer to send back."""
     argv = _check_argv(request.get("argv"), tools)
-    given = list(fds)
-    stdout = _stream(request.get("stdout", "inherit"), given, 1)
-    stderr = _stream(request.get("stderr", "inherit"), given, 2)
-    if given:
-        raise ToolRefused(f"{len(given)} descriptors more than the streams named")
-    env = TOOL_ENV | {"HOME": directory, "TMPDIR": directory}
+    given, captured = list(fds), []
     try:
-        done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory, env=env,
-            timeout=TOOL_TIMEOUT_S, close_fds=True, start_new_session=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return {"returncode": -int(signal.SIGKILL), "stdout": "", "stderr": "", "timed_out": True}
-    except OSError as exc:
-        return {"error": f"{argv[0]}: {exc}", "errno": exc.errno}
+        stdout = _stream(request.get("stdout", "inherit"), given, 1, directory, captured)
+        stderr = _stream(request.get("stderr", "inherit"), given, 2, directory, captured)
+        if given:
+            raise ToolRefused(f"{len(given)} descriptors more than the streams named")
+        env = TOOL_ENV | {"HOME": directory, "TMPDIR": directory}
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=directory, env=env,
+                timeout=TOOL_TIMEOUT_S, close_fds=True, start_new_session=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return {"returncode": -int(signal.SIGKILL), "stdout": "", "stderr": "", "timed_out": True}
+        except OSError as exc:
+            return {"error": f"{argv[0]}: {exc}", "errno": exc.errno}
 
-    def encoded(data) -> str:
-        return base64.b64encode(data[:MAX_OUTPUT]).decode() if data else ""
+        def encoded(stream) -> str:
+            if not hasattr(stream, "read"):
+                return ""
+            stream.seek(0)
+            return base64.b64encode(stream.read(MAX_OUTPUT)).decode()
 
-    return {"returncode": done.returncode, "stdout": encoded(done.stdout), "stderr": encoded(done.stderr)}
+        return {"returncode": done.returncode, "stdout": encoded(stdout), "stderr": encoded(stderr)}
+    finally:
+        for stream in captured:
+            stream.close()
 
 
 def serve(sock: socket.socket, tools: Mapping[str, str], directory: str) -> None:

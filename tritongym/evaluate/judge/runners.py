@@ -58,12 +58,24 @@ def tree_pids(pid: int, limit: int = 4096) -> list[int]:
     return seen
 
 
-def tree_memory_bytes(pid: int, uid: int = 0) -> int:
+def start_time(pid: int) -> int | None:
+    """When a process started (clock ticks since boot), None where it is gone: with its pid, it names
+    one process for good."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0) -> int:
     """Host memory a runner's processes hold: their resident sets less the shared-memory pages in them,
     plus every shared-memory file they hold open (memfds, /dev/shm files: pages that no resident set
-    shows unless mapped), plus, for a runner with a user of its own, that user's files in /dev/shm."""
+    shows unless mapped), plus, for a runner with a user of its own, that user's files in /dev/shm.
+    ``helper``: the runner's compiler helper (compiler_helper.py), whose tools (not the helper itself:
+    a fork of the zygote's) count as the runner's, since they run what the runner asks (red team 6 #1)."""
     page, total, files = os.sysconf("SC_PAGE_SIZE"), 0, {}
-    pids = tree_pids(pid)
+    pids = tree_pids(pid) + (tree_pids(helper)[1:] if helper else [])
     for current in pids:
         with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{current}/statm", "rb") as fh:
             total += int(fh.read().split()[1]) * page
@@ -291,9 +303,10 @@ class Zygote:
             self.statuses[pid] = status
         return kind, pid, status
 
-    def fork(self, fds: list[int], uid: int) -> int:
-        """A new runner's pid (its descriptors, socket, stdout, stderr and its directory, are passed to
-        the zygote, which forks it to run as ``uid``; 0: the zygote's own user)."""
+    def fork(self, fds: list[int], uid: int) -> tuple[int, int]:
+        """A new runner's pid and its compiler helper's (0: none, a CPU runner's); its descriptors (socket,
+        stdout, stderr and its directory) are passed to the zygote, which forks it to run as ``uid`` (0:
+        the zygote's own user)."""
         if not self.alive:
             self.start()
         try:
@@ -302,9 +315,9 @@ class Zygote:
             raise RunnerLost(f"the zygote is gone ({exc})") from None
         deadline = time.monotonic() + 30.0
         while True:
-            kind, pid, _ = self._event(deadline)
+            kind, pid, helper = self._event(deadline)
             if kind == b"F":
-                return pid
+                return pid, helper
             if kind == b"":
                 raise RunnerLost("the zygote did not fork a runner")
 
@@ -339,7 +352,7 @@ class RunnerHandle:
         err_r, err_w = os.pipe()
         directory = os.open(self.directory, os.O_PATH | os.O_DIRECTORY)
         try:
-            self.pid = zygote.fork([theirs.fileno(), out_w, err_w, directory], uid)
+            self.pid, helper = zygote.fork([theirs.fileno(), out_w, err_w, directory], uid)
         except BaseException:
             self._remove_directory()
             raise
@@ -350,6 +363,8 @@ class RunnerHandle:
         self.ready = False
         self.memory_limit = 1 << 62
         self._next_memory_check = 0.0
+        self.helper, self._helper_started = helper, start_time(helper) if helper else None
+        """The runner's compiler helper (a GPU runner's), and when it started: a pid reused is no helper."""
 
     def _not_stopped(self) -> None:
         """Raises RunnerLost if the runner is stopped (a candidate of the same user may stop a spare
@@ -373,7 +388,8 @@ class RunnerHandle:
         now = time.monotonic()
         if now >= self._next_memory_check:
             self._next_memory_check = now + 0.1
-            if tree_memory_bytes(self.pid, self.uid) > self.memory_limit:
+            helper = self.helper if self.helper and start_time(self.helper) == self._helper_started else 0
+            if tree_memory_bytes(self.pid, self.uid, helper) > self.memory_limit:
                 raise OutOfMemory()
 
     def send(self, message: p.Message, deadline: float = float("inf")) -> None:

@@ -299,7 +299,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
             tools_sock.close()
             helpers[pid] = helper
         runners.add(pid)
-        control.sendall(EVENT.pack(b"F", pid, 0))
+        control.sendall(EVENT.pack(b"F", pid, helper or 0))  # the judge counts its tools' memory as the runner's
 
 
 if __name__ == "__main__":
