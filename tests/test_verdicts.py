@@ -8,6 +8,7 @@ import pytest
 
 from helpers import DEVICE, eval_config, run_candidate, small_problem
 from tritongym.evaluate import Verdict, evaluate
+from tritongym.problems import Problem
 
 CASES = [
     # candidate, problem, verdict, a phrase the feedback must contain
@@ -133,7 +134,23 @@ def test_broken_reference_is_infrastructure_error(judge):
     broken = problem.with_sizes(n=-5)  # torch.randn(-5) raises in get_inputs
     result = judge(broken, problem.solution, eval_config())
     assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
-    assert "reference problem itself failed" in result.feedback
+    assert "reference problem itself failed" in result.feedback and "Hugging Face" not in result.feedback
+
+
+def test_a_reference_that_cannot_download_its_weights_says_so(judge):
+    """KernelBench level 4 builds its models with transformers' from_pretrained: without the Hub it
+    is the environment's failure, and the feedback says what to do rather than only the library's error."""
+    problem = small_problem("vector_add")
+    source = problem.source.replace(
+        "def get_init_inputs():",
+        "def get_init_inputs():\n    try:\n        raise ConnectionError('Name or service not known')\n"
+        "    except ConnectionError as exc:\n        raise OSError(\"We couldn't connect to 'https://huggingface.co' "
+        "to load the files, and couldn't find them in the cached files.\") from exc\n",
+        1,
+    )
+    result = judge(Problem(name=problem.name, source=source), problem.solution, eval_config())
+    assert result.verdict is Verdict.INFRASTRUCTURE_ERROR
+    assert "downloads files from the Hugging Face Hub" in result.feedback and "HF_HOME" in result.feedback
 
 
 def test_secret_seeds_differ_between_evaluations():

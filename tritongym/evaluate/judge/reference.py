@@ -33,6 +33,24 @@ def split_init_inputs(value: Any) -> tuple[list, dict]:
     return list(value), {}
 
 
+HUB_MARKS = ("huggingface.co", "huggingface_hub", "HF_HUB_OFFLINE", "offline mode")
+"""Text of an error (or of the module of its class) that says a download from the Hugging Face Hub
+failed: transformers' ``from_pretrained`` without the network, or offline with nothing cached."""
+
+
+def downloads(exc: BaseException) -> bool:
+    """Whether ``exc``, or an exception it was raised from, is a failed download from the Hugging
+    Face Hub."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        text = f"{type(exc).__module__} {exc}"
+        if any(mark in text for mark in HUB_MARKS):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 @dataclass
 class Trial:
     inputs: list
@@ -100,7 +118,15 @@ class Reference:
 
     @staticmethod
     def _broken(exc: BaseException) -> Failure:
-        return Failure(Verdict.INFRASTRUCTURE_ERROR, f"The reference problem itself failed: {short(exc)}", detail(exc))
+        why = f"The reference problem itself failed: {short(exc)}"
+        if downloads(exc):
+            why = (
+                "The reference problem downloads files from the Hugging Face Hub (pretrained weights or a "
+                "config: KernelBench's level 4 does), and this machine could not get them. Evaluate it where "
+                "the Hub is reachable, or with the files already in the local Hugging Face cache (HF_HOME). "
+                f"Its error: {short(exc)}"
+            )
+        return Failure(Verdict.INFRASTRUCTURE_ERROR, why, detail(exc))
 
     def inputs(self, seed: int) -> list:
         """Fresh inputs from a seed, on the device."""
