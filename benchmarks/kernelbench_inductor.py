@@ -122,6 +122,11 @@ def summarize(solutions: Path, run: Path, generate_s: float, bench_s: float) -> 
         for r, res in zip(records, results, strict=True)
         if r["verdict"] != "ok"
     ]
+    untimed = [
+        {"problem": r["problem"], "why": _untrusted(res)}
+        for r, res in zip(records, results, strict=True)
+        if r["verdict"] == "ok" and _untrusted(res)
+    ]
     return {
         "machine": platform.node(),
         "generation": {
@@ -139,6 +144,7 @@ def summarize(solutions: Path, run: Path, generate_s: float, bench_s: float) -> 
         "candidates": len(records),
         "verdicts": dict(verdicts.most_common()),
         "not_ok": not_ok,
+        "ok_without_speedup": untimed,
         "speedup": _quantiles(speedups),
         "coverage": _quantiles(coverages),
         "cost": {
@@ -147,6 +153,13 @@ def summarize(solutions: Path, run: Path, generate_s: float, bench_s: float) -> 
             "stage_mean_s": {k: round(statistics.fmean(v), 3) for k, v in sorted(stages.items())},
         },
     }
+
+
+def _untrusted(result: dict[str, Any]) -> str:
+    """Why a timed result has no speedup (its ``timing_untrusted`` finding); "" where it has one or
+    was not timed (the CPU)."""
+    found = [f.get("message", "") for f in result.get("findings") or [] if f.get("check") == "timing_untrusted"]
+    return found[0][:300] if found else ""
 
 
 def _distribution_row(name: str, q: dict[str, float] | None) -> str:
@@ -178,6 +191,9 @@ def report(summary: dict[str, Any], title: str, baseline: str) -> str:
     lines += ["| stage | mean s |", "|---|---|"] + [f"| {k} | {v} |" for k, v in cost["stage_mean_s"].items()]
     if summary["not_ok"]:
         lines += ["", "Not ok:", ""] + [f"- {x['problem']}: {x['verdict']}: {x['feedback']}" for x in summary["not_ok"]]
+    if summary.get("ok_without_speedup"):
+        lines += ["", "Ok without a speedup (timing not trusted: the reward loses its speed term):", ""]
+        lines += [f"- {x['problem']}: {x['why']}" for x in summary["ok_without_speedup"]]
     return "\n".join(lines) + "\n"
 
 

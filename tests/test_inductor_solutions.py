@@ -288,6 +288,7 @@ def test_the_written_solutions_are_judged_ok_without_the_service_packages(genera
     ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdicts"] == {"ok": 2} and summary["candidates"] == 2
+    assert summary["ok_without_speedup"] == []  # not timed on the CPU: nothing to list
     assert [s["problem"] for s in summary["generation"]["skipped"]] == ["21_graph_break"]
     assert summary["cost"]["per_candidate_s"] > 0 and "correctness" in summary["cost"]["stage_mean_s"]
     assert "| ok | 2 |" in (out / "report.md").read_text()
@@ -459,3 +460,22 @@ def test_the_lazy_candidates_of_the_at_scale_check_are_the_problems_own_code_and
     assert summary["verdicts"] == {"ok": 2}, summary["not_ok"]
     assert summary["settings"]["candidate"] == "lazy"
     assert "# Lazy candidates of" in (out / "report.md").read_text()
+
+
+def test_the_at_scale_summary_lists_the_ok_candidates_whose_timing_was_not_trusted(tmp_path):
+    """An honest candidate without a speedup loses its reward's speed term: the sweep's report names
+    each one with the judge's reason (which of its workloads ran slow), not only the verdict counts."""
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "kernelbench_inductor.py"
+    spec = importlib.util.spec_from_file_location("kernelbench_inductor", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    untrusted = {"check": "timing_untrusted", "message": "no speedup: ... (slow: end probe x12)"}
+    results = {"1_MLP": {"speedup": None, "findings": [untrusted]}, "2_timed": {"speedup": 0.99, "findings": []},
+               "3_cpu": {"speedup": None, "findings": []}}  # fmt: skip
+    rows = [{"problem": p, "sample": 0, "turn": 0, "verdict": "ok", "result": r} for p, r in results.items()]
+    (tmp_path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = check.summarize(tmp_path / "none", tmp_path, 1.0, 3.0)
+    assert summary["ok_without_speedup"] == [{"problem": "1_MLP", "why": untrusted["message"]}]
+    assert "- 1_MLP: no speedup: ... (slow: end probe x12)" in check.report(summary, "t", "eager")
