@@ -32,7 +32,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-class Solution(torch.nn.Module):
+class ModelNew(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.said = False
