@@ -13,9 +13,17 @@ import triton.runtime.build as build
 EXPANSIONS = 5  # 16**(EXPANSIONS + 1) zeros
 
 
+def _compiler() -> str:
+    """The C compiler Triton's build (and so the helper) runs here."""
+    find = getattr(build, "_find_compiler", None)
+    if find is not None:
+        return find("c")
+    return build.shutil.which("gcc") or build.shutil.which("clang")
+
+
 def _hog() -> str:
     tools = build.subprocess  # compiler_helper.Tools in a GPU runner
-    cc = "/usr/bin/gcc"  # the helper runs the C compiler it found (CC, else gcc, else clang)
+    cc = _compiler()
     lines = ["#define A0 " + ",".join(["0"] * 16)]
     lines += [f"#define A{i} " + ",".join([f"A{i - 1}"] * 16) for i in range(1, EXPANSIONS + 1)]
     lines.append(f"int a[] = {{A{EXPANSIONS}}};")
