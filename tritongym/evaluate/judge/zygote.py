@@ -27,6 +27,7 @@ import logging
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -203,15 +204,18 @@ def warm(capability: int) -> None:
     the compiler cold, never the zygote dead."""
     from tritongym.evaluate.judge.compiler_warmth import warm_compiler
 
+    scratch = tempfile.mkdtemp(prefix="tritongym-warm-probe-")  # what an aborted child leaves, removed here
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            tempfile.tempdir = scratch
             warm_compiler(capability)
             code = 0
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
+    shutil.rmtree(scratch, ignore_errors=True)
     if status != 0:
         logging.getLogger(__name__).warning("Triton cannot compile for sm_%d: runners compile cold", capability)
         return
