@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import DEVICE, PROCESSES_REFUSED, assert_fork_refused, run_candidate, small_problem
-from tritongym.evaluate import Verdict
+from tritongym.evaluate import Verdict, sandbox
 from tritongym.evaluate.sandbox import BACKSTOP_S, group_rss_bytes
 
 
@@ -159,3 +159,28 @@ def test_runners_of_their_own_user_are_refused_on_a_gpu(monkeypatch):
     monkeypatch.setenv("TRITONGYM_RUNNER_USER", "own")
     with pytest.raises(ConfigError, match="CPU only"):
         Sandbox("cuda")
+
+
+def test_the_home_of_a_killed_pool_is_swept_by_the_next_and_no_other(tmp_path, monkeypatch):
+    """A pool killed with SIGKILL cannot remove its sandbox's home (its candidates' files with it):
+    the next sandbox started on the machine removes it, and neither a live process's home nor one
+    without an owner."""
+    monkeypatch.setattr(sandbox.tempfile, "tempdir", str(tmp_path))
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    code = (
+        "import time\nfrom tritongym.evaluate.sandbox import Sandbox\n"
+        "s = Sandbox('cpu'); s.start(); print(s._home, flush=True); time.sleep(600)"
+    )
+    pool = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    killed = Path(pool.stdout.readline().strip())
+    live = tmp_path / (sandbox.HOME_PREFIX + "live")
+    ownerless = tmp_path / (sandbox.HOME_PREFIX + "ownerless")
+    live.mkdir()
+    ownerless.mkdir()
+    (live / sandbox.OWNER).write_text(sandbox.process_identity(os.getpid()))
+    assert killed.parent == tmp_path and sandbox.stale_homes(tmp_path) == []
+    pool.kill()
+    pool.wait()
+    assert sandbox.stale_homes(tmp_path) == [killed]
+    assert sandbox.sweep_stale_homes(tmp_path) == 1
+    assert not killed.exists() and live.exists() and ownerless.exists()

@@ -12,7 +12,9 @@ job starts a fresh one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import logging
 import os
 import secrets
 import select
@@ -29,6 +31,8 @@ from pathlib import Path
 
 import tritongym
 from tritongym.errors import ConfigError, SandboxError
+
+logger = logging.getLogger(__name__)
 
 MAX_CHANNEL_BYTES = 64 << 20
 """A judge never says more than this per job."""
@@ -132,6 +136,50 @@ def remove_tree(path: Path) -> None:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             subprocess.run(["rm", "-rf", "--", str(path)], timeout=120, check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+HOME_PREFIX = "tritongym-sandbox-"
+OWNER = "owner"
+"""A sandbox home's file naming the process that made it: its pid and start time (``/proc``)."""
+
+
+def process_identity(pid: int) -> str | None:
+    """``"<pid> <start time>"`` of a live process (a recycled pid has another start time), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return f"{pid} {int(fields[19])}"  # field 22 of stat: starttime
+
+
+def stale_homes(root: Path) -> list[Path]:
+    """Sandbox homes under ``root`` whose maker is gone (killed before it could remove them: a pool
+    ended by SIGKILL, a test timed out), with whatever their candidates left. A home without an
+    owner file, one of another user's, or one whose owner is alive, is not stale."""
+    stale = []
+    for home in root.glob(HOME_PREFIX + "*"):
+        try:
+            if (home / OWNER).stat().st_uid != os.getuid():
+                continue
+            owner = (home / OWNER).read_text().strip()
+            pid = int(owner.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if process_identity(pid) != owner:
+            stale.append(home)
+    return stale
+
+
+@functools.cache
+def sweep_stale_homes(root: Path) -> int:
+    """Remove :func:`stale_homes` under ``root`` (once per process and root); how many."""
+    homes = stale_homes(root)
+    for home in homes:
+        remove_tree(home)
+    if homes:
+        logger.info("removed %d sandbox homes of processes that died without removing them", len(homes))
+    return len(homes)
 
 
 @dataclass
@@ -247,8 +295,10 @@ class Sandbox:
         if self.alive:
             return
         self.close()
-        self._home = Path(tempfile.mkdtemp(prefix="tritongym-sandbox-"))
+        sweep_stale_homes(Path(tempfile.gettempdir()))
+        self._home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX))
         self._home.chmod(0o711)  # runners may pass through to their job's directory, not list others
+        (self._home / OWNER).write_text(process_identity(os.getpid()) or "")
         read_fd, write_fd = os.pipe()
         env = sandbox_env(self._home, interpret=self.device == "cpu", extra=self.device_env)
         try:
