@@ -32,6 +32,8 @@ import torch
 import triton
 
 KERNELBENCH = ("1_MLP", "4_LeNet5", "35_LSTM")
+MORE = ("7_GoogleNetInceptionV1", "10_ResNet101", "31_VisionAttention", "33_VanillaRNN", "30_SwinTransformerV2")
+"""The sweep's other false alarms (``--problems`` takes them by name)."""
 BUNDLED = ("13_row_argmax",)
 
 SITECUSTOMIZE = r"""
@@ -70,14 +72,14 @@ def _patch(speed):
         self.scratch.zero_()
         events[2].record()
         holds[id(events[0])] = (before, cycles, kind, self.hold_s[kind])
-        return events
+        return [*events, speed.gpu_timed(events[1])]
 
     original_close = speed.Bench._close
 
     def _close(self, events, in_time=None):
         bracket = original_close(self, events, in_time)
         before, cycles, kind, hold_s = holds.pop(id(events[0]))
-        start, flush_start, flush_end, probe_start, end = events
+        start, flush_start, flush_end, probe_start, end, flush_timed = events
         end.synchronize()
         held = before.elapsed_time(start) / 1e3
         CURRENT["items"].append({
@@ -85,6 +87,7 @@ def _patch(speed):
             "held_s": held, "clock_mhz": cycles / max(held, 1e-9) / 1e6,
             "seconds": start.elapsed_time(end) / 1e3, "copy_s": start.elapsed_time(flush_start) / 1e3,
             "flush_s": flush_start.elapsed_time(flush_end) / 1e3, "probe_s": probe_start.elapsed_time(end) / 1e3,
+            "flush_timed": flush_timed, "probe_timed": None if bracket is None else bool(bracket.probe_s),
             "t": time.time()})
         return bracket
 
@@ -128,7 +131,7 @@ def _patch(speed):
         return result
 
     def workloads(ctx):
-        flush, probe = speed.calibrate_workloads(ctx.device)
+        flush, probe = speed.calibrate_workloads(ctx.device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
         hand_off = twin_module.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate),
                                          int(speed.HOLD_JITTER_S * ctx.sleep_rate), reps=21)
         return {"flush": flush, "probe": probe, "hand_off": hand_off, "clock_mhz": clock(ctx)}
@@ -275,6 +278,10 @@ def digest(job: dict) -> dict:
     for label in ("reference_batch", "candidate_batch", "empty_batch", "remote_empty_batch", "runner_hand_off"):
         items = [i for r in timed for i in r["items"] if i.get("bracket") == label]
         out[label] = {w: _stats([i[w] for i in items]) for w in ("flush_s", "probe_s", "copy_s", "seconds")}
+        out[label]["probe_gpu_timed"] = f"{sum(bool(i.get('probe_timed')) for i in items)}/{len(items)}"
+        out[label]["probe_gpu_timed_max_us"] = round(
+            max((i["probe_s"] for i in items if i.get("probe_timed")), default=0.0) * 1e6, 1
+        )
         out[label]["clock_mhz"] = [
             round(min(i["clock_mhz"] for i in items)) if items else 0,
             round(statistics.median(i["clock_mhz"] for i in items)) if items else 0,
@@ -332,7 +339,7 @@ def in_process(problem, reps: int = 8) -> dict:
     flush_bytes, probe_bytes = speed.workload_bytes(0)
     scratch = torch.empty(flush_bytes, dtype=torch.int8, device="cuda")
     rate = _sleep_rate()
-    clean_flush, clean_probe = speed.calibrate_workloads(torch.device("cuda"))
+    clean_flush, clean_probe = speed.calibrate_workloads(torch.device("cuda"), int(speed.MIN_HOLD_S * rate))
     rows = []
 
     probe = scratch[:probe_bytes]
@@ -421,7 +428,10 @@ def main() -> None:
             print("   contended:", reason)
         for key in ("reference_batch", "candidate_batch", "empty_batch", "remote_empty_batch", "runner_hand_off"):
             q = d.get(key, {})
-            print(f"   {key:20s} flush {q.get('flush_s')} probe {q.get('probe_s')} clock {q.get('clock_mhz')}")
+            print(
+                f"   {key:20s} flush {q.get('flush_s')} probe {q.get('probe_s')} clock {q.get('clock_mhz')} "
+                f"probe timed by the GPU {q.get('probe_gpu_timed')} (max {q.get('probe_gpu_timed_max_us')} us)"
+            )
         for key in ("check_after_reference_batch", "check_after_candidate_batch", "check_after_empty_batch",
                     "check_after_runner_hand_off", "twin_in_bracket", "runner"):  # fmt: skip
             print(f"   hand-off {key:30s} {d.get(key)}")
