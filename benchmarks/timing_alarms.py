@@ -297,6 +297,48 @@ def digest(job: dict) -> dict:
     return out
 
 
+def replay(job: dict, clean, gpu_timed_only: bool) -> int:
+    """Contended repetitions of a logged job (``judge_pass``) as timing.contention sees them with
+    ``clean`` workloads: every logged flush, probe and hand-off, or (``gpu_timed_only``) the probes
+    of local brackets queued in time only, as speed.gpu_timed keeps them (a remote bracket's probe
+    is queued once ``done`` fired; a reference bracket counted late waited for the GPU)."""
+    from tritongym.evaluate import timing
+
+    contended, late = 0, 0
+    for rep in job["reps"]:
+        counted_late, late = rep["late"] > late, rep["late"]
+        if rep["rep"] == 0 or not rep["queued_in_time"]:
+            continue
+        brackets = [i for i in rep["items"] if "bracket" in i]
+        timed = [i["kind"] == "local" and not (counted_late and i["bracket"] == "reference_batch") for i in brackets]
+        probes = [i["probe_s"] if ok or not gpu_timed_only else 0.0 for i, ok in zip(brackets, timed, strict=True)]
+        hand_offs = [i["s"] for i in rep["items"] if "hand_off" in i]
+        contended += bool(timing.contention([i["flush_s"] for i in brackets], probes, hand_offs, clean))
+    return contended
+
+
+def replay_report(report: dict) -> list[dict]:
+    """Per job: contended repetitions logged, replayed with the judge's rule before this fix (every
+    probe, the clean values of the log) and after it (GPU-timed probes, clean flush and probe of the
+    in-process calibration behind a hold, ``in_process``'s idle medians)."""
+    from tritongym.evaluate import timing
+
+    idle = [r for a in report.get("in_process", {}).values() for r in a["rows"]]
+    rows = []
+    for e in report["judge"]:
+        c = e["job"]["clean"]
+        before = timing.Clean(c["flush"], c["probe"], c["hand_off"])
+        after = before
+        if idle:
+            after = timing.Clean(statistics.median(r["idle_flush_s"] for r in idle),
+                                 statistics.median(r["idle_probe_s"] for r in idle), c["hand_off"])  # fmt: skip
+        rows.append({"problem": e["problem"], "timed_reps": e["digest"]["timed"],
+                     "logged": len(e["digest"]["contended"]), "replayed_before": replay(e, before, False),
+                     "replayed_after": replay(e, after, True), "clean_after_us": [after.flush_s * 1e6,
+                     after.probe_s * 1e6]})  # fmt: skip
+    return rows
+
+
 # --- part A: in this process ---------------------------------------------------------------------
 
 
@@ -395,7 +437,14 @@ def main() -> None:
     parser.add_argument("--problems", nargs="*", default=[*KERNELBENCH, *BUNDLED])
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--skip-in-process", action="store_true")
+    parser.add_argument("--replay", type=Path, help="Only replay a logged run (this script's --out) on the CPU.")
     args = parser.parse_args()
+    if args.replay:
+        rows = replay_report(json.loads(args.replay.read_text()))
+        args.out.write_text(json.dumps(rows, indent=1) + "\n")
+        for row in rows:
+            print(row)
+        return
     chosen = problems(args.kernelbench, args.problems)
     report: dict = {"machine": {"gpu": torch.cuda.get_device_name(0), "python": platform.python_version(),
                                 "torch": torch.__version__, "triton": triton.__version__}}  # fmt: skip
