@@ -13,8 +13,13 @@ in this process (no runner, no twin): the flush and probe around the reference's
 has them, with the clock, and behind an idle GPU, to tell the GPU's own state from company.
 
     python benchmarks/timing_alarms.py --kernelbench build/KernelBench/level3 --out /tmp/alarms.json
+    bash benchmarks/gpu_run.sh alarms      # the same on the device
+    python benchmarks/timing_alarms.py --replay /tmp/alarms.json --out /tmp/replayed.json   # on the CPU
 
-Writes one JSON file (machine, versions, every repetition) and prints a per-job table.
+Writes one JSON file (machine, versions, every repetition) and prints a per-job table. ``--replay``
+re-judges a logged run's repetitions with timing.contention as the judge did before the fix of
+speed.gpu_timed (every probe, the clean values calibrated on an idle GPU) and after it (probes the
+GPU timed only, clean values calibrated behind a hold).
 """
 
 from __future__ import annotations
