@@ -192,6 +192,49 @@ def test_a_probe_queued_on_a_gpu_that_caught_up_with_the_host_says_nothing(monke
     assert "end probe" in reps[1].contended  # a slow probe the GPU timed is still company
 
 
+def test_the_clean_workloads_are_calibrated_behind_holds_from_what_the_gpu_timed(monkeypatch):
+    # per repetition a flush then a probe (ms, whether its start had fired when it was queued): the
+    # first repetition warms up; a workload queued after the GPU caught up (its hold too short for a
+    # stalled host) is host-timed and left out
+    script = iter([(0.090, False), (0.030, False),  # warm-up
+                   (0.077, False), (0.022, False),
+                   (0.200, True), (0.150, True),  # the host stalled past the hold: not the GPU's time
+                   (0.078, False), (0.021, False),
+                   (0.076, False), (0.023, False)])  # fmt: skip
+    holds = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.elapsed_ms, self.fired = None, False
+
+        def record(self):
+            pass
+
+        def query(self):
+            return self.fired
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return self.elapsed_ms
+
+    made = []
+
+    def event(enable_timing=False):
+        made.append(Event())
+        if len(made) % 2:  # a start: its elapsed time to the end that follows, and whether it had fired
+            made[-1].elapsed_ms, made[-1].fired = next(script)
+        return made[-1]
+
+    monkeypatch.setattr(speed, "workload_bytes", lambda device: (64, 16))
+    monkeypatch.setattr(speed.torch.cuda, "Event", event)
+    monkeypatch.setattr(speed.torch.cuda, "_sleep", holds.append)
+    flush, probe = speed.calibrate_workloads("cpu", hold_cycles=1234, reps=4)
+    assert (flush, probe) == (pytest.approx(77e-6), pytest.approx(22e-6))
+    assert holds == [1234] * 10  # every workload behind a hold, warm-up included
+
+
 def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off():
     # 100 calls: the candidate's net 0.2 ms against a noise of 0.3 ms of hand-off + 0.1 x 0.1 ms of copies
     short = timing.Rep(reference=10.1e-3, candidate=0.6e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)

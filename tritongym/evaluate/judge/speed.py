@@ -31,7 +31,8 @@ and when to stop.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
   its inputs from memory; before ``end`` it writes the L2's size once more (the probe). Both are
   timed by events of their own: fixed workloads whose clean durations the judge measured when it
-  started, under the exclusive lock (``calibrate_workloads``).
+  started, under the exclusive lock (``calibrate_workloads``), and evidence of company only where
+  the GPU timed them (``gpu_timed``: not the probe of a bracket closed after the runner's ``done``).
 
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
