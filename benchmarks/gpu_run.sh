@@ -7,6 +7,9 @@
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh parts      # one A/A job taken apart: every repetition's brackets, the runner's and
 #        the twin's hand-offs, default and 4x longer batches, in-process costs (benchmarks/timing_parts.py)
+#   bash benchmarks/gpu_run.sh alarms     # the contention check's evidence, repetition by repetition, for level 3's
+#        1_MLP, 4_LeNet5, 35_LSTM (lazy candidates, build/KernelBench/level3) and bundled 13_row_argmax
+#        (benchmarks/timing_alarms.py)
 #   bash benchmarks/gpu_run.sh contention # timing beside busy sandboxes of the same pool: its test, then the
 #        diagnostic (benchmarks/timing_contention.py), each alone on the GPU
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
@@ -22,8 +25,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|memory|timing|parts|contention|overhead|train|learning|kernelbench|landlock|rlbatch) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|parts|contention|overhead|train|learning|kernelbench|landlock|rlbatch" >&2; exit 2 ;;
+  tests|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -45,6 +48,9 @@ case "${1:-}" in
   parts)
     timeout 560 python3 benchmarks/timing_parts.py --out "$OUT/timing_parts.json" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tail -20 ;;
+  alarms)
+    timeout 560 python3 benchmarks/timing_alarms.py --kernelbench build/KernelBench/level3 \
+      --out "$OUT/timing_alarms.json" 2>&1 | grep -v -e UserWarning -e _warn_once | grep -v "^   hand-off" | tail -50 ;;
   contention)
     timeout 300 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 280 --durations=5 \
       tests/gpu/test_timing_contention.py 2>&1 | grep -v -e UserWarning -e _warn_once \

@@ -130,6 +130,111 @@ def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypa
     assert checked == [3, 4]
 
 
+class TimedEvent:
+    """A CUDA event stand-in: when the GPU reached it (ms) and whether it had fired when asked."""
+
+    def __init__(self, at_ms, fired=False):
+        self.at_ms, self.fired = at_ms, fired
+
+    def record(self):
+        pass
+
+    def query(self):
+        return self.fired
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return other.at_ms - self.at_ms
+
+
+def closing_bench():
+    bench = bench_with_holds()
+    bench.scratch, bench.probe_bytes = torch.ones(64, dtype=torch.int8), 16
+    return bench
+
+
+def bracket_events(probe_ms, flush_timed=True, probe_start_fired=False):
+    """A bracket of 10 ms whose flush took 0.08 ms and whose probe's events are ``probe_ms`` apart."""
+    start, probe_start = TimedEvent(0.0), TimedEvent(10.0 - probe_ms, fired=probe_start_fired)
+    return [start, TimedEvent(0.5), TimedEvent(0.58), probe_start, TimedEvent(10.0), flush_timed]
+
+
+def test_a_workload_is_timed_by_the_gpu_only_where_it_was_queued_before_the_gpu_reached_it():
+    assert speed.gpu_timed(TimedEvent(0.0, fired=False)) is True
+    assert speed.gpu_timed(TimedEvent(0.0, fired=True)) is False  # the GPU idled: the events time the host
+
+
+def test_a_bracket_reports_the_flush_and_probe_the_gpu_timed():
+    bench = closing_bench()
+    timed = bench._close(bracket_events(0.022))
+    assert timed == speed.Bracket(pytest.approx(0.010), pytest.approx(80e-6), pytest.approx(22e-6))
+    assert not bench.scratch[:16].any() and bench.scratch[16:].all()  # the probe wrote its bytes
+
+
+def test_a_probe_queued_on_a_gpu_that_caught_up_with_the_host_says_nothing(monkeypatch):
+    # a remote bracket: its probe is queued only once the judge saw done, the GPU idle by then; the
+    # host took 150 us to launch it (a false alarm at 2x the clean 28 us + 20 us before)
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    bench = closing_bench()
+    late_probe = bench._close(bracket_events(0.150, probe_start_fired=True), in_time=True)
+    assert late_probe.probe_s == 0.0 and late_probe.flush_s == pytest.approx(80e-6)
+    assert late_probe.seconds == pytest.approx(0.010)  # the bracket itself counts as it is
+    late_flush = bench._close(bracket_events(0.022, flush_timed=False), in_time=True)
+    assert late_flush.flush_s == 0.0 and late_flush.probe_s == pytest.approx(22e-6)
+    reps = []
+    for probe in (late_probe, speed.Bracket(0.010, 80e-6, 150e-6)):  # the same 150 us, timed by the GPU
+        bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
+        bench.values[1] = probe
+        reps.append(speed.repetition(bench, None, 0, False, CLEAN))
+    assert reps[0].contended is None
+    assert "end probe" in reps[1].contended  # a slow probe the GPU timed is still company
+
+
+def test_the_clean_workloads_are_calibrated_behind_holds_from_what_the_gpu_timed(monkeypatch):
+    # per repetition a flush then a probe (ms, whether its start had fired when it was queued): the
+    # first repetition warms up; a workload queued after the GPU caught up (its hold too short for a
+    # stalled host) is host-timed and left out
+    script = iter([(0.090, False), (0.030, False),  # warm-up
+                   (0.077, False), (0.022, False),
+                   (0.200, True), (0.150, True),  # the host stalled past the hold: not the GPU's time
+                   (0.078, False), (0.021, False),
+                   (0.076, False), (0.023, False)])  # fmt: skip
+    holds = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.elapsed_ms, self.fired = None, False
+
+        def record(self):
+            pass
+
+        def query(self):
+            return self.fired
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return self.elapsed_ms
+
+    made = []
+
+    def event(enable_timing=False):
+        made.append(Event())
+        if len(made) % 2:  # a start: its elapsed time to the end that follows, and whether it had fired
+            made[-1].elapsed_ms, made[-1].fired = next(script)
+        return made[-1]
+
+    monkeypatch.setattr(speed, "workload_bytes", lambda device: (64, 16))
+    monkeypatch.setattr(speed.torch.cuda, "Event", event)
+    monkeypatch.setattr(speed.torch.cuda, "_sleep", holds.append)
+    flush, probe = speed.calibrate_workloads("cpu", hold_cycles=1234, reps=4)
+    assert (flush, probe) == (pytest.approx(77e-6), pytest.approx(22e-6))
+    assert holds == [1234] * 10  # every workload behind a hold, warm-up included
+
+
 def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off():
     # 100 calls: the candidate's net 0.2 ms against a noise of 0.3 ms of hand-off + 0.1 x 0.1 ms of copies
     short = timing.Rep(reference=10.1e-3, candidate=0.6e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)

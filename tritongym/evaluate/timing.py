@@ -9,7 +9,10 @@ the statistics do with them (pure functions, tested on the CPU):
   start of every bracket, the probe at its end, the hand-offs to the twin) took much longer than the
   same workload measured before any candidate ran had company on the GPU (:func:`contention`,
   ``CONTENDED_FACTOR``): it is not a measurement and is repeated; too many of them and the timing
-  is not trusted (``MAX_CONTENDED_REPS``).
+  is not trusted (``MAX_CONTENDED_REPS``). Only what the GPU timed is evidence: a workload queued
+  after the GPU had caught up with the host (a candidate's bracket ends only once the judge saw its
+  ``done``; a forward that waits for the GPU on the host) is timed by the host's launch of it, and
+  reads 0 (speed.gpu_timed).
 * **Subtraction** (:func:`subtracted`). Each side's net time is its bracket less one per-job
   estimate of its empty bracket, never the same repetition's (that one is as noisy as the bracket
   it would be taken from): the median of the uncontended repetitions' empty brackets. On the
@@ -199,7 +202,8 @@ def contention(flushes: Sequence[float], probes: Sequence[float], hand_offs: Seq
     """Why a repetition had company on the GPU, or None: one of its brackets' flushes or end probes,
     or one of its hand-offs to the twin and back, took more than ``CONTENDED_FACTOR`` times the clean
     one plus ``CONTENDED_GRACE_S`` (the contexts on a GPU are time-sliced: another one's work delays
-    ours, and a hand-off waits for every other context's time slice)."""
+    ours, and a hand-off waits for every other context's time slice). A workload the GPU did not
+    time reads 0 and says nothing; so does every workload whose clean duration is unknown (0)."""
     for what, values, base in zip(WORKLOADS, (flushes, probes, hand_offs),
                                   (clean.flush_s, clean.probe_s, clean.hand_off_s), strict=True):  # fmt: skip
         if base <= 0:

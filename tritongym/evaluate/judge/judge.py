@@ -555,7 +555,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
             ctx.hand_off_s = twin.calibrate(
                 ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate), int(speed.HOLD_JITTER_S * ctx.sleep_rate)
             )
-            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device)
+            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
             torch.cuda.synchronize(device)
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
         ctx.answer_limit = answer_limit(torch.cuda.get_device_properties(device).total_memory, ctx.judges_per_gpu)

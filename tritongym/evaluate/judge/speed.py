@@ -31,7 +31,8 @@ and when to stop.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
   its inputs from memory; before ``end`` it writes the L2's size once more (the probe). Both are
   timed by events of their own: fixed workloads whose clean durations the judge measured when it
-  started, under the exclusive lock (``calibrate_workloads``).
+  started, under the exclusive lock (``calibrate_workloads``), and evidence of company only where
+  the GPU timed them (``gpu_timed``: not the probe of a bracket closed after the runner's ``done``).
 
 The candidate's bracket also holds the hand-off between the judge's CUDA context and the runner's
 and back (the contexts are time-sliced: about 0.3 ms per batch on an H100). The judge's twin process
@@ -489,13 +490,25 @@ def run_batch(model, slots, count: int) -> None:
 
 @dataclass(frozen=True)
 class Bracket:
-    """One timed bracket (seconds): all of it, and the judge's two fixed workloads in it."""
+    """One timed bracket (seconds): all of it, and the judge's two fixed workloads in it, each 0 where
+    the GPU did not time it (``gpu_timed``): then it says nothing about company, as a company check
+    whose hold ended first."""
 
     seconds: float
     flush_s: float
     """The L2 flush after ``start`` (its calibrated clean duration: ``WorkerContext.flush_s``)."""
     probe_s: float
     """The probe just before ``end`` (clean: ``WorkerContext.probe_s``)."""
+
+
+def gpu_timed(first) -> bool:
+    """Whether the workload queued after the event ``first`` (recorded just before it) is timed by
+    the GPU: ``first`` had not fired when the workload's last part was queued, so the GPU met the
+    work already queued. Where it had fired, the GPU had caught up with the host (the end of a
+    candidate's bracket, queued only once the judge saw ``done``; any bracket of a forward that
+    waits for the GPU on the host) and the events around the workload time the host's launch of it
+    and whatever delayed the host: 40-140 us for a probe of 22 us on an H200, which read as company."""
+    return not first.query()
 
 
 def workload_bytes(device) -> tuple[int, int]:
@@ -505,22 +518,28 @@ def workload_bytes(device) -> tuple[int, int]:
     return max(L2_FLUSH_FACTOR * l2, 64 << 20), max(l2, 8 << 20)
 
 
-def calibrate_workloads(device, reps: int = 21) -> tuple[float, float]:
+def calibrate_workloads(device, hold_cycles: int, reps: int = 21) -> tuple[float, float]:
     """The flush's and the probe's clean durations (seconds, medians), measured when the judge
-    starts, under this GPU's exclusive lock and before any candidate ran."""
+    starts, under this GPU's exclusive lock and before any candidate ran: each behind a hold of
+    ``hold_cycles`` (``torch.cuda._sleep``), as a bracket's are, so that its events time the GPU's
+    work and not the host's launch of it (``gpu_timed``: on an idle GPU they read 84 us for a flush
+    of 77 us, 28 us for a probe of 22 us on an H200)."""
     flush, probe = workload_bytes(device)
     scratch = torch.empty(flush, dtype=torch.int8, device=device)
     durations: tuple[list[float], list[float]] = ([], [])
-    for _ in range(reps + 1):  # the first of each is a warm-up
+    for rep in range(reps + 1):  # the first of each is a warm-up
         for k, size in enumerate((flush, probe)):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(hold_cycles)
             start.record()
             scratch[:size].zero_()
             end.record()
+            timed = gpu_timed(start)
             end.synchronize()
-            durations[k].append(start.elapsed_time(end) / 1e3)
+            if rep and timed:
+                durations[k].append(start.elapsed_time(end) / 1e3)
     del scratch
-    return statistics.median(durations[0][1:]), statistics.median(durations[1][1:])
+    return statistics.median(durations[0] or [0.0]), statistics.median(durations[1] or [0.0])
 
 
 class Bench:
@@ -587,7 +606,7 @@ class Bench:
     def _open(self, kind: str, sets: list[list] | None) -> list:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
         flush between two events. Returns the bracket's events (start, flush start, flush end, probe
-        start, end)."""
+        start, end) and, last, whether the GPU timed the flush (``gpu_timed``)."""
         if sets is not None:
             for t in self.shared_out:
                 slot_bytes(t).fill_(POISON)
@@ -601,23 +620,27 @@ class Bench:
         events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
         events[2].record()
-        return events
+        return [*events, gpu_timed(events[1])]
 
     def _close(self, events: list, in_time: bool | None = None) -> Bracket | None:
         """The probe between two events, ``end``, and wait for it; the bracket, or None where it was
         late. A local bracket's lateness is known once ``end`` is queued; a remote one's
-        (``in_time``) before the judge polled ``done`` (which fires only once the hold is over)."""
-        start, flush_start, flush_end, probe_start, end = events
+        (``in_time``) before the judge polled ``done`` (which fires only once the hold is over).
+        The flush and the probe are 0 where the GPU did not time them (``gpu_timed``): a remote
+        bracket's probe is queued after ``done`` fired, mostly on an idle GPU."""
+        start, flush_start, flush_end, probe_start, end, flush_timed = events
         probe_start.record()
         self.scratch[: self.probe_bytes].zero_()
         end.record()
+        probe_timed = gpu_timed(probe_start)
         if in_time is None:
             in_time = self._queued("local", start)
         end.synchronize()
         if not in_time:
             return None
-        return Bracket(start.elapsed_time(end) / 1e3, flush_start.elapsed_time(flush_end) / 1e3,
-                       probe_start.elapsed_time(end) / 1e3)  # fmt: skip
+        flush = flush_start.elapsed_time(flush_end) / 1e3 if flush_timed else 0.0
+        probe = probe_start.elapsed_time(end) / 1e3 if probe_timed else 0.0
+        return Bracket(start.elapsed_time(end) / 1e3, flush, probe)
 
     def _queued(self, kind: str, start) -> bool:
         """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
