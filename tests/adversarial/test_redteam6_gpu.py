@@ -18,4 +18,9 @@ def test_memory_the_compiler_helper_takes_for_a_runner_is_the_runners():
     source = (HERE / "hogs_memory_in_the_compiler.py").read_text()
     config = EvalConfig(device="cuda", trials=2, timing_budget_s=1.0, memory_limit_mb=3072)
     result = evaluate(small_problem("vector_add"), source, config)
-    assert result.verdict is Verdict.OUT_OF_MEMORY, result.feedback + result.detail
+    assert result.verdict is Verdict.OUT_OF_MEMORY, (
+        result.verdict,
+        result.feedback,
+        result.detail,
+        result.stdout[-2000:],
+    )
