@@ -330,14 +330,14 @@ def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
     libc = machine_lock._libc
     monkeypatch.setattr(machine_lock, "START_TIMEOUT_S", 0.1)
     never = f"test-gpu-lock-never-{os.getpid()}"
-    made = libc.semget(machine_lock.key(never), machine_lock.SEMS, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
+    made = libc.semget(machine_lock.key(never), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
     try:  # made and never started (its maker died): an error, not a lock that never lets anyone in
         with pytest.raises(SandboxError, match="never started"):
             machine_lock.open_lock(never, tmp_path / "unused.lock")
     finally:
         removed(made)
     foreign = f"test-gpu-lock-foreign-{os.getpid()}"
-    made = libc.semget(machine_lock.key(foreign), machine_lock.SEMS, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o666)
+    made = libc.semget(machine_lock.key(foreign), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o666)
     try:  # a set under this key that others may use: not this user's lock
         with pytest.raises(SandboxError, match="not this user's alone"):
             machine_lock.open_lock(foreign, tmp_path / "unused.lock")
@@ -345,84 +345,67 @@ def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
         removed(made)
 
 
-def waiting_exclusive(lock: int) -> int:
-    """Exclusive holds waiting for a semaphore lock (its second semaphore: GETVAL)."""
-    return machine_lock._libc.semctl(lock, machine_lock.WAITING, 12)
+class _Job:
+    timing, profile = True, True
 
 
-def queue_exclusive(lock: int) -> tuple[threading.Thread, list]:
-    """A thread of another judge that waits for the lock exclusively (it holds it in ``held[0]`` once
-    it got it), started once its wait is known."""
-    held: list = []
-    thread = threading.Thread(target=lambda: held.append(machine_lock.take(lock, exclusive=True)), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 2.0
-    while waiting_exclusive(lock) != 1:
-        assert time.monotonic() < deadline, "the exclusive wait was never announced"
-        time.sleep(0.002)
-    return thread, held
+class _State:
+    """What speed_and_coverage reads of a job: its lock, its settings, its stage timer."""
+
+    def __init__(self, fd: int):
+        self.ctx = type("Ctx", (), {"gpu_lock": fd, "device": None})()
+        self.job, self.footprint, self.stages = _Job(), None, {}
+
+    def timed(self, name: str):
+        import contextlib
+
+        @contextlib.contextmanager
+        def timer():
+            began = time.perf_counter()
+            yield
+            self.stages[name] = time.perf_counter() - began
+
+        return timer()
 
 
-@semaphores_only
-def test_a_waiting_timing_goes_before_shared_holds_asked_after_it(semaphore):
-    _, lock = semaphore
-    trials = holding(lock, exclusive=False)  # another judge's trials
+def test_timing_prepares_under_the_shared_lock_and_measures_and_profiles_under_the_exclusive_one(lock, monkeypatch):
+    fd, other = lock
+    seen = {}
+
+    def phase(name, answer):
+        def run(*args):
+            seen[name] = (can_take(other, exclusive=False), can_take(other, exclusive=True), args[2:])
+            return answer
+
+        return run
+
+    monkeypatch.setattr(speed, "prepare_timing", phase("prepare", "prepared"))
+    monkeypatch.setattr(speed, "time_candidate", phase("time", {"speedup": 2.0}))
+    monkeypatch.setattr(speed, "profile_candidate", phase("profile", {"coverage": 1.0}))
+    state = _State(fd)
+    assert speed.speed_and_coverage(state, "reference") == {"speedup": 2.0, "coverage": 1.0}
+    assert seen["prepare"][:2] == (True, False)  # other judges' trials go on beside it; no timing
+    assert seen["time"] == (False, False, ("prepared",))  # the prepared timing, alone on the GPU
+    assert seen["profile"][:2] == (False, False)
+    assert set(state.stages) == {"timing_setup", "timing", "profiling"}
+    assert can_take(other, exclusive=True)
+    state.job.timing = False  # profiling alone: no preparation, still exclusive
+    seen.clear()
+    assert speed.speed_and_coverage(state, "reference") == {"coverage": 1.0}
+    assert set(seen) == {"profile"} and seen["profile"][:2] == (False, False)
+
+
+def test_a_jobs_lock_waits_are_split_into_all_and_exclusive(lock):
+    fd, other = lock
+    before = list(speed.lock_waited)
+    holder = holding(other, exclusive=False)  # another judge's trials, for 0.2 s
+    threading.Timer(0.2, os.kill, (holder, signal.SIGKILL)).start()
     try:
-        thread, held = queue_exclusive(lock)  # a timing waits for them
-        assert not held and not can_take(lock, exclusive=False)  # a new trial waits for the timing
-        began = time.monotonic()
-        assert machine_lock.take(lock, exclusive=False, timeout_s=0.1) is None
-        assert 0.05 <= time.monotonic() - began < 1.0
-        cover = machine_lock.take(lock, exclusive=False, wait=False, jump=True)  # work under way goes ahead
-        assert cover is not None
-        cover()
+        with speed.gpu_lock(fd, exclusive=True):
+            pass
     finally:
-        os.kill(trials, signal.SIGKILL)
-        os.waitpid(trials, 0)
-    thread.join(2.0)
-    assert held and held[0] is not None and waiting_exclusive(lock) == 0  # it times: the queue is empty
-    assert not can_take(lock, exclusive=False)
-    held[0]()
-    assert can_take(lock, exclusive=False)
-
-
-@semaphores_only
-def test_a_timing_that_gives_up_or_dies_waiting_leaves_the_queue(semaphore):
-    _, lock = semaphore
-    trials = holding(lock, exclusive=False)
-    try:
-        assert machine_lock.take(lock, exclusive=True, timeout_s=0.05) is None
-        assert waiting_exclusive(lock) == 0 and can_take(lock, exclusive=False)
-        waiter = os.fork()
-        if waiter == 0:
-            try:
-                machine_lock.take(lock, exclusive=True)
-            finally:
-                os._exit(0)
-        deadline = time.monotonic() + 2.0
-        while waiting_exclusive(lock) != 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.002)
-        os.kill(waiter, signal.SIGKILL)  # dies waiting: the kernel undoes its place in the queue
-        os.waitpid(waiter, 0)
-        assert waiting_exclusive(lock) == 0 and can_take(lock, exclusive=False)
-    finally:
-        os.kill(trials, signal.SIGKILL)
-        os.waitpid(trials, 0)
-    assert can_take(lock, exclusive=True)
-
-
-@semaphores_only
-def test_a_process_that_holds_the_lock_shared_takes_more_ahead_of_a_waiting_timing(semaphore):
-    _, lock = semaphore
-    started = []
-    with speed.gpu_lock(lock, exclusive=False):  # a trial
-        thread, held = queue_exclusive(lock)
-        with speed.gpu_lock(lock, exclusive=False):  # nested: waiting would wait for itself
-            assert speed.start_covered(lock, lambda: started.append(True), wait=False)  # the spare's start too
-        assert started and not held
-    thread.join(2.0)
-    assert held and held[0] is not None
-    held[0]()
-    assert speed._shared.get(lock) == 0
-
+        os.waitpid(holder, 0)
+    with speed.gpu_lock(fd, exclusive=False):
+        pass
+    waited = [after - was for after, was in zip(speed.lock_waited, before, strict=True)]
+    assert waited[1] >= 0.15 and waited[0] >= waited[1]

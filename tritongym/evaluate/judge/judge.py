@@ -65,8 +65,8 @@ TAKE_COVER_S = 2.0
 def replenish(ctx: WorkerContext, wait: bool = True) -> None:
     """Fork the next job's runner ahead (if there is none), its start covered by this GPU's lock
     held shared (speed.start_covered): its CUDA context is made while no judge times. Without
-    ``wait``, not now if another judge times or waits to (a later call forks it: the first trial's,
-    under this job's own shared hold, or the next job's import, which waits for its turn)."""
+    ``wait``, not now if another judge times (a later call forks it: the first trial's, under this
+    job's own shared hold, or the next job's import, which waits for the timing to end)."""
 
     def start():
         ctx.supply.replenish()
@@ -427,9 +427,9 @@ def judge_candidate(
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         state.kernels = check_text(source, job.candidate_path, job.static_checks)
-        # a runner's start is covered (none could be forked while judges waited to time: one is, now that
-        # none does), and the spare's cover ends before take reads its Hello (a spare still starting gets
-        # a moment more under it; take itself gives up a stopped one at once)
+        # a runner's start is covered (none could be forked while another judge timed: one is, once it
+        # ends), and the spare's cover ends before take reads its Hello (a spare still starting gets a
+        # moment more under it; take itself gives up a stopped one at once)
         replenish(ctx)
         settle(ctx.gpu_lock, block=True, timeout_s=TAKE_COVER_S)
         try:
@@ -611,7 +611,7 @@ def main() -> None:
         result = run_job(ctx, Job.from_dict(message), output_limit)
         release(ctx.device)  # the job's memory goes back to the device before the next job
         channel.send({"result": result})
-        replenish(ctx, wait=False)  # not behind the timings waiting: the next job's import forks it, if need be
+        replenish(ctx)  # if this job took none (refused before running), the spare is still there
     supply.close()
     launchers.close()
     if ctx.twin is not None:

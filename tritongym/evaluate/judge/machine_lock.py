@@ -1,21 +1,16 @@
 """Readers-writer locks shared by every judge of a user on the machine, out of every runner's reach.
 
-A lock is a System V semaphore set of two (mode 0600, keyed by the lock's name and the user:
-judges of another user have locks of their own). Its first semaphore (``LOCK``) is the lock itself
-and starts at ``VALUE``: a shared hold takes 1, an exclusive one takes all of ``VALUE``. Its second
-(``WAITING``) counts the exclusive holds waiting for it, and a shared hold is taken only while it is
-0 (one atomic ``semop`` of both): an exclusive hold waits for the shared holds taken before it asked,
-never for those asked after (writer preference; with reader preference a stream of overlapping
-shared holds of several judges kept a timing waiting for seconds). A shared hold of a process that
-holds one already, or one that covers work already going on (``jump``), does not wait for waiting
-exclusive ones (it would wait for a hold that waits for it). Every hold is taken with ``SEM_UNDO``,
-so the kernel gives back what a holder that died still held, or still waited for; ``IPC_NOWAIT`` is
-the try that does not wait, ``semtimedop`` a bounded wait. No runner reaches it: the runners' seccomp
-filter (seccomp.py) refuses ``semget``, ``semop``, ``semtimedop`` and ``semctl`` to every runner and
-its compiler helper, whatever their user, whereas a lock file the judge can open, a runner of the
-judge's user (every GPU runner: its uid without capabilities) opens for reading too, and ``flock``
-needs no more (red team 5 #2; under a root judge the lock directory's mode 000 kept a runner out,
-under one that is not root nothing did).
+A lock is one System V semaphore (a set of one, mode 0600, keyed by the lock's name and the user:
+judges of another user have locks of their own) that starts at ``VALUE``: a shared hold takes 1, an
+exclusive one takes all of ``VALUE``. Every hold is taken with ``SEM_UNDO``, so the kernel gives back
+what a holder that died still held; ``IPC_NOWAIT`` is the try that does not wait, ``semtimedop`` a
+bounded wait. No runner reaches it: the runners' seccomp filter (seccomp.py) refuses ``semget``,
+``semop``, ``semtimedop`` and ``semctl`` to every runner and its compiler helper, whatever their user,
+whereas a lock file the judge can open, a runner of the judge's user (every GPU runner: its uid without
+capabilities) opens for reading too, and ``flock`` needs no more (red team 5 #2; under a root judge
+the lock directory's mode 000 kept a runner out, under one that is not root nothing did). Like
+``flock``, a shared hold never waits for an exclusive one that waits: a stream of shared holds can keep
+an exclusive one waiting (the judge's shared holds are bounded by its jobs).
 
 The set is made with ``IPC_EXCL`` by whoever comes first, and starts at ``VALUE`` by its first
 ``semop``, which also sets its ``sem_otime``: another judge that found the set waits for that
@@ -24,8 +19,7 @@ removed (as the lock files were not): ``ipcs -s`` lists them, ``ipcrm`` removes 
 
 Written for x86-64 Linux, where the seccomp filter is; elsewhere a lock is a file locked with
 ``flock`` (the file at ``fallback``; every hold through a descriptor of its own), which a runner of the
-judge's user can hold there (docs/environment.md), and whose shared holds never wait for a waiting
-exclusive one.
+judge's user can hold there (docs/environment.md).
 """
 
 from __future__ import annotations
@@ -46,10 +40,6 @@ from tritongym.evaluate.judge import seccomp
 VALUE = 1 << 14
 """A lock's semaphore when nobody holds it: an exclusive hold takes all of it, a shared one 1 (below the
 kernel's largest value and largest undo adjustment, 32767)."""
-LOCK, WAITING = 0, 1
-"""The semaphores of a lock's set: the lock, and the exclusive holds waiting for it."""
-SEMS = 2
-"""Semaphores in a lock's set."""
 START_TIMEOUT_S = 10.0
 """The longest a judge waits for the set another one made to be started."""
 IPC_CREAT, IPC_EXCL, IPC_NOWAIT, IPC_RMID, IPC_STAT = 0o1000, 0o2000, 0o4000, 0, 2
@@ -77,7 +67,7 @@ def supported() -> bool:
 
 def key(name: str) -> int:
     """The System V key of this user's lock ``name`` (never ``IPC_PRIVATE``, 0)."""
-    digest = hashlib.blake2b(f"tritongym-lock-{SEMS}\0{name}\0{os.geteuid()}".encode(), digest_size=4).digest()
+    digest = hashlib.blake2b(f"tritongym-lock\0{name}\0{os.geteuid()}".encode(), digest_size=4).digest()
     return int.from_bytes(digest, "little") & 0x7FFFFFFF or 1
 
 
@@ -87,18 +77,15 @@ def open_lock(name: str, fallback: Path) -> int:
     SandboxError where the key is another's set, or a set nobody started."""
     if not supported():
         return os.open(fallback, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    lock = _libc.semget(key(name), SEMS, IPC_CREAT | IPC_EXCL | 0o600)
+    lock = _libc.semget(key(name), 1, IPC_CREAT | IPC_EXCL | 0o600)
     if lock >= 0:
-        if not _semop(lock, [(LOCK, VALUE, 0)]):  # starts it, and sets its sem_otime: others may now use it
+        if not _semop(lock, VALUE, 0):  # starts it, and sets its sem_otime: others may now use it
             _raise(f"starting the lock {name}")
         return lock
     if ctypes.get_errno() != errno.EEXIST:
         _raise(f"making the lock {name}")
-    lock = _libc.semget(key(name), SEMS, 0)
+    lock = _libc.semget(key(name), 1, 0)
     if lock < 0:
-        if ctypes.get_errno() == errno.EINVAL:
-            raise SandboxError(f"the System V semaphore set of the lock {name} (key {key(name):#x}) has fewer than "
-                               f"{SEMS} semaphores; remove it (ipcs -s, ipcrm -S {key(name):#x})")  # fmt: skip
         _raise(f"opening the lock {name}")
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
@@ -121,45 +108,24 @@ def close(lock: int) -> None:
         os.close(lock)
 
 
-def take(lock: int, exclusive: bool, wait: bool = True, timeout_s: float | None = None,
-         jump: bool = False) -> Callable[[], None] | None:  # fmt: skip
+def take(lock: int, exclusive: bool, wait: bool = True, timeout_s: float | None = None) -> Callable[[], None] | None:
     """Hold ``lock`` shared or exclusively: the function that lets this hold go (once, whatever the
-    calls), or None where it was not free (without ``wait``) or stayed taken for ``timeout_s``. A
-    shared hold waits for the exclusive ones already waiting, unless it ``jump``s them (a process
-    that holds the lock shared already, or a hold that covers GPU work already under way); an
-    exclusive one that waits says so, and new shared holds wait for it."""
+    calls), or None where it was not free (without ``wait``) or stayed taken for ``timeout_s``."""
     count = VALUE if exclusive else 1
     if not supported():
         return _take_file(lock, exclusive, wait, timeout_s)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    if exclusive:
-        ops = [(LOCK, -count, SEM_UNDO)]
-        queued = wait and timeout_s != 0
-        if queued:  # new shared holds wait from now on
-            if not _semop(lock, [(WAITING, 1, SEM_UNDO)]):
-                _raise(f"queueing for the lock (semaphore set {lock})")
-            ops.append((WAITING, -1, SEM_UNDO))  # taken with the lock itself, atomically
-    else:
-        queued = False
-        ops = [(LOCK, -count, SEM_UNDO)] if jump else [(WAITING, 0, 0), (LOCK, -count, SEM_UNDO)]
-    try:
-        while True:
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            nowait = 0 if wait and left != 0.0 else IPC_NOWAIT
-            if _semop(lock, [(n, change, flags | nowait) for n, change, flags in ops], left):
-                queued = False
-                break
-            if ctypes.get_errno() == errno.EINTR:
-                continue
-            if ctypes.get_errno() == errno.EAGAIN:
-                return None
-            _raise(f"taking the lock (semaphore set {lock})")
-    finally:
-        if queued:  # gave up waiting (a timeout, an error): no longer in the queue
-            _semop(lock, [(WAITING, -1, SEM_UNDO)])
-    return _once(
-        lambda: _semop(lock, [(LOCK, count, SEM_UNDO)]) or _raise(f"letting the lock go (semaphore set {lock})")
-    )
+    while True:
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        flags = SEM_UNDO | (0 if wait and left != 0.0 else IPC_NOWAIT)
+        if _semop(lock, -count, flags, left):
+            break
+        if ctypes.get_errno() == errno.EINTR:
+            continue
+        if ctypes.get_errno() == errno.EAGAIN:
+            return None
+        _raise(f"taking the lock (semaphore set {lock})")
+    return _once(lambda: _semop(lock, count, SEM_UNDO) or _raise(f"letting the lock go (semaphore set {lock})"))
 
 
 def _take_file(fd: int, exclusive: bool, wait: bool, timeout_s: float | None) -> Callable[[], None] | None:
@@ -196,14 +162,13 @@ def _once(release: Callable[[], object]) -> Callable[[], None]:
     return once
 
 
-def _semop(lock: int, ops: list[tuple[int, int, int]], timeout_s: float | None = None) -> bool:
-    """Apply (semaphore, change, flags) ``ops`` to the set atomically (all or none)."""
-    buffer = (SemBuf * len(ops))(*(SemBuf(n, change, flags) for n, change, flags in ops))
+def _semop(lock: int, change: int, flags: int, timeout_s: float | None = None) -> bool:
+    op = SemBuf(0, change, flags)
     if timeout_s is None:
-        return _libc.semop(lock, buffer, ctypes.c_size_t(len(ops))) == 0
+        return _libc.semop(lock, ctypes.byref(op), ctypes.c_size_t(1)) == 0
     seconds = int(timeout_s)
     limit = TimeSpec(seconds, int((timeout_s - seconds) * 1e9))
-    return _libc.semtimedop(lock, buffer, ctypes.c_size_t(len(ops)), ctypes.byref(limit)) == 0
+    return _libc.semtimedop(lock, ctypes.byref(op), ctypes.c_size_t(1), ctypes.byref(limit)) == 0
 
 
 def _stat(lock: int) -> tuple[int, int, int, int]:

@@ -123,9 +123,6 @@ DEADLINE_RESERVE_S = 5.0
 lock_waited = [0.0, 0.0]
 """Seconds this process has waited for this GPU's lock (``gpu_lock``), in all and for exclusive holds
 (a job reads them before and after: its ``gpu_lock_wait`` and ``gpu_lock_wait_exclusive`` stages)."""
-_shared: dict[int, int] = {}
-"""Lock -> shared holds this process has now (``gpu_lock``): another one it takes jumps the exclusive
-holds waiting (they wait for the one it has)."""
 _exclusive: set[int] = set()
 """Locks this process holds exclusively (a job too large to share its GPU holds it for its whole
 length; the stages' own uses of the lock inside that are no-ops)."""
@@ -177,20 +174,15 @@ def gpu_lock(fd: int, exclusive: bool):
     if fd < 0 or fd in _exclusive:
         yield
         return
-    release = machine_lock.take(fd, exclusive, jump=_shared.get(fd, 0) > 0)
+    release = machine_lock.take(fd, exclusive)
     lock_waited[0] += time.perf_counter() - asked
     if exclusive:
         lock_waited[1] += time.perf_counter() - asked
         _exclusive.add(fd)
-    else:
-        _shared[fd] = _shared.get(fd, 0) + 1
     try:
         yield
     finally:
-        if exclusive:
-            _exclusive.discard(fd)
-        else:
-            _shared[fd] -= 1
+        _exclusive.discard(fd)
         release()
 
 
@@ -200,15 +192,13 @@ def start_covered(fd: int, start, wait: bool = True) -> bool:
     runner said its first word (its Hello, sent once its CUDA context exists) or closed the socket
     (``settle``): a runner's start does not disturb another judge's timing, nor this one's. Inside
     this process's own exclusive hold nothing more is taken (that hold covers it). Without ``wait``,
-    where another judge times now or waits to (unless this process holds the lock shared: then
-    the start goes ahead of those waiting, which wait for this process's hold anyway), nothing is
-    started: returns whether it was."""
+    where another judge times now, nothing is started: returns whether it was."""
     if fd < 0:
         start()
         return True
     hold = None
     if fd not in _exclusive:
-        hold = machine_lock.take(fd, exclusive=False, wait=wait, jump=_shared.get(fd, 0) > 0)
+        hold = machine_lock.take(fd, exclusive=False, wait=wait)
         if hold is None:
             return False
     sock = None
@@ -226,15 +216,14 @@ def start_covered(fd: int, start, wait: bool = True) -> bool:
 def end_covered(fd: int, end) -> None:
     """Call ``end``, which kills a runner and returns a function that says, waiting at most the
     seconds given, whether it is gone (its CUDA context with it); then hold this GPU's lock shared
-    until it is, where no judge times now, ahead of the timings waiting (the kill never waits for the
-    lock: a runner that may keep the GPU busy ends at once; a timing it overlaps sees its company in
-    its fixed workloads; a timing waiting starts once it is gone)."""
+    until it is, where no judge times now (the kill never waits for the lock: a runner that may keep
+    the GPU busy ends at once; a timing it overlaps sees its company in its fixed workloads)."""
     over = end()
     if fd < 0 or fd in _exclusive:
         if fd >= 0:
             _covers.setdefault(fd, []).append(Cover(None, over))
         return
-    hold = machine_lock.take(fd, exclusive=False, wait=False, jump=True)
+    hold = machine_lock.take(fd, exclusive=False, wait=False)
     if hold is not None:
         _covers.setdefault(fd, []).append(Cover(hold, over))
 
@@ -951,13 +940,15 @@ def prepare_timing(state, reference) -> Prepared:
 def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
-    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the first
+    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
+    start again from the shortest (the preparation's may have grown beside other work), and the first
     repetition queued in time (untimed) says whether the batch is long enough for the candidate's
-    signal to dominate the hand-off, and a longer one is made and warmed up where it is not."""
+    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
     first = warm_up(bench, model)
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
         limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
