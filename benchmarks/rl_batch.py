@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> dict:
 
 def timing_precision(results: list) -> dict:
     """How precise the timed candidates' speedups were: the stop reasons, the repetitions, and the 95%
-    interval's half-width over the speedup (median, 90th percentile, largest)."""
+    interval's half-width over the speedup (median, 90th percentile rounded down, largest)."""
     timed = [r for r in results if r.timing is not None]
     widths = sorted((r.timing.speedup_ci[1] - r.timing.speedup_ci[0]) / (2 * r.speedup)
                     for r in timed if r.speedup)  # fmt: skip
