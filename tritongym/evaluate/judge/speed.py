@@ -919,8 +919,9 @@ def prepare_timing(state, reference) -> Prepared:
     input set of its own (the trials' are gone: their memory is the batch's), the model timed against,
     the batch's size and slots (the runner maps them), and untimed repetitions (autotuning, caches,
     holds long enough to queue each bracket). Run under this GPU's lock held shared: another judge's
-    work beside it changes none of what a measurement uses (the batch is sized again, and lengthened
-    where needed, under the exclusive hold: ``time_candidate``)."""
+    work beside it changes no measurement (the holds start again, and whether the batch must be longer
+    is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
+    the reference's time of one call, comes out smaller."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     model = _baseline(reference, state.job.baseline, sample_inputs)
