@@ -15,8 +15,12 @@ Triton cache key (a comment on each ``@triton.jit`` line), as in RL where no two
 Every failing kind ends its runner (a fresh one per candidate is the design), so replacement is in
 the measurement. The JSON has the machine and versions, the verdict counts per kind (a kind whose
 verdicts are not what it was made for is reported, not hidden), the wall time from the pool's
-creation to the last result, seconds per candidate amortised over the batch, and the median of
-each evaluation stage.
+creation to the last result, seconds per candidate amortised over the batch (and without the pool's
+start: until its last sandbox took its first task), the median and the sum
+over the batch of each evaluation stage (``gpu_lock_wait`` holds every wait for this GPU's lock,
+``gpu_lock_wait_exclusive`` the timings' own), the seconds the GPU was held exclusively (timing and
+profiling, one candidate at a time) against the wall time, and what the timing's precision was: its
+stop reasons, repetitions, and the speedup's 95% interval half-width relative to the speedup.
 """
 
 from __future__ import annotations
@@ -114,6 +118,10 @@ def run(args: argparse.Namespace) -> dict:
         by_kind.setdefault(kind, Counter())[str(result.verdict.value)] += 1
     unexpected = {k: dict(c) for k, c in by_kind.items() if set(c) - EXPECTED[k]}
     stages = sorted({s for r in results for s in r.stage_seconds})
+    sums = {s: round(sum(r.stage_seconds.get(s, 0.0) for r in results), 2) for s in stages if s != "queue"}
+    exclusive = sums.get("timing", 0.0) + sums.get("profiling", 0.0)
+    # every task is queued when the pool is made: the first task each sandbox takes waited for its start
+    ready = sorted(r.stage_seconds.get("queue", 0.0) for r in results)[: min(slots, len(results))]
     return {
         "benchmark": "rl_batch",
         "device": args.device,
@@ -127,10 +135,36 @@ def run(args: argparse.Namespace) -> dict:
         "unexpected": unexpected,
         "wall_s": round(wall, 2),
         "seconds_per_candidate": round(wall / len(results), 4),
+        "pool_ready_s": round(ready[-1], 2),
+        "seconds_per_candidate_after_start": round((wall - ready[-1]) / len(results), 4),
         "median_stage_seconds": {
             s: round(statistics.median(r.stage_seconds[s] for r in results if s in r.stage_seconds), 4) for s in stages
         },
+        "sum_stage_seconds": sums,
+        "gpu_exclusive_s": round(exclusive, 2),
+        "gpu_exclusive_share": round(exclusive / wall, 3),
+        "timing": timing_precision(results),
     }
+
+
+def timing_precision(results: list) -> dict:
+    """How precise the timed candidates' speedups were: the stop reasons, the repetitions, and the 95%
+    interval's half-width over the speedup (median, 90th percentile rounded down, largest)."""
+    timed = [r for r in results if r.timing is not None]
+    widths = sorted((r.timing.speedup_ci[1] - r.timing.speedup_ci[0]) / (2 * r.speedup)
+                    for r in timed if r.speedup)  # fmt: skip
+    if not widths:
+        return {"timed": len(timed)}
+    return {
+        "timed": len(timed),
+        "with_speedup": len(widths),
+        "stopped": dict(Counter(r.timing.stopped for r in timed)),
+        "median_reps": statistics.median(r.timing.reps for r in timed),
+        "invalid_reps": sum(r.timing.invalid_reps for r in timed),
+        "contended_reps": sum(r.timing.contended_reps for r in timed),
+        "ci_half_width": {"median": round(statistics.median(widths), 4),
+                          "p90": round(widths[int(0.9 * (len(widths) - 1))], 4), "max": round(widths[-1], 4)},
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -146,7 +180,12 @@ def main() -> None:
     report = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({k: report[k] for k in ("candidates", "sandboxes", "wall_s", "seconds_per_candidate")}))
+    shown = ("candidates", "sandboxes", "wall_s", "seconds_per_candidate", "pool_ready_s", "gpu_exclusive_s",
+             "gpu_exclusive_share")  # fmt: skip
+    print(json.dumps({k: report[k] for k in shown}))
+    print("median stages:", json.dumps(report["median_stage_seconds"]))
+    print("summed stages:", json.dumps(report["sum_stage_seconds"]))
+    print("timing:", json.dumps(report["timing"]))
     print("verdicts by kind:", json.dumps(report["verdicts_by_kind"]))
     if report["unexpected"]:
         print("kinds with verdicts they were not made for:", json.dumps(report["unexpected"]))

@@ -83,11 +83,11 @@ def _patch(speed):
         write(record)
         return result
 
-    def time_candidate(state, reference):
+    def time_candidate(state, reference, *rest):
         ctx = state.ctx
         write({"job": True, "clean_hand_off": ctx.hand_off_s, "clean_flush": ctx.flush_s,
                "clean_probe": ctx.probe_s, "scale": SCALE})
-        return original_time(state, reference)
+        return original_time(state, reference, *rest)
 
     speed.repetition, speed.time_candidate = repetition, time_candidate
 

@@ -343,3 +343,69 @@ def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
             machine_lock.open_lock(foreign, tmp_path / "unused.lock")
     finally:
         removed(made)
+
+
+class _Job:
+    timing, profile = True, True
+
+
+class _State:
+    """What speed_and_coverage reads of a job: its lock, its settings, its stage timer."""
+
+    def __init__(self, fd: int):
+        self.ctx = type("Ctx", (), {"gpu_lock": fd, "device": None})()
+        self.job, self.footprint, self.stages = _Job(), None, {}
+
+    def timed(self, name: str):
+        import contextlib
+
+        @contextlib.contextmanager
+        def timer():
+            began = time.perf_counter()
+            yield
+            self.stages[name] = time.perf_counter() - began
+
+        return timer()
+
+
+def test_timing_prepares_under_the_shared_lock_and_measures_and_profiles_under_the_exclusive_one(lock, monkeypatch):
+    fd, other = lock
+    seen = {}
+
+    def phase(name, answer):
+        def run(*args):
+            seen[name] = (can_take(other, exclusive=False), can_take(other, exclusive=True), args[2:])
+            return answer
+
+        return run
+
+    monkeypatch.setattr(speed, "prepare_timing", phase("prepare", "prepared"))
+    monkeypatch.setattr(speed, "time_candidate", phase("time", {"speedup": 2.0}))
+    monkeypatch.setattr(speed, "profile_candidate", phase("profile", {"coverage": 1.0}))
+    state = _State(fd)
+    assert speed.speed_and_coverage(state, "reference") == {"speedup": 2.0, "coverage": 1.0}
+    assert seen["prepare"][:2] == (True, False)  # other judges' trials go on beside it; no timing
+    assert seen["time"] == (False, False, ("prepared",))  # the prepared timing, alone on the GPU
+    assert seen["profile"][:2] == (False, False)
+    assert set(state.stages) == {"timing_setup", "timing", "profiling"}
+    assert can_take(other, exclusive=True)
+    state.job.timing = False  # profiling alone: no preparation, still exclusive
+    seen.clear()
+    assert speed.speed_and_coverage(state, "reference") == {"coverage": 1.0}
+    assert set(seen) == {"profile"} and seen["profile"][:2] == (False, False)
+
+
+def test_a_jobs_lock_waits_are_split_into_all_and_exclusive(lock):
+    fd, other = lock
+    before = list(speed.lock_waited)
+    holder = holding(other, exclusive=False)  # another judge's trials, for 0.2 s
+    threading.Timer(0.2, os.kill, (holder, signal.SIGKILL)).start()
+    try:
+        with speed.gpu_lock(fd, exclusive=True):
+            pass
+    finally:
+        os.waitpid(holder, 0)
+    with speed.gpu_lock(fd, exclusive=False):
+        pass
+    waited = [after - was for after, was in zip(speed.lock_waited, before, strict=True)]
+    assert waited[1] >= 0.15 and waited[0] >= waited[1]

@@ -34,3 +34,24 @@ def test_a_small_batch_on_the_cpu_gets_the_verdicts_its_kinds_were_made_for(tmp_
     assert report["candidates"] == 6 and report["unexpected"] == {}, report["verdicts_by_kind"]
     assert report["verdicts_by_kind"]["correct"] == {"ok": 3}
     assert report["seconds_per_candidate"] > 0 and "total" in report["median_stage_seconds"]
+    assert 0 < report["pool_ready_s"] < report["wall_s"] and report["seconds_per_candidate_after_start"] > 0
+    assert report["sum_stage_seconds"]["total"] >= report["median_stage_seconds"]["total"]
+    assert report["gpu_exclusive_s"] == 0 and report["timing"] == {"timed": 0}  # no timing on the CPU
+
+
+def test_the_timings_precision_is_summed_up_from_each_speedups_interval():
+    from types import SimpleNamespace as NS
+
+    def timed(speedup, low, high, stopped="budget", reps=9, contended=0):
+        stats = NS(speedup_ci=[low, high], stopped=stopped, reps=reps, invalid_reps=contended,
+                   contended_reps=contended)  # fmt: skip
+        return NS(speedup=speedup, timing=stats)
+
+    results = [timed(2.0, 1.9, 2.1), timed(1.0, 0.99, 1.01, "target", 31), timed(None, 0.5, 3.0, "ceiling", 2, 4),
+               NS(speedup=None, timing=None)]  # fmt: skip
+    summary = rl_batch.timing_precision(results)
+    assert summary["timed"] == 3 and summary["with_speedup"] == 2
+    assert summary["stopped"] == {"budget": 1, "target": 1, "ceiling": 1}
+    assert summary["median_reps"] == 9 and summary["contended_reps"] == 4
+    assert summary["ci_half_width"] == {"median": 0.03, "p90": 0.01, "max": 0.05}  # half-widths 5% and 1% (p90: lower)
+    assert rl_batch.timing_precision([NS(speedup=None, timing=None)]) == {"timed": 0}

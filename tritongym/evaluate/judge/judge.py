@@ -66,7 +66,7 @@ def replenish(ctx: WorkerContext, wait: bool = True) -> None:
     """Fork the next job's runner ahead (if there is none), its start covered by this GPU's lock
     held shared (speed.start_covered): its CUDA context is made while no judge times. Without
     ``wait``, not now if another judge times (a later call forks it: the first trial's, under this
-    job's own shared hold, or the one after the job)."""
+    job's own shared hold, or the next job's import, which waits for the timing to end)."""
 
     def start():
         ctx.supply.replenish()
@@ -427,8 +427,10 @@ def judge_candidate(
     with state.timed("import"):
         source = Path(job.candidate_path).read_text(encoding="utf-8")
         state.kernels = check_text(source, job.candidate_path, job.static_checks)
-        # the spare's cover ends before take reads its Hello (a spare still starting gets a moment more
-        # under it; take itself gives up a stopped one at once)
+        # a runner's start is covered (none could be forked while another judge timed: one is, once it
+        # ends), and the spare's cover ends before take reads its Hello (a spare still starting gets a
+        # moment more under it; take itself gives up a stopped one at once)
+        replenish(ctx)
         settle(ctx.gpu_lock, block=True, timeout_s=TAKE_COVER_S)
         try:
             state.runner = ctx.supply.take(state.deadline)
@@ -490,7 +492,7 @@ def versions() -> dict[str, str]:
 def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     state = JobState(job, ctx, time.monotonic() + job.timeout_s)
-    start, waited = time.perf_counter(), speed.lock_waited[0]
+    start, waited = time.perf_counter(), list(speed.lock_waited)
     try:
         result = evaluate(state)
     except Failure as failure:
@@ -523,7 +525,8 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result["errors"] = asdict(errors)
     state.stages["total"] = round(time.perf_counter() - start, 4)
     if ctx.gpu_lock >= 0:  # of the total, waiting for this GPU's lock (other judges' timing, runner starts)
-        state.stages["gpu_lock_wait"] = round(speed.lock_waited[0] - waited, 4)
+        state.stages["gpu_lock_wait"] = round(speed.lock_waited[0] - waited[0], 4)
+        state.stages["gpu_lock_wait_exclusive"] = round(speed.lock_waited[1] - waited[1], 4)
     result["stage_seconds"] = state.stages
     return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
 

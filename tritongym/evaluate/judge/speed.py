@@ -121,9 +121,9 @@ DEADLINE_RESERVE_S = 5.0
 """The timing's ceiling leaves this much of the job's timeout for what comes after it (profiling)."""
 
 
-lock_waited = [0.0]
-"""Seconds this process has waited for this GPU's lock (``gpu_lock``; a job reads it before and after:
-its ``gpu_lock_wait`` stage)."""
+lock_waited = [0.0, 0.0]
+"""Seconds this process has waited for this GPU's lock (``gpu_lock``), in all and for exclusive holds
+(a job reads them before and after: its ``gpu_lock_wait`` and ``gpu_lock_wait_exclusive`` stages)."""
 _exclusive: set[int] = set()
 """Locks this process holds exclusively (a job too large to share its GPU holds it for its whole
 length; the stages' own uses of the lock inside that are no-ops)."""
@@ -165,8 +165,9 @@ class Cover:
 def gpu_lock(fd: int, exclusive: bool):
     """This GPU's lock (``fd``: machine_lock.open_lock's answer), shared by every judge of this user on
     the machine: what runs work on the GPU outside timing holds it shared (the reference, the
-    candidate's import, build, trials and guards, a runner's start and its end), timing and profiling
-    hold it exclusively, so nothing else of ours runs on the GPU while a candidate is timed. A no-op on
+    candidate's import, build, trials and guards, a runner's start and its end, the timing's
+    preparation, which measures nothing), timing's measured repetitions and profiling hold it
+    exclusively, so nothing else of ours runs on the GPU while a candidate is timed. A no-op on
     the CPU (fd < 0) and inside an exclusive hold of the same lock; an exclusive hold first waits for
     the covered work to end (``settle``)."""
     asked = time.perf_counter()
@@ -177,6 +178,7 @@ def gpu_lock(fd: int, exclusive: bool):
     release = machine_lock.take(fd, exclusive)
     lock_waited[0] += time.perf_counter() - asked
     if exclusive:
+        lock_waited[1] += time.perf_counter() - asked
         _exclusive.add(fd)
     try:
         yield
@@ -916,14 +918,36 @@ def warm_up(bench: Bench, model) -> timing.Rep | None:
     return None
 
 
-def time_candidate(state, reference) -> dict:
-    """The speedup, from a sample input set of its own (the trials' are gone: their memory is the
-    batch's) and batches of fresh input sets; None with a ``timing_untrusted`` finding where no
-    trustworthy one could be measured before the ceiling (timing.stop_reason)."""
-    job, ctx = state.job, state.ctx
+@dataclass
+class Prepared:
+    """A timing made ready (``prepare_timing``) under this GPU's lock held shared: the model timed against,
+    the batch's slots mapped by the runner and warmed up; the measured repetitions are the exclusive part."""
+
+    model: Any
+    bench: Bench
+    count: int
+    footprint: Footprint
+    sample_inputs: list | None
+    sample_output: Any
+    sample_bytes: int
+    one_s: float
+    """The reference's time of one call (s)."""
+    bytes_read: int
+    mutates: bool
+    persistent: bool
+
+
+def prepare_timing(state, reference) -> Prepared:
+    """What a timing needs before its measured repetitions, none of which is a measurement: a sample
+    input set of its own (the trials' are gone: their memory is the batch's), the model timed against,
+    the batch's size and slots (the runner maps them), and untimed repetitions (autotuning, caches,
+    holds long enough to queue each bracket). Run under this GPU's lock held shared: another judge's
+    work beside it changes no measurement (the holds start again, and whether the batch must be longer
+    is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
+    the reference's time of one call, comes out smaller."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
-    model = _baseline(reference, job.baseline, sample_inputs)
+    model = _baseline(reference, state.job.baseline, sample_inputs)
     with torch.no_grad():
         sample_output = model(*sample_inputs)
     persistent = outputs_persist(model, sample_output, sample_inputs)
@@ -932,18 +956,37 @@ def time_candidate(state, reference) -> dict:
     count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
-    bytes_read = nbytes(sample_inputs)
+    warm_up(bench, model)
+    return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
+                    nbytes(sample_inputs), mutates, persistent)  # fmt: skip
+
+
+def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
+    """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
+    where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
+    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
+    start again from the shortest (the preparation's may have grown beside other work), and the first
+    repetition queued in time (untimed) says whether the batch is long enough for the candidate's
+    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
+    job, ctx = state.job, state.ctx
+    prepared = prepared or prepare_timing(state, reference)
+    model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
+    sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
     first = warm_up(bench, model)
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
-        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / one_s)), max(1, SLOT_BYTES // max(sample_bytes, 1)))
+        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
+                    max(1, SLOT_BYTES // max(sample_bytes, 1)))  # fmt: skip
         wanted = grown_count(first, count, ctx.hand_off_s, limit)
         if wanted > count:
-            bench = None  # its flush buffer and copy-out go back to the cache before the longer batch's
+            bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
             count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
-            bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
+            bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
+                          prepared.persistent)  # fmt: skip
             state.shared = SharedInputs(bench.shared_in, bench.shape)
             warm_up(bench, model)
-    del sample_inputs, sample_output  # the batch's input sets and outputs take their memory
+    prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
+    prepared.bench = None
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
@@ -1045,13 +1088,20 @@ def profile_candidate(state, reference) -> dict:
 
 
 def speed_and_coverage(state, reference) -> dict:
-    """Timing and profiling of a correct candidate under this GPU's exclusive lock, each on input
-    sets of its own: the caller holds no trial any more, so that its memory is the timing batch's."""
+    """Timing and profiling of a correct candidate, each on input sets of its own: the caller holds no
+    trial any more, so that its memory is the timing batch's. The timing's preparation (its stage
+    ``timing_setup``) holds this GPU's lock shared, its measured repetitions and the profiled forward
+    hold it exclusively (the wait for it: the job's ``gpu_lock_wait_exclusive``)."""
     result: dict[str, Any] = {}
+    prepared = None
+    if state.job.timing:
+        with state.timed("timing_setup"), gpu_lock(state.ctx.gpu_lock, exclusive=False):
+            prepared = prepare_timing(state, reference)
     with gpu_lock(state.ctx.gpu_lock, exclusive=True):
-        if state.job.timing:
+        if prepared is not None:
             with state.timed("timing"):
-                result |= time_candidate(state, reference)
+                result |= time_candidate(state, reference, prepared)
+            prepared = None
             if state.footprint is not None:  # a large batch's memory goes back before the runner profiles
                 give_back(state.ctx.device, state.footprint.inputs + state.footprint.outputs)
         if state.job.profile:
