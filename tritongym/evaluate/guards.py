@@ -40,7 +40,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend
+from tritongym.evaluate import frontend, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 
 GLUE_OPS = frozenset(
@@ -275,30 +275,34 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 """Whether kernels run under Triton's interpreter here (read once, when the runner starts)."""
 
 
-def _launch_classes() -> list[type]:
-    """The classes whose ``run`` launches a kernel: Triton's ``JITFunction`` (and the interpreter's
-    function), and, on a GPU, Inductor's ``CachingAutotuner`` where candidate code imported it
+def _launch_points() -> list[tuple[type, str]]:
+    """The class attributes through which a kernel launches, as (class, name): Triton's
+    ``JITFunction.run``, the interpreter's (``triton_compat``: Triton 3.4/3.5's interpreter is given
+    one), and, on a GPU, Inductor's ``CachingAutotuner.run`` where candidate code imported it
     (KernelBook and ``tritongym solutions inductor`` code launch through it, bypassing
     ``JITFunction.run``). Under the interpreter Inductor launches through the kernel's own ``run``,
     which is counted: counting ``CachingAutotuner.run`` too would count a hand-made one whose
     launcher runs no kernel at all."""
     from triton.runtime.jit import JITFunction
 
-    classes = [JITFunction]
-    with contextlib.suppress(ImportError):
-        from triton.runtime.interpreter import InterpretedFunction
-
-        classes.append(InterpretedFunction)
+    points = [(JITFunction, "run")]
+    interpreted = triton_compat.interpreter_run_point()
+    if interpreted is not None:
+        points.append(interpreted)
     inductor = sys.modules.get(INDUCTOR_LAUNCHER)
     autotuner = getattr(inductor, "CachingAutotuner", None)
     if not INTERPRETED and isinstance(autotuner, type) and "run" in autotuner.__dict__:
-        classes.append(autotuner)
-    return classes
+        points.append((autotuner, "run"))
+    return points
 
 
 FOREIGN = "(Triton kernel not of the solution)"
 """How a launch of a Triton kernel compiled from a function outside the candidate's file is named
 among forward's PyTorch compute (red team 4 #8: Inductor's kernels inside ``torch.compile``)."""
+BYPASS = "(interpreted grid run without its kernel's run)"
+"""How a grid that Triton's interpreter ran outside every kernel's ``run`` (a ``GridExecutor`` the
+candidate made and called itself) is named among forward's PyTorch compute: its kernel is unknown,
+so it is never the candidate's own launch."""
 
 
 def kernel_name(kernel) -> str:
@@ -551,6 +555,9 @@ class LaunchMonitor:
         self._saved: list[tuple[type, object]] = []
         self._launching: object | None = None
         """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
+        self._grid_due: object | None = None
+        """The interpreted kernel whose ``run`` is in progress and has not run its grid yet: the next
+        ``GridExecutor`` call of that kernel's rewritten function is that launch's own."""
 
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
@@ -605,16 +612,45 @@ class LaunchMonitor:
         return True
 
     def __enter__(self) -> LaunchMonitor:
-        for cls in _launch_classes():
-            original = cls.__dict__["run"]
-            self._saved.append((cls, original))
-            cls.run = self._wrap(original)
+        points = [(cls, name, self._wrap) for cls, name in _launch_points()]
+        executor = triton_compat.executor_call_point() if INTERPRETED else None
+        if executor is not None:
+            points.append((*executor, self._wrap_executor))
+        for cls, name, wrap in points:
+            original = cls.__dict__[name]
+            self._saved.append((cls, name, original))
+            setattr(cls, name, wrap(original))
         return self
 
     def __exit__(self, *exc) -> None:
-        for cls, original in self._saved:
-            cls.run = original
+        for cls, name, original in reversed(self._saved):
+            setattr(cls, name, original)
         self._saved.clear()
+
+    def _run(self, original, kernel, args: tuple, kwargs: dict):
+        """A launch's own ``run``, whose grid (under the interpreter) is this launch's."""
+        due = self._grid_due
+        self._grid_due = kernel if triton_compat.interpreted(kernel) else None
+        try:
+            return original(kernel, *args, **kwargs)
+        finally:
+            self._grid_due = due
+
+    def _wrap_executor(self, original):
+        """``GridExecutor.__call__`` under the interpreter: the grid that a wrapped ``run`` is due to
+        run is part of its launch; any other (an executor called directly) is a launch of a kernel that
+        is not the candidate's own (``BYPASS``), its function's name among the foreign launches."""
+        monitor = self
+
+        def call(executor, *args, **kwargs):
+            due = monitor._grid_due
+            if due is not None and getattr(executor, "fn", None) is triton_compat.rewritten(due):
+                monitor._grid_due = None
+                return original(executor, *args, **kwargs)
+            monitor.foreign[f"{kernel_name(getattr(executor, 'fn', executor))} {BYPASS}"] += 1
+            return original(executor, *args, **kwargs)
+
+        return call
 
     def _wrap(self, original):
         monitor = self
@@ -622,14 +658,14 @@ class LaunchMonitor:
         def run(kernel, *args, **kwargs):
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
-                return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
+                return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
             if not (monitor._own(kernel) and monitor._arguments_own(args, kwargs)):
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:
-                    return original(kernel, *args, **kwargs)
+                    return monitor._run(original, kernel, args, kwargs)
                 finally:
                     monitor._launching = outer
             monitor.launches += 1
@@ -644,8 +680,8 @@ class LaunchMonitor:
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
-                        return original(kernel, *args, **kwargs)
-                return original(kernel, *args, **kwargs)
+                        return monitor._run(original, kernel, args, kwargs)
+                return monitor._run(original, kernel, args, kwargs)
             finally:
                 monitor._launching = outer
 
