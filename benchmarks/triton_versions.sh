@@ -20,6 +20,17 @@ OUT="${OUT:-$ROOT/benchmarks/results/triton_versions_cpu.txt}"
 TESTS=(tests/test_frontend.py tests/test_bundled.py tests/test_verdicts.py tests/test_profiling.py
        tests/adversarial/test_isolation.py tests/test_triton_compat.py)
 
+PROBE='
+from tritongym.evaluate import EvalConfig, evaluate
+from tritongym.problems import load_bundled
+
+problem = load_bundled()[0]
+source = "import triton\nprint(\"candidate imports Triton\", triton.__version__)\n" + problem.solution
+result = evaluate(problem.small(), source, EvalConfig(device="cpu", trials=1))
+said = [line.split()[-1] for line in result.stdout.splitlines() if line.startswith("candidate imports Triton")]
+print("Triton", said[0] if said else "(none said)", result.verdict.value)
+'
+
 BASE="$("$PYTHON" -c 'import sys; print(sys._base_executable)')"
 SITE="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 mkdir -p "$CACHE"
@@ -45,12 +56,15 @@ for version in $VERSIONS; do
     fi
     found="$(cd "$ROOT" && "$python" -c 'import numpy, triton; print(triton.__version__, "numpy", numpy.__version__)')"
     echo "== Triton $found"
+    # the sandbox's processes must import this release too: a candidate says which one it got
+    seen="$(cd "$ROOT" && PYTHONPATH="$ROOT" nice -n 10 "$python" -c "$PROBE" 2>/dev/null | tail -n 1)" || true
+    echo "   a candidate's runner: $seen"
     log="$CACHE/pytest-${version}.log"
     (cd "$ROOT" && PYTHONPATH="$ROOT" nice -n 10 "$python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" > "$log" 2>&1) || true
     summary="$(tail -n 1 "$log" | sed 's/^=* //; s/ =*$//')"
     demo="$(cd "$ROOT" && PYTHONPATH="$ROOT" nice -n 10 "$python" -m tritongym demo 2>&1 | tail -n 1)" || true
     echo "   $summary; demo: $demo (log: $log)"
-    lines+=("$found: $summary; tritongym demo: $demo")
+    lines+=("$found: candidate's runner: $seen; $summary; tritongym demo: $demo")
 done
 
 {

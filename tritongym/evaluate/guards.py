@@ -1,7 +1,9 @@
 """Runtime guards around the candidate's forward (sandbox side).
 
 * LaunchMonitor wraps Triton's launch path (``JITFunction.run``, the interpreter's, and Inductor's
-  ``CachingAutotuner.run`` where candidate code imported it) for the duration of a forward. It
+  ``CachingAutotuner.run`` where candidate code imported it; under the interpreter also
+  ``GridExecutor.__call__``, where a grid run around every ``run`` is caught; triton_compat.py says
+  where these are on each Triton release) for the duration of a forward. It
   counts launches of kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
   source file is the candidate's, never a name match), and those made on a CUDA stream other than
   the one forward was called on. Op recording goes on inside launches: under the interpreter a

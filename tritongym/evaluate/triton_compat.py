@@ -15,10 +15,15 @@ and a ``__getitem__`` that calls ``run`` with the grid, as later releases do. Un
 ``GridExecutor.__call__``, where the launch monitor sees each grid that runs.
 
 Language patches. Triton 3.6 and later record their replacements of ``triton.language``'s attributes
-in a ``_LangPatchScope`` that can be undone (and that lists what it changed); 3.4 and 3.5 replace them
-for good at each launch. ``language_patch_objects`` asks the interpreter only where its patch can be
-undone, and otherwise names the objects that 3.4/3.5 patch (``triton.language``, its ``core``, ``math``,
-``tensor``, ``dtype`` and ``tensor_descriptor_base``).
+in a ``_LangPatchScope`` that can be undone (and that lists what it changed), and undo them when a
+grid ends; 3.4 and 3.5 replace them for good at each launch, so a runner's baseline (taint.py) would
+find the language changed after every launch. The reshaped 3.4/3.5 interpreter puts the language back
+when the outermost grid, or device function called on the host, returns. ``language_patch_objects``
+asks the interpreter only where its patch can be undone, and otherwise names the objects that 3.4/3.5
+patch (``triton.language``, its ``core``, ``math``, ``tensor``, ``dtype`` and ``tensor_descriptor_base``).
+
+Options. Triton 3.4's ``InterpretedFunction`` keeps the options it was made with on its rewriter,
+later releases in ``kwargs`` (``interpreted_options``).
 """
 
 from __future__ import annotations
