@@ -224,3 +224,44 @@ def test_a_kernel_launched_by_the_constructor_passes_the_frontend_too(warm_env):
     result = warm_env.submit(small_problem("vector_add"), construct_and_add, eval_config()).result()
     assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
     assert "while constructing" in result.feedback and "Break" in result.feedback, result.feedback
+
+
+CACHE_SWAP = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import InterpretedFunction
+
+STASH = []
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(a_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+def host_add(a_ptr, b_ptr, out_ptr, n, BLOCK):
+    a, b, out = STASH
+    out.numpy()[...] = a.numpy() + b.numpy()
+
+
+InterpretedFunction.rewritten_fn[add_kernel.fn] = host_add
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        STASH[:] = [a, b, out]
+        add_kernel[(1,)](a, b, out, a.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_an_accepted_kernel_runs_its_own_code_whatever_the_interpreters_cache_holds(warm_env):
+    """The interpreter runs what its class-level cache maps a kernel's function to: a kernel the frontend
+    accepted (which only copies ``a``) had NumPy add on the host instead, and was judged ok. Its own
+    code runs now, and is wrong."""
+    result = warm_env.submit(small_problem("vector_add"), CACHE_SWAP, eval_config()).result()
+    assert result.verdict is Verdict.MISMATCH, result.feedback

@@ -16,6 +16,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from triton.compiler.errors import CompilationError
 
 from tritongym.evaluate import Verdict, guards, triton_compat
 from tritongym.evaluate.guards import BYPASS, FOREIGN, LaunchMonitor
@@ -24,6 +25,12 @@ from tritongym.evaluate.judge.feedback import classify_failure
 KERNELS = """
 import triton
 import triton.language as tl
+
+STASH = []
+
+
+def host_fill(x_ptr, out_ptr, n, BLOCK):
+    STASH[0].numpy()[...] = 7.0
 
 
 @triton.jit
@@ -114,6 +121,30 @@ def test_a_grid_run_around_the_kernels_run_is_counted_and_never_own(kernels, mon
     assert torch.equal(out, x + 1), "the grid ran"
     assert monitor.launches == 1
     assert monitor.foreign == {f"{fn.__name__} {BYPASS}": 1}
+
+
+def test_the_grid_runs_the_checked_kernels_code_whatever_the_interpreters_cache_holds(kernels, monitor, monkeypatch):
+    """The interpreter runs what its class-level cache maps a kernel's function to, and any code in the
+    process can write there: a kernel the frontend accepted would run a host function instead."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    x, out = tensors()
+    kernels.STASH[:] = [out]
+    monkeypatch.setitem(InterpretedFunction.rewritten_fn, kernels.add_one.fn, kernels.host_fill)
+    kernels.add_one[(2,)](x, out, 12, BLOCK=8)
+    assert torch.equal(out, x + 1), "the kernel's own code ran, not the function the cache was given"
+    assert monitor.launches == 1 and not monitor.foreign
+
+
+def test_a_kernel_whose_function_was_replaced_is_checked_again(kernels, monitor, monkeypatch):
+    x, out = tensors()
+    kernels.add_one[(2,)](x, out, 12, BLOCK=8)  # accepted by the frontend
+    kernels.STASH[:] = [out]
+    monkeypatch.setattr(kernels.add_one, "fn", kernels.host_fill)
+    out.zero_()
+    with pytest.raises((RuntimeError, CompilationError)):
+        kernels.add_one[(2,)](x, out, 12, BLOCK=8)
+    assert not out.any(), "the replacement never ran"
 
 
 def test_a_launch_of_a_kernel_not_of_the_candidate_is_foreign(kernels, monkeypatch):

@@ -34,8 +34,8 @@ TARGET_ARCH = 90
 the smallest ``tl.dot`` or the fp8 types allowed, are those of an H100/H200)."""
 
 _accepted: dict[int, tuple[object, set[str]]] = {}
-"""id(kernel) -> (the kernel, kept alive so that its id is not reused; the specialization keys the
-frontend accepted for it)."""
+"""id(mirror) -> (the mirror of a kernel's function, kept alive so that its id is not reused; the
+specialization keys the frontend accepted for it)."""
 _mirrors: dict[int, tuple[object, object]] = {}
 """id(InterpretedFunction) -> (it, its JITFunction mirror)."""
 runs = [0]
@@ -67,11 +67,12 @@ def _mirror_class():
 
 
 def mirror(kernel):
-    """The JITFunction mirroring an InterpretedFunction (made once per function)."""
+    """The JITFunction mirroring an InterpretedFunction (made once per kernel and Python function: a
+    kernel whose ``fn`` was replaced is mirrored, and so checked, anew)."""
     from triton.runtime.jit import JITFunction
 
     held = _mirrors.get(id(kernel))
-    if held is None or held[0] is not kernel:
+    if held is None or held[0] is not kernel or held[1].fn is not kernel.fn:
         accepted = inspect.signature(JITFunction.__init__).parameters
         options = {k: v for k, v in triton_compat.interpreted_options(kernel).items() if k in accepted}
         held = (kernel, _mirror_class()(kernel.fn, **options))
@@ -161,12 +162,12 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
     fn = mirror(kernel)
     bound, specialization, options = _binder(fn)(*args, **kwargs)
     key = repr((specialization, sorted(options.items())))
-    held = _accepted.get(id(kernel))
-    if held is not None and held[0] is kernel and key in held[1]:
+    held = _accepted.get(id(fn))
+    if held is not None and held[0] is fn and key in held[1]:
         return
     _frontend(fn, bound, specialization, options)
-    if held is None or held[0] is not kernel:
-        held = _accepted[id(kernel)] = (kernel, set())
+    if held is None or held[0] is not fn:
+        held = _accepted[id(fn)] = (fn, set())
     held[1].add(key)
 
 

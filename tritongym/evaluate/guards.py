@@ -557,9 +557,10 @@ class LaunchMonitor:
         self._saved: list[tuple[type, object]] = []
         self._launching: object | None = None
         """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
-        self._grid_due: object | None = None
-        """The interpreted kernel whose ``run`` is in progress and has not run its grid yet: the next
-        ``GridExecutor`` call of that kernel's rewritten function is that launch's own."""
+        self._grid_due: tuple[object, object] | None = None
+        """(the interpreted kernel whose ``run`` is in progress and has not run its grid yet, the
+        rewrite of the function it was launched with): the next ``GridExecutor`` call of that kernel's
+        rewritten function is that launch's own, and runs that rewrite."""
 
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
@@ -629,11 +630,14 @@ class LaunchMonitor:
             setattr(cls, name, original)
         self._saved.clear()
 
-    def _run(self, original, kernel, args: tuple, kwargs: dict):
-        """A launch's own ``run``, whose grid (under the interpreter) is this launch's."""
+    def _run(self, original, kernel, args: tuple, kwargs: dict, fn=None):
+        """A launch's own ``run``, whose grid (under the interpreter) is this launch's and runs the
+        rewrite of ``fn``, the function the launch was checked with."""
         due = self._grid_due
-        self._grid_due = kernel if triton_compat.interpreted(kernel) else None
+        self._grid_due = None
         try:
+            if fn is not None and triton_compat.interpreted(kernel):
+                self._grid_due = (kernel, triton_compat.rewrite(fn, triton_compat.interpreted_options(kernel)))
             return original(kernel, *args, **kwargs)
         finally:
             self._grid_due = due
@@ -646,8 +650,10 @@ class LaunchMonitor:
 
         def call(executor, *args, **kwargs):
             due = monitor._grid_due
-            if due is not None and getattr(executor, "fn", None) is triton_compat.rewritten(due):
+            if due is not None and getattr(executor, "fn", None) in (triton_compat.rewritten(due[0]), due[1]):
                 monitor._grid_due = None
+                if executor.fn is not due[1]:  # the checked function's code, whatever the interpreter's cache holds
+                    triton_compat.retarget(executor, due[1])
                 return original(executor, *args, **kwargs)
             monitor.foreign[f"{kernel_name(getattr(executor, 'fn', executor))} {BYPASS}"] += 1
             return original(executor, *args, **kwargs)
@@ -661,13 +667,17 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
+            fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
-            if not (monitor._own(kernel) and monitor._arguments_own(args, kwargs)):
+            own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
+            if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
+                raise RuntimeError("tritongym: the kernel's function was replaced during its launch")
+            if not own:
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:
-                    return monitor._run(original, kernel, args, kwargs)
+                    return monitor._run(original, kernel, args, kwargs, fn)
                 finally:
                     monitor._launching = outer
             monitor.launches += 1
@@ -682,8 +692,8 @@ class LaunchMonitor:
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
-                        return monitor._run(original, kernel, args, kwargs)
-                return monitor._run(original, kernel, args, kwargs)
+                        return monitor._run(original, kernel, args, kwargs, fn)
+                return monitor._run(original, kernel, args, kwargs, fn)
             finally:
                 monitor._launching = outer
 

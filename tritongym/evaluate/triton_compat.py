@@ -162,6 +162,33 @@ def rewritten(kernel):
         return None
 
 
+_rewrites: dict[int, tuple[object, object]] = {}
+"""id(function) -> (the function, kept alive so that its id is not reused; its rewrite)."""
+
+
+def rewrite(fn, options: dict):
+    """The function Triton's interpreter runs for the grid of a kernel of Python function ``fn``: its
+    rewriter's output (the same ``FunctionRewriter`` in every release), made here once per function and
+    kept here. The interpreter's own cache (``rewritten_fn``) is a class attribute any code in the
+    process can write: a kernel the frontend accepted could otherwise run any function as its grid."""
+    from triton.runtime.interpreter import FunctionRewriter
+
+    held = _rewrites.get(id(fn))
+    if held is None or held[0] is not fn:
+        held = _rewrites[id(fn)] = (fn, FunctionRewriter(fn, **options).rewrite_ast())
+    return held[1]
+
+
+def retarget(executor, fn) -> None:
+    """Make a ``GridExecutor`` run ``fn`` (its constexpr parameters read from ``fn``'s annotations, as
+    the executor's own ``__init__`` does), keeping its grid, argument names and, from Triton 3.6 on,
+    its pre-run hooks."""
+    from triton.runtime.interpreter import GridExecutor
+
+    hooks = [executor.pre_run_hooks] if "pre_run_hooks" in vars(executor) else []
+    GridExecutor.__init__(executor, fn, executor.arg_names, executor.grid, *hooks)
+
+
 def interpreted_options(kernel) -> dict:
     """The keyword options (``do_not_specialize``, ``debug``...) an interpreted kernel was made with:
     its ``kwargs`` (3.5 and later), else its rewriter's (3.4)."""
