@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 from triton.compiler.errors import CompilationError
 
-from tritongym.evaluate import Verdict, guards, triton_compat
+from tritongym.evaluate import Verdict, frontend, guards, triton_compat
 from tritongym.evaluate.guards import BYPASS, FOREIGN, LaunchMonitor
 from tritongym.evaluate.judge.feedback import classify_failure
 
@@ -145,6 +145,18 @@ def test_a_kernel_whose_function_was_replaced_is_checked_again(kernels, monitor,
     with pytest.raises((RuntimeError, CompilationError)):
         kernels.add_one[(2,)](x, out, 12, BLOCK=8)
     assert not out.any(), "the replacement never ran"
+
+
+def test_a_kernel_whose_function_is_replaced_during_its_launch_fails_it(kernels, monitor, monkeypatch):
+    def check(kernel, args, kwargs):  # stands for Python the frontend's code generator ran at compile time
+        monkeypatch.setattr(kernel, "fn", kernels.host_fill)
+
+    monkeypatch.setattr(frontend, "check", check)
+    x, out = tensors()
+    kernels.STASH[:] = [out]
+    with pytest.raises(RuntimeError, match="replaced during its launch"):
+        kernels.add_one[(2,)](x, out, 12, BLOCK=8)
+    assert not out.any() and monitor.launches == 0
 
 
 def test_a_launch_of_a_kernel_not_of_the_candidate_is_foreign(kernels, monkeypatch):
