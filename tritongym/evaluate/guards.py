@@ -554,7 +554,8 @@ class LaunchMonitor:
         solution)``."""
         self.off_stream = 0
         self.stream = current_stream_handle()
-        self._saved: list[tuple[type, object]] = []
+        self._saved: list[tuple[type, str, object]] = []
+        """(class, attribute, what it held) for each launch point wrapped while active."""
         self._launching: object | None = None
         """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
         self._grid_due: tuple[object, object] | None = None
@@ -650,7 +651,8 @@ class LaunchMonitor:
 
         def call(executor, *args, **kwargs):
             due = monitor._grid_due
-            if due is not None and getattr(executor, "fn", None) in (triton_compat.rewritten(due[0]), due[1]):
+            running = getattr(executor, "fn", None)
+            if due is not None and (running is due[1] or running is triton_compat.rewritten(due[0])):
                 monitor._grid_due = None
                 if executor.fn is not due[1]:  # the checked function's code, whatever the interpreter's cache holds
                     triton_compat.retarget(executor, due[1])

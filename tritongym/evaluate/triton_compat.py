@@ -1,6 +1,7 @@
 """What the guards need from Triton's interpreter that differs between the releases tritongym supports
-(3.4 to 3.9), in one place: where an interpreted kernel's launches can be seen, the options a kernel
-was made with, and which objects the interpreter's patch of ``triton.language`` changes.
+(3.4 to 3.9), in one place: where an interpreted kernel's launches can be seen and what its grid
+runs, the options a kernel was made with, and which objects the interpreter's patch of
+``triton.language`` changes.
 
 Launches. Triton 3.6 and later launch every interpreted kernel through the class attribute
 ``InterpretedFunction.run`` (``kernel[grid](...)`` is ``KernelInterface.__getitem__`` calling it; an
@@ -12,7 +13,10 @@ launch monitor wraps), reached through a data descriptor named ``run`` (which ta
 instances' own closures, those of kernels made before it too, and ignores ``__init__``'s assignment),
 and a ``__getitem__`` that calls ``run`` with the grid, as later releases do. Under every release a
 ``GridExecutor`` can also be made and called directly, bypassing ``run``: ``executor_call_point`` is
-``GridExecutor.__call__``, where the launch monitor sees each grid that runs.
+``GridExecutor.__call__``, where the launch monitor sees each grid that runs. The grid a checked
+launch runs is the rewrite of the checked function that ``rewrite`` made and keeps (every release's
+interpreter runs whatever its class-level cache, writable by any code in the process, maps the
+kernel's function to), put into the executor by ``retarget``, which knows 3.6's extra argument.
 
 Language patches. Triton 3.6 and later record their replacements of ``triton.language``'s attributes
 in a ``_LangPatchScope`` that can be undone (and that lists what it changed), and undo them when a
