@@ -25,16 +25,17 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import types
 import warnings
+
+from tritongym.evaluate import triton_compat
 
 TARGET_ARCH = 90
 """The CUDA compute capability the frontend generates code for (target-dependent checks, such as
 the smallest ``tl.dot`` or the fp8 types allowed, are those of an H100/H200)."""
 
 _accepted: dict[int, tuple[object, set[str]]] = {}
-"""id(kernel) -> (the kernel, kept alive so that its id is not reused; the specialization keys the
-frontend accepted for it)."""
+"""id(mirror) -> (the mirror of a kernel's function, kept alive so that its id is not reused; the
+specialization keys the frontend accepted for it)."""
 _mirrors: dict[int, tuple[object, object]] = {}
 """id(InterpretedFunction) -> (it, its JITFunction mirror)."""
 runs = [0]
@@ -66,13 +67,14 @@ def _mirror_class():
 
 
 def mirror(kernel):
-    """The JITFunction mirroring an InterpretedFunction (made once per function)."""
+    """The JITFunction mirroring an InterpretedFunction (made once per kernel and Python function: a
+    kernel whose ``fn`` was replaced is mirrored, and so checked, anew)."""
     from triton.runtime.jit import JITFunction
 
     held = _mirrors.get(id(kernel))
-    if held is None or held[0] is not kernel:
+    if held is None or held[0] is not kernel or held[1].fn is not kernel.fn:
         accepted = inspect.signature(JITFunction.__init__).parameters
-        options = {k: v for k, v in getattr(kernel, "kwargs", {}).items() if k in accepted}
+        options = {k: v for k, v in triton_compat.interpreted_options(kernel).items() if k in accepted}
         held = (kernel, _mirror_class()(kernel.fn, **options))
         _mirrors[id(kernel)] = held
     return held[1]
@@ -88,33 +90,12 @@ def _binder(fn):
     return binder
 
 
-def _language_objects() -> list:
-    """The modules and classes of ``triton.language`` whose attributes the interpreter replaces with
-    its own while a kernel runs (the objects a patch of its own records, where this Triton has one)."""
-    import triton.language as tl
-
-    objects = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype]
-    objects += [getattr(tl.core, name) for name in ("condition", "tensor_descriptor_base") if hasattr(tl.core, name)]
-    with contextlib.suppress(Exception):
-        from triton.runtime import interpreter
-
-        def probe():
-            pass
-
-        scope = types.FunctionType(probe.__code__, {"tl": tl, "core": tl.core})
-        patches = interpreter._patch_lang(scope)
-        objects += [obj for obj, _, _ in patches._changes]
-        patches.restore()
-    unique = {id(obj): obj for obj in objects}
-    return list(unique.values())
-
-
-_PRISTINE = [(obj, dict(vars(obj))) for obj in _language_objects()]
+_PRISTINE = [(obj, dict(vars(obj))) for obj in triton_compat.language_patch_objects()]
 """``triton.language`` as imported, before any kernel ran (the zygote imports this module before its
 first interpreted launch). The interpreter does not always undo its replacements: a kernel that calls
 a ``@triton.jit`` function of the language (``tl.zeros``, ``tl.sum``) leaves ``triton.language.core``'s
-builtins replaced by the interpreter's for the rest of the process (Triton 3.9), where the code
-generator cannot use them."""
+builtins replaced by the interpreter's for the rest of the process (Triton 3.9; Triton 3.4 and 3.5
+leave every replacement in place after each launch), where the code generator cannot use them."""
 
 
 @contextlib.contextmanager
@@ -181,12 +162,12 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
     fn = mirror(kernel)
     bound, specialization, options = _binder(fn)(*args, **kwargs)
     key = repr((specialization, sorted(options.items())))
-    held = _accepted.get(id(kernel))
-    if held is not None and held[0] is kernel and key in held[1]:
+    held = _accepted.get(id(fn))
+    if held is not None and held[0] is fn and key in held[1]:
         return
     _frontend(fn, bound, specialization, options)
-    if held is None or held[0] is not kernel:
-        held = _accepted[id(kernel)] = (kernel, set())
+    if held is None or held[0] is not fn:
+        held = _accepted[id(fn)] = (fn, set())
     held[1].add(key)
 
 

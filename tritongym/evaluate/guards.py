@@ -1,7 +1,9 @@
 """Runtime guards around the candidate's forward (sandbox side).
 
 * LaunchMonitor wraps Triton's launch path (``JITFunction.run``, the interpreter's, and Inductor's
-  ``CachingAutotuner.run`` where candidate code imported it) for the duration of a forward. It
+  ``CachingAutotuner.run`` where candidate code imported it; under the interpreter also
+  ``GridExecutor.__call__``, where a grid run around every ``run`` is caught; triton_compat.py says
+  where these are on each Triton release) for the duration of a forward. It
   counts launches of kernels compiled from the candidate's own ``@triton.jit`` functions (identity: the function's
   source file is the candidate's, never a name match), and those made on a CUDA stream other than
   the one forward was called on. Op recording goes on inside launches: under the interpreter a
@@ -40,7 +42,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend
+from tritongym.evaluate import frontend, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 
 GLUE_OPS = frozenset(
@@ -275,30 +277,34 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 """Whether kernels run under Triton's interpreter here (read once, when the runner starts)."""
 
 
-def _launch_classes() -> list[type]:
-    """The classes whose ``run`` launches a kernel: Triton's ``JITFunction`` (and the interpreter's
-    function), and, on a GPU, Inductor's ``CachingAutotuner`` where candidate code imported it
+def _launch_points() -> list[tuple[type, str]]:
+    """The class attributes through which a kernel launches, as (class, name): Triton's
+    ``JITFunction.run``, the interpreter's (``triton_compat``: Triton 3.4/3.5's interpreter is given
+    one), and, on a GPU, Inductor's ``CachingAutotuner.run`` where candidate code imported it
     (KernelBook and ``tritongym solutions inductor`` code launch through it, bypassing
     ``JITFunction.run``). Under the interpreter Inductor launches through the kernel's own ``run``,
     which is counted: counting ``CachingAutotuner.run`` too would count a hand-made one whose
     launcher runs no kernel at all."""
     from triton.runtime.jit import JITFunction
 
-    classes = [JITFunction]
-    with contextlib.suppress(ImportError):
-        from triton.runtime.interpreter import InterpretedFunction
-
-        classes.append(InterpretedFunction)
+    points = [(JITFunction, "run")]
+    interpreted = triton_compat.interpreter_run_point()
+    if interpreted is not None:
+        points.append(interpreted)
     inductor = sys.modules.get(INDUCTOR_LAUNCHER)
     autotuner = getattr(inductor, "CachingAutotuner", None)
     if not INTERPRETED and isinstance(autotuner, type) and "run" in autotuner.__dict__:
-        classes.append(autotuner)
-    return classes
+        points.append((autotuner, "run"))
+    return points
 
 
 FOREIGN = "(Triton kernel not of the solution)"
 """How a launch of a Triton kernel compiled from a function outside the candidate's file is named
 among forward's PyTorch compute (red team 4 #8: Inductor's kernels inside ``torch.compile``)."""
+BYPASS = "(interpreted grid run without its kernel's run)"
+"""How a grid that Triton's interpreter ran outside every kernel's ``run`` (a ``GridExecutor`` the
+candidate made and called itself) is named among forward's PyTorch compute: its kernel is unknown,
+so it is never the candidate's own launch."""
 
 
 def kernel_name(kernel) -> str:
@@ -548,9 +554,14 @@ class LaunchMonitor:
         solution)``."""
         self.off_stream = 0
         self.stream = current_stream_handle()
-        self._saved: list[tuple[type, object]] = []
+        self._saved: list[tuple[type, str, object]] = []
+        """(class, attribute, what it held) for each launch point wrapped while active."""
         self._launching: object | None = None
         """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
+        self._grid_due: tuple[object, object] | None = None
+        """(the interpreted kernel whose ``run`` is in progress and has not run its grid yet, the
+        rewrite of the function it was launched with): the next ``GridExecutor`` call of that kernel's
+        rewritten function is that launch's own, and runs that rewrite."""
 
     def _own(self, kernel) -> bool:
         """Whether ``kernel`` (a JITFunction, or a launcher holding one, as Inductor's CachingAutotuner
@@ -605,16 +616,51 @@ class LaunchMonitor:
         return True
 
     def __enter__(self) -> LaunchMonitor:
-        for cls in _launch_classes():
-            original = cls.__dict__["run"]
-            self._saved.append((cls, original))
-            cls.run = self._wrap(original)
+        points = [(cls, name, self._wrap) for cls, name in _launch_points()]
+        executor = triton_compat.executor_call_point() if INTERPRETED else None
+        if executor is not None:
+            points.append((*executor, self._wrap_executor))
+        for cls, name, wrap in points:
+            original = cls.__dict__[name]
+            self._saved.append((cls, name, original))
+            setattr(cls, name, wrap(original))
         return self
 
     def __exit__(self, *exc) -> None:
-        for cls, original in self._saved:
-            cls.run = original
+        for cls, name, original in reversed(self._saved):
+            setattr(cls, name, original)
         self._saved.clear()
+
+    def _run(self, original, kernel, args: tuple, kwargs: dict, fn=None):
+        """A launch's own ``run``, whose grid (under the interpreter) is this launch's and runs the
+        rewrite of ``fn``, the function the launch was checked with."""
+        due = self._grid_due
+        self._grid_due = None
+        try:
+            if fn is not None and triton_compat.interpreted(kernel):
+                self._grid_due = (kernel, triton_compat.rewrite(fn, triton_compat.interpreted_options(kernel)))
+            return original(kernel, *args, **kwargs)
+        finally:
+            self._grid_due = due
+
+    def _wrap_executor(self, original):
+        """``GridExecutor.__call__`` under the interpreter: the grid that a wrapped ``run`` is due to
+        run is part of its launch; any other (an executor called directly) is a launch of a kernel that
+        is not the candidate's own (``BYPASS``), its function's name among the foreign launches."""
+        monitor = self
+
+        def call(executor, *args, **kwargs):
+            due = monitor._grid_due
+            running = getattr(executor, "fn", None)
+            if due is not None and (running is due[1] or running is triton_compat.rewritten(due[0])):
+                monitor._grid_due = None
+                if executor.fn is not due[1]:  # the checked function's code, whatever the interpreter's cache holds
+                    triton_compat.retarget(executor, due[1])
+                return original(executor, *args, **kwargs)
+            monitor.foreign[f"{kernel_name(getattr(executor, 'fn', executor))} {BYPASS}"] += 1
+            return original(executor, *args, **kwargs)
+
+        return call
 
     def _wrap(self, original):
         monitor = self
@@ -622,14 +668,18 @@ class LaunchMonitor:
         def run(kernel, *args, **kwargs):
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
-                return original(kernel, *args, **kwargs)  # Inductor's launcher running its own kernel: one launch
+                return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
+            fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
-            if not (monitor._own(kernel) and monitor._arguments_own(args, kwargs)):
+            own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
+            if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
+                raise RuntimeError("tritongym: the kernel's function was replaced during its launch")
+            if not own:
                 monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:
-                    return original(kernel, *args, **kwargs)
+                    return monitor._run(original, kernel, args, kwargs, fn)
                 finally:
                     monitor._launching = outer
             monitor.launches += 1
@@ -644,8 +694,8 @@ class LaunchMonitor:
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
-                        return original(kernel, *args, **kwargs)
-                return original(kernel, *args, **kwargs)
+                        return monitor._run(original, kernel, args, kwargs, fn)
+                return monitor._run(original, kernel, args, kwargs, fn)
             finally:
                 monitor._launching = outer
 

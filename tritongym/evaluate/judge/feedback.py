@@ -52,6 +52,16 @@ def short(exc: BaseException, limit: int = 1500) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+def with_reason(exc: BaseException) -> str:
+    """``short(exc)``, followed by the exception it was raised from where its own message leaves that
+    out (Triton 3.4's ``CompilationError`` names the source line but not why: the reason, such as
+    ``arange's range must be a power of 2``, is only its cause)."""
+    text, reason = short(exc), exc.__cause__
+    if reason is None or not str(reason) or str(reason) in str(exc):
+        return text
+    return f"{text}\n{short(reason, 500)}"
+
+
 def _is_triton_error(exc: BaseException) -> bool:
     return any(type(e).__module__.split(".")[0] == "triton" for e in _exception_chain(exc))
 
@@ -66,7 +76,7 @@ def classify_failure(exc: BaseException, path: str, what: str) -> Failure:
         cause = next(e for e in _exception_chain(exc) if type(e).__module__.split(".")[0] == "triton")
         return Failure(
             Verdict.COMPILE_ERROR,
-            f"A Triton kernel failed to compile or launch {what}{at}: {short(cause)}",
+            f"A Triton kernel failed to compile or launch {what}{at}: {with_reason(cause)}",
             detail(exc),
         )
     return Failure(Verdict.RUNTIME_ERROR, f"{short(exc)} {what}{at}", detail(exc))

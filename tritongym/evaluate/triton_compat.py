@@ -1,0 +1,224 @@
+"""What the guards need from Triton's interpreter that differs between the releases tritongym supports
+(3.4 to 3.9), in one place: where an interpreted kernel's launches can be seen and what its grid
+runs, the options a kernel was made with, and which objects the interpreter's patch of
+``triton.language`` changes.
+
+Launches. Triton 3.6 and later launch every interpreted kernel through the class attribute
+``InterpretedFunction.run`` (``kernel[grid](...)`` is ``KernelInterface.__getitem__`` calling it; an
+autotuner calls it too), which runs the grid in a ``GridExecutor``. Triton 3.4 and 3.5 have no class
+attribute ``run``: ``__init__`` gives each instance a ``run`` closure of its own, and ``__getitem__``
+returns a ``GridExecutor`` directly, so no class attribute sees a launch. There, ``interpreter_run_point``
+gives the class the later shape once per process: a class-level launch function (``RUN``, what the
+launch monitor wraps), reached through a data descriptor named ``run`` (which takes precedence over the
+instances' own closures, those of kernels made before it too, and ignores ``__init__``'s assignment),
+and a ``__getitem__`` that calls ``run`` with the grid, as later releases do. Under every release a
+``GridExecutor`` can also be made and called directly, bypassing ``run``: ``executor_call_point`` is
+``GridExecutor.__call__``, where the launch monitor sees each grid that runs. The grid a checked
+launch runs is the rewrite of the checked function that ``rewrite`` made and keeps (every release's
+interpreter runs whatever its class-level cache, writable by any code in the process, maps the
+kernel's function to), put into the executor by ``retarget``, which knows 3.6's extra argument.
+
+Language patches. Triton 3.6 and later record their replacements of ``triton.language``'s attributes
+in a ``_LangPatchScope`` that can be undone (and that lists what it changed), and undo them when a
+grid ends; 3.4 and 3.5 replace them for good at each launch, so a runner's baseline (taint.py) would
+find the language changed after every launch. The reshaped 3.4/3.5 interpreter puts the language back
+when the outermost grid, or device function called on the host, returns. ``language_patch_objects``
+asks the interpreter only where its patch can be undone, and otherwise names the objects that 3.4/3.5
+patch (``triton.language``, its ``core``, ``math``, ``tensor``, ``dtype`` and ``tensor_descriptor_base``).
+
+Options. Triton 3.4's ``InterpretedFunction`` keeps the options it was made with on its rewriter,
+later releases in ``kwargs`` (``interpreted_options``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+RUN = "_tritongym_run"
+"""Where Triton 3.4/3.5's ``InterpretedFunction`` holds its class-level launch function once
+``interpreter_run_point`` reshaped it (``run`` is then a descriptor that calls it)."""
+
+
+class _ClassRun:
+    """``InterpretedFunction.run`` on Triton 3.4/3.5: the class's launch function (``RUN``) bound to the
+    instance. A data descriptor, so that the per-instance closure ``__init__`` assigns (ignored here) or
+    one a kernel made earlier holds in its ``__dict__`` never shadows it."""
+
+    def __get__(self, kernel, owner=None):
+        if kernel is None:
+            return self
+        return types.MethodType(getattr(type(kernel), RUN), kernel)
+
+    def __set__(self, kernel, value) -> None:
+        pass  # the interpreter's own per-instance closure: the class's launch function replaces it
+
+
+def _launch(kernel, *args, grid, warmup=False, **kwargs):
+    """Triton 3.6's ``InterpretedFunction.run`` for 3.4/3.5: the grid in a ``GridExecutor`` of the
+    rewritten function."""
+    from triton.runtime.interpreter import GridExecutor
+
+    if warmup:
+        return None
+    return GridExecutor(kernel.rewrite(), kernel.arg_names, grid)(*args, **kwargs)
+
+
+def _getitem(kernel, grid):
+    """``KernelInterface.__getitem__`` of later releases: a launcher through ``run``."""
+    return lambda *args, **kwargs: kernel.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+def interpreter_run_point() -> tuple[type, str] | None:
+    """The interpreter's class and the name of its class attribute that every launch of an interpreted
+    kernel goes through (reshaping Triton 3.4/3.5's class first, once); None where this Triton has no
+    interpreter."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return None
+    state = InterpretedFunction.__dict__.get("run")
+    if isinstance(state, _ClassRun):
+        return InterpretedFunction, RUN
+    if callable(state):  # Triton 3.6 and later
+        return InterpretedFunction, "run"
+    from triton.runtime.interpreter import GridExecutor
+
+    setattr(InterpretedFunction, RUN, _launch)
+    InterpretedFunction.run = _ClassRun()
+    InterpretedFunction.__getitem__ = _getitem
+    InterpretedFunction.__call__ = _restoring(InterpretedFunction.__dict__["__call__"])
+    GridExecutor.__call__ = _restoring(GridExecutor.__dict__["__call__"])
+    return InterpretedFunction, RUN
+
+
+_patched_depth = [0]
+"""How many of the interpreter's patching calls (a grid, a device function called) are in progress."""
+
+
+def _restoring(original):
+    """``original`` (Triton 3.4/3.5's ``GridExecutor.__call__`` or ``InterpretedFunction.__call__``,
+    which patch ``triton.language`` and leave it so) with ``triton.language`` put back as it was when
+    the outermost such call returns, as later releases' patch scopes do: the language a runner's
+    baseline saw (taint.py) stays the language between launches."""
+
+    def call(self, *args, **kwargs):
+        if _patched_depth[0]:
+            return original(self, *args, **kwargs)
+        saved = [(obj, dict(vars(obj))) for obj in language_patch_objects()]
+        _patched_depth[0] += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _patched_depth[0] -= 1
+            restore_language(saved)
+
+    call.__wrapped__ = original
+    return call
+
+
+def restore_language(saved: list[tuple[object, dict]]) -> None:
+    """Put each object's attributes back to a snapshot of its ``vars`` (added ones removed)."""
+    absent = object()
+    for obj, before in saved:
+        now = vars(obj)
+        for name in now.keys() | before.keys():
+            value, original = now.get(name, absent), before.get(name, absent)
+            if value is original:
+                continue
+            if original is absent:
+                delattr(obj, name)
+            else:
+                setattr(obj, name, original)
+
+
+def executor_call_point() -> tuple[type, str] | None:
+    """``GridExecutor.__call__``: where every release runs an interpreted kernel's grid (None where
+    this Triton has no interpreter)."""
+    if interpreter_run_point() is None:  # reshapes Triton 3.4/3.5's executor first
+        return None
+    from triton.runtime.interpreter import GridExecutor
+
+    return GridExecutor, "__call__"
+
+
+def interpreted(kernel) -> bool:
+    """Whether ``kernel`` is an interpreted kernel (an ``InterpretedFunction``, a subclass's too)."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return False
+    return isinstance(kernel, InterpretedFunction)
+
+
+def rewritten(kernel):
+    """The function whose grid Triton's interpreter runs for an interpreted kernel: the rewrite of its
+    Python function that every release caches, by that function, in ``InterpretedFunction``'s own
+    ``rewritten_fn`` (made at the kernel's first launch; a subclass's ``rewrite`` is not asked). None
+    before that, or for anything else."""
+    if not interpreted(kernel):
+        return None
+    from triton.runtime.interpreter import InterpretedFunction
+
+    try:
+        return InterpretedFunction.__dict__["rewritten_fn"].get(kernel.fn)
+    except Exception:  # a kernel whose function is unhashable, a cache that is not Triton's
+        return None
+
+
+_rewrites: dict[int, tuple[object, object]] = {}
+"""id(function) -> (the function, kept alive so that its id is not reused; its rewrite)."""
+
+
+def rewrite(fn, options: dict):
+    """The function Triton's interpreter runs for the grid of a kernel of Python function ``fn``: its
+    rewriter's output (the same ``FunctionRewriter`` in every release), made here once per function and
+    kept here. The interpreter's own cache (``rewritten_fn``) is a class attribute any code in the
+    process can write: a kernel the frontend accepted could otherwise run any function as its grid."""
+    from triton.runtime.interpreter import FunctionRewriter
+
+    held = _rewrites.get(id(fn))
+    if held is None or held[0] is not fn:
+        held = _rewrites[id(fn)] = (fn, FunctionRewriter(fn, **options).rewrite_ast())
+    return held[1]
+
+
+def retarget(executor, fn) -> None:
+    """Make a ``GridExecutor`` run ``fn`` (its constexpr parameters read from ``fn``'s annotations, as
+    the executor's own ``__init__`` does), keeping its grid, argument names and, from Triton 3.6 on,
+    its pre-run hooks."""
+    from triton.runtime.interpreter import GridExecutor
+
+    hooks = [executor.pre_run_hooks] if "pre_run_hooks" in vars(executor) else []
+    GridExecutor.__init__(executor, fn, executor.arg_names, executor.grid, *hooks)
+
+
+def interpreted_options(kernel) -> dict:
+    """The keyword options (``do_not_specialize``, ``debug``...) an interpreted kernel was made with:
+    its ``kwargs`` (3.5 and later), else its rewriter's (3.4)."""
+    options = getattr(kernel, "kwargs", None)
+    if not isinstance(options, dict):
+        options = getattr(getattr(kernel, "rewriter", None), "kwargs", None)
+    return dict(options) if isinstance(options, dict) else {}
+
+
+def language_patch_objects() -> list:
+    """The objects of ``triton.language`` whose attributes the interpreter replaces while a kernel runs."""
+    import triton.language as tl
+
+    objects = [tl, tl.core, tl.math, tl.core.tensor, tl.core.dtype]
+    objects += [getattr(tl.core, name) for name in ("condition", "tensor_descriptor_base") if hasattr(tl.core, name)]
+    with contextlib.suppress(Exception):  # no interpreter, or a patch that failed: the objects above
+        from triton.runtime import interpreter
+
+        if hasattr(interpreter, "_LangPatchScope"):  # 3.6 and later: a patch that lists and undoes itself
+
+            def probe():
+                pass
+
+            scope = types.FunctionType(probe.__code__, {"tl": tl, "core": tl.core})
+            patches = interpreter._patch_lang(scope)
+            objects += [obj for obj, _, _ in patches._changes]
+            patches.restore()
+    unique = {id(obj): obj for obj in objects}
+    return list(unique.values())
