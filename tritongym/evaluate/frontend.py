@@ -18,10 +18,21 @@ The interpreter makes every ``@triton.jit`` function an ``InterpretedFunction``,
 generator does not know as a kernel: each is mirrored by a ``JITFunction`` of the same Python function
 (``_Mirror``), whose global scope shows the mirrors of the interpreted functions it names, and whose
 attribute reads (``triton_helpers.maximum``, a module's kernel) are mirrored while the frontend runs.
+
+What the interpreter runs is this same source. Triton's interpreter runs ``kernel.rewrite()``: a
+function compiled from the source ``linecache`` holds for ``kernel.fn`` (through ``kernel.rewriter``),
+cached in a dict of the class keyed by the function; a candidate may put anything in that cache, give
+the kernel another ``fn`` or ``rewriter``, or change ``linecache`` (red team 7 #1: the bundled
+solution's kernel run under an empty decoy's name). So inside forward ``run`` and ``call`` (the
+launch monitor's) run the interpreter's rewrite of the mirror's source, made here, with the
+interpreter's executor as imported: one source, read once per function, is what the frontend checks,
+what the launch monitor finds in the candidate's text, and what runs. The mirror is remade when the
+kernel's ``fn`` changes, and what the frontend accepted is remembered by mirror.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import inspect
@@ -33,10 +44,12 @@ TARGET_ARCH = 90
 the smallest ``tl.dot`` or the fp8 types allowed, are those of an H100/H200)."""
 
 _accepted: dict[int, tuple[object, set[str]]] = {}
-"""id(kernel) -> (the kernel, kept alive so that its id is not reused; the specialization keys the
+"""id(mirror) -> (the mirror, kept alive so that its id is not reused; the specialization keys the
 frontend accepted for it)."""
-_mirrors: dict[int, tuple[object, object]] = {}
-"""id(InterpretedFunction) -> (it, its JITFunction mirror)."""
+_mirrors: dict[int, tuple[object, object, object]] = {}
+"""id(InterpretedFunction) -> (it, its Python function then, its JITFunction mirror of that function)."""
+_rewritten: dict[int, tuple[object, object]] = {}
+"""id(mirror) -> (the mirror, the interpreter's rewrite of its source: what runs)."""
 runs = [0]
 """Frontend runs in this process (what the cache saves is visible in tests)."""
 
@@ -66,16 +79,81 @@ def _mirror_class():
 
 
 def mirror(kernel):
-    """The JITFunction mirroring an InterpretedFunction (made once per function)."""
+    """The JITFunction mirroring an InterpretedFunction's Python function (made once per function: a
+    kernel given another ``fn`` gets a mirror of that one)."""
     from triton.runtime.jit import JITFunction
 
     held = _mirrors.get(id(kernel))
-    if held is None or held[0] is not kernel:
+    fn = kernel.fn
+    if held is None or held[0] is not kernel or held[1] is not fn:
         accepted = inspect.signature(JITFunction.__init__).parameters
         options = {k: v for k, v in getattr(kernel, "kwargs", {}).items() if k in accepted}
-        held = (kernel, _mirror_class()(kernel.fn, **options))
+        held = (kernel, fn, _mirror_class()(fn, **options))
         _mirrors[id(kernel)] = held
+    return held[2]
+
+
+def _captured_interpreter() -> types.SimpleNamespace | None:
+    """Triton's interpreter as imported (the zygote imports this module before any candidate runs)."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return None
+    return types.SimpleNamespace(
+        executor=interpreter.GridExecutor,
+        transformer=interpreter.FunctionRewriter.ast_transformer,
+        patch_lang=interpreter._patch_lang,
+        error=interpreter.InterpreterError,
+        scope=dict(vars(interpreter)),
+    )
+
+
+_INTERPRETER = _captured_interpreter()
+
+
+def rewritten(kernel):
+    """The function the interpreter runs for an InterpretedFunction: Triton's interpreter rewrite of
+    the mirror's source (what the frontend checks and the launch monitor finds in the text), never
+    ``kernel.rewrite()``, whose cache, rewriter and source are the candidate's to change."""
+    fn = mirror(kernel)
+    held = _rewritten.get(id(fn))
+    if held is None or held[0] is not fn:
+        held = _rewritten[id(fn)] = (fn, _rewrite(fn))
     return held[1]
+
+
+def _rewrite(fn):
+    """``FunctionRewriter.rewrite_ast`` of a JITFunction's source (dedented, from its ``def``)."""
+    tree = _INTERPRETER.transformer.visit(ast.parse(fn.src))
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, fn.def_file_line_number - 1)
+    code = compile(tree, fn.file_name, "exec", dont_inherit=True)
+    scope = fn.fn.__globals__
+    for key, value in _INTERPRETER.scope.items():  # the names the rewritten code calls, as Triton adds them
+        scope.setdefault(key, value)
+    local: dict = {}
+    exec(code, scope, local)
+    return local[tree.body[0].name]
+
+
+def run(kernel, args: tuple, kwargs: dict):
+    """``InterpretedFunction.run`` (a launch: ``kernel[grid](...)``) of what ``rewritten`` gives."""
+    kwargs = dict(kwargs)
+    grid, warmup = kwargs.pop("grid"), kwargs.pop("warmup", False)
+    if warmup:
+        return None
+    executor = _INTERPRETER.executor(rewritten(kernel), mirror(kernel).arg_names, grid, list(kernel.pre_run_hooks))
+    return executor(*args, **kwargs)
+
+
+def call(kernel, args: tuple, kwargs: dict):
+    """``InterpretedFunction.__call__`` (a JIT function called from a kernel) of what ``rewritten`` gives."""
+    fn = rewritten(kernel)
+    _INTERPRETER.patch_lang(kernel.fn)
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise _INTERPRETER.error(repr(exc)) from exc
 
 
 def _binder(fn):
@@ -181,12 +259,12 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
     fn = mirror(kernel)
     bound, specialization, options = _binder(fn)(*args, **kwargs)
     key = repr((specialization, sorted(options.items())))
-    held = _accepted.get(id(kernel))
-    if held is not None and held[0] is kernel and key in held[1]:
+    held = _accepted.get(id(fn))
+    if held is not None and held[0] is fn and key in held[1]:
         return
     _frontend(fn, bound, specialization, options)
-    if held is None or held[0] is not kernel:
-        held = _accepted[id(kernel)] = (kernel, set())
+    if held is None or held[0] is not fn:
+        held = _accepted[id(fn)] = (fn, set())
     held[1].add(key)
 
 

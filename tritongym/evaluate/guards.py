@@ -358,15 +358,37 @@ class CandidateText:
 
 def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
     """The Python function a kernel (a JIT function, or a launcher holding one) was made from, and its
-    kernel source where it has one (``JITFunction.src``: what a GPU compiles)."""
+    kernel source where it has one (``JITFunction.src``: what a GPU compiles; under the interpreter the
+    frontend's mirror's source, which is what runs: frontend.py). None where an object on the way is
+    not of a launcher class of Triton's or Inductor's own: a subclass's methods are the candidate's,
+    and decide what is compiled or run (``parse``, ``rewrite``, ``__call__``: red team 7 #1)."""
     fn, source = kernel, None
     for _ in range(4):
-        if isinstance(getattr(fn, "src", None), str):
-            source = fn.src
-        if isinstance(getattr(fn, "__code__", None), types.CodeType) and isinstance(fn, types.FunctionType):
+        if isinstance(fn, types.FunctionType):
             return fn, source
+        if not _launcher_class(type(fn)):
+            return None
+        if INTERPRETED and type(fn).__name__ == "InterpretedFunction":
+            try:
+                source = frontend.mirror(fn).src
+            except Exception:  # no source to read: nothing the interpreter could be checked against
+                return None
+        elif isinstance(getattr(fn, "src", None), str):
+            source = fn.src
         fn = getattr(fn, "fn", None)
     return None
+
+
+def _launcher_class(cls: type) -> bool:
+    """Whether ``cls`` is a class of a library's (Triton's JIT function classes, ``ConstexprFunction``,
+    Inductor's launchers): defined by a module of Triton's package or Inductor's runtime, as that
+    module holds it."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return (
+        isinstance(getattr(module, "__file__", None), str)
+        and module.__file__.startswith(_library_dirs())
+        and vars(module).get(getattr(cls, "__qualname__", "")) is cls
+    )
 
 
 @functools.cache
@@ -548,7 +570,7 @@ class LaunchMonitor:
         solution)``."""
         self.off_stream = 0
         self.stream = current_stream_handle()
-        self._saved: list[tuple[type, object]] = []
+        self._saved: list[tuple[type, str, object]] = []
         self._launching: object | None = None
         """The own launch in progress (its launcher may run the kernel's own ``run`` inside it)."""
 
@@ -581,6 +603,8 @@ class LaunchMonitor:
         if (id(value), jit_only) in seen:
             return True
         seen.add((id(value), jit_only))
+        if isinstance(value, _jit_classes()) and not _launcher_class(type(value)):
+            return False  # a subclass of Triton's: its methods, not its source, decide what runs
         found = _callee(value)
         if found is None or (jit_only and isinstance(value, types.FunctionType)):
             return True
@@ -607,13 +631,16 @@ class LaunchMonitor:
     def __enter__(self) -> LaunchMonitor:
         for cls in _launch_classes():
             original = cls.__dict__["run"]
-            self._saved.append((cls, original))
+            self._saved.append((cls, "run", original))
             cls.run = self._wrap(original)
+            if INTERPRETED and cls.__name__ == "InterpretedFunction":  # a JIT function called from a kernel
+                self._saved.append((cls, "__call__", cls.__dict__["__call__"]))
+                cls.__call__ = _interpreted_call
         return self
 
     def __exit__(self, *exc) -> None:
-        for cls, original in self._saved:
-            cls.run = original
+        for cls, name, original in self._saved:
+            setattr(cls, name, original)
         self._saved.clear()
 
     def _wrap(self, original):
@@ -641,15 +668,26 @@ class LaunchMonitor:
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
             monitor._launching = kernel
+            launch = _interpreted_run if INTERPRETED and type(kernel).__name__ == "InterpretedFunction" else original
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
-                        return original(kernel, *args, **kwargs)
-                return original(kernel, *args, **kwargs)
+                        return launch(kernel, *args, **kwargs)
+                return launch(kernel, *args, **kwargs)
             finally:
                 monitor._launching = outer
 
         return run
+
+
+def _interpreted_run(kernel, *args, **kwargs):
+    """An own launch under the interpreter runs the source that was checked (frontend.run)."""
+    return frontend.run(kernel, args, kwargs)
+
+
+def _interpreted_call(kernel, *args, **kwargs):
+    """A JIT function called from a kernel under the interpreter runs its checked source (frontend.call)."""
+    return frontend.call(kernel, args, kwargs)
 
 
 _thread_starts = [0]

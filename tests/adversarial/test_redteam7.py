@@ -1,0 +1,186 @@
+"""The seventh red team's breaks (tests/adversarial/redteam7/README.md). Each test asserts the safe
+behaviour; those of breaks still open are marked xfail(strict=True) and flip when fixed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent / "redteam7"
+ROOT = Path(__file__).parents[2]
+
+DECOYS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def honest(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+@triton.jit
+def calls_honest(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    honest(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def by_cache(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def by_instance(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def by_rewriter(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def by_subclass(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def calls_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    helper(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def by_linecache(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pass
+"""
+
+BORROWED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def borrowed(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+"""
+
+SWAP_PROBE = """
+import json, linecache, runpy, sys
+import torch
+from tritongym.evaluate.guards import CandidateText, LaunchMonitor
+
+path, other = sys.argv[1], sys.argv[2]
+text = CandidateText.read(path)
+module = runpy.run_path(path)
+borrowed = runpy.run_path(other)["borrowed"]
+x = torch.arange(32, dtype=torch.float32)
+
+
+def launch(kernel):
+    out = torch.zeros_like(x)
+    try:
+        with LaunchMonitor(path, text=text) as monitor:
+            kernel[(2,)](x, out, 32, BLOCK=16)
+    except Exception as exc:  # Triton's frontend refused the kernel at its launch, as a GPU's compile would
+        return f"refused: {type(exc).__name__}"
+    factor = float(out[1] / x[1])
+    return {"own": monitor.launches, "foreign": sum(monitor.foreign.values()), "factor": factor}
+
+
+seen = {}
+# first, before any launch reads the text's source: the decoy's lines in linecache become another's
+kernel = module["by_linecache"]
+lines = linecache.getlines(path)
+start = kernel.fn.__code__.co_firstlineno - 1
+stolen = linecache.getlines(other)
+stolen = stolen[next(i for i, line in enumerate(stolen) if line.startswith("@triton.jit")):]
+stolen[1] = stolen[1].replace("borrowed", "by_linecache")
+linecache.cache[path] = (0, None, lines[:start] + stolen, path)
+seen["linecache"] = launch(kernel)
+linecache.cache[path] = (0, None, lines, path)
+seen |= {"honest": launch(module["honest"]), "calls honest": launch(module["calls_honest"])}
+kernel = module["by_cache"]
+kernel.rewritten_fn[kernel.fn] = borrowed.rewrite()
+seen["class cache"] = launch(kernel)
+kernel = module["by_instance"]
+kernel.rewrite = borrowed.rewrite
+seen["instance rewrite"] = launch(kernel)
+kernel = module["by_rewriter"]
+kernel.rewriter = type(kernel.rewriter)(borrowed.fn)
+seen["rewriter"] = launch(kernel)
+kernel = module["by_subclass"]
+
+
+class Sneaky(type(kernel)):
+    def rewrite(self):
+        return borrowed.rewrite()
+
+
+seen["subclass"] = launch(Sneaky(kernel.fn))
+helper = module["helper"]
+helper.rewritten_fn[helper.fn] = borrowed.rewrite()
+seen["helper's cache"] = launch(module["calls_helper"])
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def swaps(tmp_path_factory) -> dict:
+    """SWAP_PROBE's launches, once for the module (in a process of its own: Triton's interpreter is
+    chosen when Triton is imported)."""
+    directory = tmp_path_factory.mktemp("swaps")
+    path, other = directory / "solution.py", directory / "other.py"
+    path.write_text(DECOYS)
+    other.write_text(BORROWED)
+    env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", SWAP_PROBE, str(path), str(other)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_interpreter_runs_only_the_source_that_was_checked(swaps):
+    """#1: under the interpreter a launch runs ``kernel.rewrite()``, which the candidate controls (the
+    class's cache of rewritten functions, an instance's ``rewrite`` or ``rewriter``, a subclass,
+    ``linecache``); a JIT function called from a kernel likewise. Each route made an empty decoy of
+    the text run another file's kernel (x2) as the candidate's own launch. Now the decoy's own
+    (empty) source runs, or the launch is not the candidate's own."""
+    assert swaps["honest"] == {"own": 1, "foreign": 0, "factor": 3.0}, swaps
+    assert swaps["calls honest"] == {"own": 1, "foreign": 0, "factor": 3.0}, swaps
+    for route in ("class cache", "instance rewrite", "rewriter", "subclass", "helper's cache", "linecache"):
+        seen = swaps[route]
+        assert isinstance(seen, str) or not (seen["own"] and seen["factor"] == 2.0), (route, swaps)
+
+
+@pytest.mark.parametrize(
+    "name, verdict",
+    [("swaps_what_the_interpreter_runs.py", "mismatch"), ("swaps_its_kernels_function.py", "runtime_error")],
+)
+def test_a_kernel_that_runs_another_function_than_its_text_gains_nothing(warm_env, name, verdict):
+    """#1 end to end (softmax, static checks on, torch_compute="forbid"): the bundled solution's
+    kernel put in the interpreter's cache under an empty decoy's function, and a decoy whose ``fn``
+    and ``rewriter`` become a NumPy function after its first launch, were both `ok`. Now the decoy's
+    own source runs (an unwritten output: `mismatch`), and the NumPy function meets Triton's frontend
+    (`runtime_error`, as a GPU's compile)."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    source = (HERE / name).read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
+    result = warm_env.submit(small_problem("softmax"), source, config).result()
+    assert result.verdict.value == verdict, result.feedback
