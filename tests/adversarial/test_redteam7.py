@@ -184,3 +184,27 @@ def test_a_kernel_that_runs_another_function_than_its_text_gains_nothing(warm_en
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict.value == verdict, result.feedback
+
+
+def test_a_kernel_object_of_a_subclass_is_not_the_candidates(tmp_path):
+    """#1d, the GPU's form (test_redteam7_gpu.py): Triton compiles ``fn.parse()``, a method a subclass
+    of JITFunction may override to return another kernel's AST, while its ``fn`` and ``src`` stay the
+    text's. A kernel or callee object whose class is not Triton's own is not the candidate's; the same
+    function in Triton's own class is."""
+    from triton.runtime.jit import JITFunction
+
+    from tritongym.evaluate.guards import CandidateText, LaunchMonitor
+
+    path = tmp_path / "solution.py"
+    path.write_text("def kernel(x_ptr, n):\n    pass\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec", dont_inherit=True), namespace)
+
+    class Borrowing(JITFunction):
+        def parse(self):
+            raise AssertionError("never compiled here")
+
+    monitor = LaunchMonitor(str(path), text=CandidateText.read(str(path)))
+    assert monitor._own(JITFunction(namespace["kernel"]))
+    assert not monitor._own(Borrowing(namespace["kernel"]))
+    assert not monitor._arguments_own((Borrowing(namespace["kernel"]),), {})
