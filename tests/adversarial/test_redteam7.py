@@ -208,3 +208,81 @@ def test_a_kernel_object_of_a_subclass_is_not_the_candidates(tmp_path):
     assert monitor._own(JITFunction(namespace["kernel"]))
     assert not monitor._own(Borrowing(namespace["kernel"]))
     assert not monitor._arguments_own((Borrowing(namespace["kernel"]),), {})
+
+
+CPU_PROBE = """
+import resource
+import time
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+print(f"CPU LIMIT {soft} {hard} USED {time.process_time():.2f}")
+
+
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(a_ptr + offsets, mask=mask) + tl.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        add_kernel[(triton.cdiv(a.numel(), 256),)](a, b, out, a.numel(), BLOCK=256)
+        return out
+"""
+
+CPU_SPENDER = """
+import resource
+import time
+
+import torch.nn as nn
+import triton
+
+soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+resource.setrlimit(resource.RLIMIT_CPU, (int(time.process_time()) + 1, hard))  # lowering needs no privilege
+while True:
+    pass
+
+
+@triton.jit
+def kernel(x_ptr):
+    pass
+
+
+ModelNew = nn.Identity
+"""
+
+
+def test_a_runners_cpu_time_is_bounded_by_its_deadline(warm_env):
+    """#2: nothing bounded a runner's CPU time: `hogs_every_core_at_import.py` spins threads at import
+    (taking every core of the host from the concurrent evaluations of its group) and joins them
+    before forward, then passes (`ok`). Now a runner may use at most RUNNER_CPU_CORES cores' worth of
+    CPU time over its lifetime (RLIMIT_CPU, set when its job is loaded)."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+    from tritongym.evaluate.judge.runner import RUNNER_CPU_CORES
+
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, timeout_s=20.0)
+    result = warm_env.submit(small_problem("vector_add"), CPU_PROBE, config).result()
+    assert result.verdict.value == "ok", result.feedback
+    line = next(line for line in result.stdout.splitlines() if line.startswith("CPU LIMIT"))
+    soft, hard, used = int(line.split()[2]), int(line.split()[3]), float(line.split()[5])
+    assert 0 < soft <= used + RUNNER_CPU_CORES * (config.timeout_s + 30) + 1, line
+    assert soft < hard != -1, line
+
+
+def test_a_runner_past_its_cpu_time_is_told_so(warm_env):
+    """#2: a runner the kernel stops at its CPU-time limit (SIGXCPU) gets a crash that says why."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, timeout_s=20.0)
+    result = warm_env.submit(small_problem("vector_add"), CPU_SPENDER, config).result()
+    assert result.verdict.value == "crash", result.feedback
+    assert "SIGXCPU" in result.feedback and "CPU time" in result.feedback, result.feedback

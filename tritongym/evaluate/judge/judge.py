@@ -226,6 +226,8 @@ class JobState:
             feedback = f"The process died during {self.stage} ({how})."
             if "SIGXFSZ" in how:
                 feedback += " It wrote a file larger than the sandbox allows."
+            if "SIGXCPU" in how:
+                feedback += " It used more CPU time than the sandbox allows (threads count together)."
             raise Failure(Verdict.CRASH, feedback) from None
         if isinstance(answer, p.Failed):
             raise runner_failure(answer, self.where())
