@@ -286,3 +286,134 @@ def test_a_runner_past_its_cpu_time_is_told_so(warm_env):
     result = warm_env.submit(small_problem("vector_add"), CPU_SPENDER, config).result()
     assert result.verdict.value == "crash", result.feedback
     assert "SIGXCPU" in result.feedback and "CPU time" in result.feedback, result.feedback
+
+
+AFTER_CHECK = """
+import numpy as np
+import triton
+import triton.language as tl
+
+STASH = []
+
+
+@triton.jit
+def helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+@triton.jit
+def calls_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    helper(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def forged_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    helper(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def calls_forged(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    forged_helper(x_ptr, out_ptr, n, BLOCK)
+
+
+@triton.jit
+def calls_given(x_ptr, out_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr):
+    BODY(x_ptr, out_ptr, n, BLOCK)
+
+
+def host(x_ptr, out_ptr, n, BLOCK):
+    np.multiply(STASH[0].numpy(), 2.0, out=STASH[1].numpy())
+
+
+class Lookalike:
+    def __repr__(self):
+        return repr(helper)
+
+    def __call__(self, *args):
+        host(*args)
+
+
+FORGED = "def forged(x_ptr, out_ptr, n, BLOCK):\\n    np.multiply(STASH[0].numpy(), 2.0, out=STASH[1].numpy())\\n"
+"""
+
+AFTER_CHECK_PROBE = """
+import json, linecache, runpy, sys
+import torch
+import triton.language.standard as standard
+from tritongym.evaluate.guards import CandidateText, LaunchMonitor
+
+path = sys.argv[1]
+text = CandidateText.read(path)
+module = runpy.run_path(path)
+x = torch.arange(32, dtype=torch.float32)
+
+
+def launch(kernel, **meta):
+    out = torch.zeros_like(x)
+    module["STASH"][:] = [x, out]
+    try:
+        with LaunchMonitor(path, text=text) as monitor:
+            kernel[(2,)](x, out, 32, BLOCK=16, **meta)
+    except Exception as exc:  # Triton's frontend refused the kernel, or what changed since it checked it
+        return f"refused: {type(exc).__name__}"
+    return {"own": monitor.launches, "foreign": sum(monitor.foreign.values()), "factor": float(out[1] / x[1])}
+
+
+seen = {"helper": launch(module["calls_helper"]), "given": launch(module["calls_given"], BODY=module["helper"])}
+seen["lookalike given"] = launch(module["calls_given"], BODY=module["Lookalike"]())
+seen["function given"] = launch(module["calls_given"], BODY=module["host"])
+seen["forged before"] = launch(module["calls_forged"])
+module["helper"].fn = module["host"]  # after the frontend accepted calls_helper and calls_given
+seen["helper swapped"] = launch(module["calls_helper"])
+seen["given swapped"] = launch(module["calls_given"], BODY=module["helper"])
+# a function compiled under the file name of Triton's own module, its lines there replaced
+lines = linecache.getlines(standard.__file__)
+where = len(lines) + 1
+scope = {"np": module["np"], "STASH": module["STASH"]}
+exec(compile("\\n" * (where - 1) + module["FORGED"], standard.__file__, "exec"), scope)
+linecache.cache[standard.__file__] = (0, None, lines + module["FORGED"].splitlines(True), standard.__file__)
+module["forged_helper"].fn = scope["forged"]
+seen["forged library"] = launch(module["calls_forged"])
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def after_check(tmp_path_factory) -> dict:
+    """AFTER_CHECK_PROBE's launches, once for the module, in a process of its own."""
+    path = tmp_path_factory.mktemp("after") / "solution.py"
+    path.write_text(AFTER_CHECK)
+    env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", AFTER_CHECK_PROBE, str(path)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_what_changes_after_the_frontend_checked_a_kernel_is_checked_again(after_check):
+    """#3: the frontend remembered an accepted specialization by its ``repr``, which a constexpr's value
+    chooses (an object of the candidate's class whose ``repr`` is an accepted JIT function's: its
+    ``__call__`` then ran NumPy inside an own launch; Triton's code generator calls such an object while
+    it compiles, so the frontend let it through anyway, as it did a plain Python function passed), and
+    a JIT function the kernel calls (a global,
+    or a constexpr) given another ``fn`` after the check ran that function unchecked; so did one
+    compiled under the file name of Triton's own module. Now each such launch is refused (as Triton's
+    frontend or a GPU's check of changed globals refuses) or is not the candidate's own."""
+    seen = after_check
+    assert seen["helper"] == seen["given"] == seen["forged before"] == {"own": 1, "foreign": 0, "factor": 3.0}, seen
+    for route in ("lookalike given", "function given", "helper swapped", "given swapped", "forged library"):
+        result = seen[route]
+        assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)
+
+
+def test_a_lookalike_constexpr_does_not_pass_for_a_checked_one(warm_env):
+    """#3 end to end (softmax, forbid): `passes_a_lookalike_constexpr.py` was `ok`; now a launch
+    passed an object with a ``__call__`` is not the candidate's own: a hack verdict."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    source = (HERE / "passes_a_lookalike_constexpr.py").read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
+    result = warm_env.submit(small_problem("softmax"), source, config).result()
+    assert result.verdict.category.value == "hack", result.feedback

@@ -36,6 +36,7 @@ import ast
 import contextlib
 import functools
 import inspect
+import sys
 import types
 import warnings
 
@@ -43,13 +44,18 @@ TARGET_ARCH = 90
 """The CUDA compute capability the frontend generates code for (target-dependent checks, such as
 the smallest ``tl.dot`` or the fp8 types allowed, are those of an H100/H200)."""
 
-_accepted: dict[int, tuple[object, set[str]]] = {}
+_accepted: dict[int, tuple[object, dict]] = {}
 """id(mirror) -> (the mirror, kept alive so that its id is not reused; the specialization keys the
-frontend accepted for it)."""
+frontend accepted for it, each with the objects it names by identity, kept alive likewise)."""
 _mirrors: dict[int, tuple[object, object, object]] = {}
 """id(InterpretedFunction) -> (it, its Python function then, its JITFunction mirror of that function)."""
 _rewritten: dict[int, tuple[object, object]] = {}
 """id(mirror) -> (the mirror, the interpreter's rewrite of its source: what runs)."""
+_vetted: dict[int, object] = {}
+"""id(mirror) -> mirror, for every mirror Triton's frontend saw while it checked a kernel (the kernel,
+the JIT functions in its scope, its constexpr functions): a JIT function called from a running
+kernel must be one of them (or a library's), else it changed since the check (red team 7 #3)."""
+_checking = [False]
 runs = [0]
 """Frontend runs in this process (what the cache saves is visible in tests)."""
 
@@ -90,7 +96,35 @@ def mirror(kernel):
         options = {k: v for k, v in getattr(kernel, "kwargs", {}).items() if k in accepted}
         held = (kernel, fn, _mirror_class()(fn, **options))
         _mirrors[id(kernel)] = held
+    if _checking[0]:
+        _vetted[id(held[2])] = held[2]
     return held[2]
+
+
+@functools.cache
+def library_dirs() -> tuple[str, ...]:
+    """Where the functions a candidate's kernel may call without owning them live: Triton's package
+    (``tl.sum``, libdevice) and Inductor's runtime helpers (``triton_helpers``, in Inductor-style code).
+    Runners cannot write there."""
+    import os
+
+    import torch
+    import triton
+
+    inductor = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime")
+    return os.path.dirname(triton.__file__) + os.sep, inductor + os.sep
+
+
+def library_function(fn) -> bool:
+    """Whether a Python function is a library's: its code's file is under ``library_dirs`` and it was
+    defined in a module loaded from there (its globals are that module's), not merely compiled under
+    such a file name by candidate code (``compile(text, triton_file, "exec")``)."""
+    if not isinstance(fn, types.FunctionType) or not fn.__code__.co_filename.startswith(library_dirs()):
+        return False
+    name = fn.__globals__.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and file.startswith(library_dirs()) and fn.__globals__ is vars(module)
 
 
 def _captured_interpreter() -> types.SimpleNamespace | None:
@@ -146,8 +180,21 @@ def run(kernel, args: tuple, kwargs: dict):
     return executor(*args, **kwargs)
 
 
+class ChangedSinceChecked(RuntimeError):
+    """A JIT function called from a running kernel that Triton's frontend did not check with it (its
+    ``fn`` replaced since, or an object that only looks like a checked one): on a GPU the kernel
+    would still run what was compiled, or Triton would refuse a changed global."""
+
+
 def call(kernel, args: tuple, kwargs: dict):
-    """``InterpretedFunction.__call__`` (a JIT function called from a kernel) of what ``rewritten`` gives."""
+    """``InterpretedFunction.__call__`` (a JIT function called from a kernel) of what ``rewritten``
+    gives, for a function the frontend checked with the kernel (or a library's)."""
+    checked = mirror(kernel)
+    if id(checked) not in _vetted and not library_function(checked.fn):
+        raise ChangedSinceChecked(
+            f"{getattr(checked.fn, '__name__', 'a function')} was not checked by Triton's frontend with the "
+            "kernel that calls it (changed since the kernel's first launch?)"
+        )
     fn = rewritten(kernel)
     _INTERPRETER.patch_lang(kernel.fn)
     try:
@@ -258,14 +305,34 @@ def check(kernel, args: tuple, kwargs: dict) -> None:
     kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
     fn = mirror(kernel)
     bound, specialization, options = _binder(fn)(*args, **kwargs)
-    key = repr((specialization, sorted(options.items())))
+    objects: list = []
+    key = _key((specialization, sorted(options.items())), objects)
     held = _accepted.get(id(fn))
     if held is not None and held[0] is fn and key in held[1]:
         return
-    _frontend(fn, bound, specialization, options)
+    _checking[0] = True
+    try:
+        _frontend(fn, bound, specialization, options)
+    finally:
+        _checking[0] = False
     if held is None or held[0] is not fn:
-        held = _accepted[id(fn)] = (fn, set())
-    held[1].add(key)
+        held = _accepted[id(fn)] = (fn, {})
+    held[1][key] = objects  # the objects whose identities the key holds, kept alive
+
+
+_PLAIN = (int, float, bool, str, bytes, type(None))
+
+
+def _key(value, objects: list):
+    """A specialization as a key: plain values by value, tuples and lists item by item, anything else
+    (a constexpr's function or object) by identity: a ``repr`` is the candidate's to choose (red
+    team 7 #3: an object whose ``repr`` was an accepted JIT function's)."""
+    if type(value) in _PLAIN:
+        return (type(value).__name__, value)
+    if type(value) in (tuple, list):
+        return (type(value).__name__, tuple(_key(item, objects) for item in value))
+    objects.append(value)
+    return ("object", id(value))
 
 
 def _frontend(fn, bound: dict, specialization: list, given: dict) -> None:

@@ -366,7 +366,7 @@ def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
     for _ in range(4):
         if isinstance(fn, types.FunctionType):
             return fn, source
-        if not _launcher_class(type(fn)):
+        if not _library_class(type(fn)):
             return None
         if INTERPRETED and type(fn).__name__ == "InterpretedFunction":
             try:
@@ -379,7 +379,16 @@ def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
     return None
 
 
-def _launcher_class(cls: type) -> bool:
+def _passable(value) -> bool:
+    """Whether a launch's argument may be called by its kernel as device code: not callable at all, a
+    JIT function (checked by ownership), a library's function or object; not a plain Python function
+    or an object of the candidate's class with a ``__call__``."""
+    if isinstance(value, types.FunctionType):
+        return frontend.library_function(value)
+    return not callable(value) or isinstance(value, (type, _jit_classes())) or _library_class(type(value))
+
+
+def _library_class(cls: type) -> bool:
     """Whether ``cls`` is a class of a library's (Triton's JIT function classes, ``ConstexprFunction``,
     Inductor's launchers): defined by a module of Triton's package or Inductor's runtime, as that
     module holds it."""
@@ -414,15 +423,7 @@ def _callee(value) -> tuple[types.FunctionType, str | None] | None:
     return None
 
 
-@functools.cache
-def _library_dirs() -> tuple[str, ...]:
-    """Where the functions a candidate's kernel may call without owning them live: Triton's package
-    (``tl.sum``, libdevice) and Inductor's runtime helpers (``triton_helpers``, in Inductor-style code).
-    Runners cannot write there."""
-    import triton
-
-    inductor = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime")
-    return os.path.dirname(triton.__file__) + os.sep, inductor + os.sep
+_library_dirs = frontend.library_dirs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -603,13 +604,13 @@ class LaunchMonitor:
         if (id(value), jit_only) in seen:
             return True
         seen.add((id(value), jit_only))
-        if isinstance(value, _jit_classes()) and not _launcher_class(type(value)):
+        if isinstance(value, _jit_classes()) and not _library_class(type(value)):
             return False  # a subclass of Triton's: its methods, not its source, decide what runs
         found = _callee(value)
         if found is None or (jit_only and isinstance(value, types.FunctionType)):
             return True
         callee, source = found
-        library = callee.__code__.co_filename.startswith(_library_dirs())
+        library = frontend.library_function(callee)
         if library and isinstance(value, types.FunctionType):
             return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
         if not library and not self._from_text(callee, source):
@@ -618,13 +619,19 @@ class LaunchMonitor:
 
     def _arguments_own(self, args: tuple, kwargs: dict) -> bool:
         """Whether every function passed to a launch (Triton inlines a JIT function given as a
-        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's."""
+        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's, and
+        nothing else passed is callable: a plain Python function or an object with ``__call__`` that a
+        kernel calls is host code (Triton's code generator calls it while it compiles, the interpreter
+        at every launch: NumPy inside an own launch, red team 7 #3)."""
         todo, seen = [*args, *kwargs.values()], set()
         while todo:
             value = todo.pop()
             if isinstance(value, (tuple, list)):
                 todo += value[:64]
-            elif not self._callable_own(value, seen):
+                continue
+            while type(value).__name__ == "constexpr" and _library_class(type(value)):
+                value = getattr(value, "value", None)
+            if not (_passable(value) and self._callable_own(value, seen)):
                 return False
         return True
 
