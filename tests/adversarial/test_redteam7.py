@@ -417,3 +417,16 @@ def test_a_lookalike_constexpr_does_not_pass_for_a_checked_one(warm_env):
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict.category.value == "hack", result.feedback
+
+
+def test_a_pre_run_hook_of_the_candidates_is_not_its_kernels_work(warm_env):
+    """#4: `computes_in_a_pre_run_hook.py` registered a NumPy softmax as a pre-run hook of its empty
+    kernel (Triton runs hooks inside the launch): `ok`. Now a kernel with a hook that is not a
+    library's is not the candidate's own: `hack_no_triton`."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    source = (HERE / "computes_in_a_pre_run_hook.py").read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
+    result = warm_env.submit(small_problem("softmax"), source, config).result()
+    assert result.verdict.category.value == "hack", result.feedback

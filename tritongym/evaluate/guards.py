@@ -379,6 +379,19 @@ def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
     return None
 
 
+def _hooks_passable(kernel) -> bool:
+    """Whether the pre-run hooks of a kernel (and of the JIT function a launcher holds) are a library's
+    functions only: Triton runs them inside the launch, before the kernel (``add_pre_run_hook``), so
+    a hook of the candidate's is host code in an own launch (red team 7 #4: NumPy there)."""
+    for obj in (kernel, getattr(kernel, "fn", None)):
+        hooks = getattr(obj, "__dict__", {}).get("pre_run_hooks") or []
+        if not isinstance(hooks, list) or not all(frontend.library_function(hook) for hook in hooks[:64]):
+            return False
+        if len(hooks) > 64:
+            return False
+    return True
+
+
 def _passable(value) -> bool:
     """Whether a launch's argument may be called by its kernel as device code: not callable at all, a
     JIT function (checked by ownership), a library's function or object; not a plain Python function
@@ -581,7 +594,9 @@ class LaunchMonitor:
         is the candidate's too or Triton's (red team 6 #3: a kernel of the text that only calls another,
         rebound among its globals to the bundled solution's, did the solution's work as its own)."""
         found = _function(kernel)
-        return found is not None and self._from_text(*found) and self._calls_only_own(*found, set())
+        if found is None or not _hooks_passable(kernel):
+            return False
+        return self._from_text(*found) and self._calls_only_own(*found, set())
 
     def _from_text(self, fn: types.FunctionType, source: str | None) -> bool:
         code = fn.__code__
