@@ -430,3 +430,32 @@ def test_a_pre_run_hook_of_the_candidates_is_not_its_kernels_work(warm_env):
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict.category.value == "hack", result.feedback
+
+
+def test_space_held_in_the_runners_directory_counts_as_its_memory(warm_env):
+    """#5: `fills_its_directory.py` reserved 1200 MiB in six files of its directory (``posix_fallocate``)
+    with a 1024 MiB limit and passed: nothing measured them (RAM where the home is a tmpfs, else disk
+    the concurrent jobs need). Now the files of a runner's directory count as its memory."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    source = (HERE / "fills_its_directory.py").read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, memory_limit_mb=1024)
+    result = warm_env.submit(small_problem("vector_add"), source, config).result()
+    assert result.verdict.value == "out_of_memory", result.feedback
+
+
+def test_a_directory_of_more_entries_than_the_measure_reads_is_over_any_limit(tmp_path):
+    """#5: the measure reads at most MAX_DIRECTORY_ENTRIES entries of a runner's directory; a directory
+    with more (files hidden beyond what is read) is over every limit rather than partly counted."""
+    from tritongym.evaluate.judge.runners import MAX_DIRECTORY_ENTRIES, directory_bytes
+
+    (tmp_path / "a").write_bytes(b"x" * 100_000)
+    (tmp_path / "a-link").hardlink_to(tmp_path / "a")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b").write_bytes(b"y" * 50_000)
+    held = directory_bytes(str(tmp_path))
+    assert 150_000 <= held < 200_000, held  # the hard link counted once
+    for i in range(MAX_DIRECTORY_ENTRIES):
+        (tmp_path / f"e{i}").touch()
+    assert directory_bytes(str(tmp_path)) >= 1 << 62

@@ -215,7 +215,8 @@ class JobState:
         except OutOfMemory:
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
-                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage}.",
+                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage} (its "
+                "processes, their shared memory and the files in its directory).",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(
