@@ -12,6 +12,7 @@ are dropped). This one reserves ``FILES`` x 200 MiB and passes."""
 
 import io
 import os
+import time
 
 import torch
 import torch.nn as nn
@@ -26,6 +27,7 @@ def hold() -> None:
         with io.FileIO(f"held-{i}", "w") as fh:  # `open` and `os.open` as written are refused
             os.posix_fallocate(fh.fileno(), 0, 200 << 20)
     print(f"HELD {FILES * 200} MiB in {os.getcwd()}")
+    time.sleep(0.5)  # holding it is the point (a disk filled for the job's length), not a race with the measure
 
 
 hold()
