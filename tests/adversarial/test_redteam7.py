@@ -459,3 +459,16 @@ def test_a_directory_of_more_entries_than_the_measure_reads_is_over_any_limit(tm
     for i in range(MAX_DIRECTORY_ENTRIES):
         (tmp_path / f"e{i}").touch()
     assert directory_bytes(str(tmp_path)) >= 1 << 62
+
+
+def test_a_plain_function_a_kernel_reaches_is_not_its_kernels_work(warm_env):
+    """#6: `rebinds_a_global_to_host_code.py` rebound the global its kernel calls, after the first
+    launch, from an empty JIT function to a plain NumPy function of its text: `ok`. Now a plain Python
+    function that a kernel reaches (a GPU's compiler refuses one) makes its launches foreign."""
+    from helpers import small_problem
+    from tritongym.evaluate import EvalConfig
+
+    source = (HERE / "rebinds_a_global_to_host_code.py").read_text()
+    config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
+    result = warm_env.submit(small_problem("softmax"), source, config).result()
+    assert result.verdict.category.value == "hack", result.feedback

@@ -626,8 +626,11 @@ class LaunchMonitor:
             return True
         callee, source = found
         library = frontend.library_function(callee)
-        if library and isinstance(value, types.FunctionType):
-            return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
+        if isinstance(value, types.FunctionType):
+            # a library's own Python (Triton's builtins, the interpreter's stand-ins); any other plain
+            # function a kernel reaches is host code: a GPU's compiler refuses it, while the interpreter
+            # runs it (red team 7 #6: a global rebound to one after the frontend's check)
+            return library
         if not library and not self._from_text(callee, source):
             return False
         return self._calls_only_own(callee, source, seen, library)
