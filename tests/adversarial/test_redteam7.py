@@ -472,3 +472,102 @@ def test_a_plain_function_a_kernel_reaches_is_not_its_kernels_work(warm_env):
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0, torch_compute="forbid")
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict.category.value == "hack", result.feedback
+
+
+REBOUND = """
+import numpy as np
+import triton
+import triton.language as tl
+import triton.language as language  # the interpreter asks for triton.language among a kernel's globals
+
+STASH = []
+
+
+def host(*args):
+    np.multiply(STASH[0].numpy(), 2.0, out=STASH[1].numpy())
+
+
+class Everything:
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: host() or 0
+
+
+class Doubler:
+    def __call__(self, *args):
+        host()
+
+
+@triton.jit
+def helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+@triton.jit
+def uses_tl(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+@triton.jit
+def calls_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    helper(x_ptr, out_ptr, n, BLOCK)
+"""
+
+REBOUND_PROBE = """
+import json, runpy, sys
+import torch
+from tritongym.evaluate.guards import CandidateText, LaunchMonitor
+
+path = sys.argv[1]
+text = CandidateText.read(path)
+module = runpy.run_path(path)
+x = torch.arange(32, dtype=torch.float32)
+
+
+def launch(kernel):
+    out = torch.zeros_like(x)
+    module["STASH"][:] = [x, out]
+    try:
+        with LaunchMonitor(path, text=text) as monitor:
+            kernel[(2,)](x, out, 32, BLOCK=16)
+    except Exception as exc:
+        return f"refused: {type(exc).__name__}"
+    return {"own": monitor.launches, "foreign": sum(monitor.foreign.values()), "factor": float(out[1] / x[1])}
+
+
+seen = {"tl": launch(module["uses_tl"]), "helper": launch(module["calls_helper"])}
+scope = module["uses_tl"].fn.__globals__  # the module's globals, rebound after the frontend's checks
+scope["tl"] = module["Everything"]()
+seen["tl rebound"] = launch(module["uses_tl"])
+scope["helper"] = module["Doubler"]()
+seen["helper object"] = launch(module["calls_helper"])
+print(json.dumps(seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def rebound(tmp_path_factory) -> dict:
+    """REBOUND_PROBE's launches, once for the module, in a process of its own."""
+    path = tmp_path_factory.mktemp("rebound") / "solution.py"
+    path.write_text(REBOUND)
+    env = os.environ | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", REBOUND_PROBE, str(path)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_names_rebound_after_the_frontends_check_do_not_reach_host_code(rebound):
+    """#7: after the frontend accepted a kernel, its global ``tl`` rebound to an object whose
+    ``__getattr__`` hands out host functions (``tl.load`` and all), or the JIT function it calls rebound
+    to an object with a ``__call__``: the ownership rule saw no function (an attribute a ``__getattr__``
+    makes is no attribute it can read; an object is no function), and the interpreter ran NumPy. Now
+    a kernel runs with its globals as the frontend checked them (a GPU runs what it compiled), and a
+    callable object a kernel reaches that is not a library's is not own."""
+    seen = rebound
+    assert seen["tl"] == seen["helper"] == {"own": 1, "foreign": 0, "factor": 3.0}, seen
+    for route in ("tl rebound", "helper object"):
+        result = seen[route]
+        assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)

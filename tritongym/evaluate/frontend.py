@@ -162,7 +162,10 @@ def _rewrite(fn):
     ast.fix_missing_locations(tree)
     ast.increment_lineno(tree, fn.def_file_line_number - 1)
     code = compile(tree, fn.file_name, "exec", dont_inherit=True)
-    scope = fn.fn.__globals__
+    # the kernel's globals as the frontend checked them (it just did: this runs at the first launch
+    # after the check): a name rebound later changes nothing, as on a GPU, which runs what it compiled
+    # (red team 7 #7: ``tl`` rebound to an object whose every attribute is host code)
+    scope = dict(fn.fn.__globals__)
     for key, value in _INTERPRETER.scope.items():  # the names the rewritten code calls, as Triton adds them
         scope.setdefault(key, value)
     local: dict = {}

@@ -622,7 +622,9 @@ class LaunchMonitor:
         if isinstance(value, _jit_classes()) and not _library_class(type(value)):
             return False  # a subclass of Triton's: its methods, not its source, decide what runs
         found = _callee(value)
-        if found is None or (jit_only and isinstance(value, types.FunctionType)):
+        if found is None:  # no function: harmless unless it is an object of the candidate's a kernel can call
+            return jit_only or isinstance(value, types.BuiltinFunctionType) or _passable(value)
+        if jit_only and isinstance(value, types.FunctionType):
             return True
         callee, source = found
         library = frontend.library_function(callee)
