@@ -514,6 +514,14 @@ def uses_tl(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def calls_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     helper(x_ptr, out_ptr, n, BLOCK)
+
+
+WRAPPED = tl.constexpr(Doubler())  # a global Triton allows in a kernel: a constexpr
+
+
+@triton.jit
+def calls_wrapped(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    WRAPPED(x_ptr, out_ptr, n, BLOCK)
 """
 
 REBOUND_PROBE = """
@@ -539,6 +547,7 @@ def launch(kernel):
 
 
 seen = {"tl": launch(module["uses_tl"]), "helper": launch(module["calls_helper"])}
+seen["constexpr object"] = launch(module["calls_wrapped"])
 scope = module["uses_tl"].fn.__globals__  # the module's globals, rebound after the frontend's checks
 scope["tl"] = module["Everything"]()
 seen["tl rebound"] = launch(module["uses_tl"])
@@ -562,12 +571,14 @@ def rebound(tmp_path_factory) -> dict:
 def test_names_rebound_after_the_frontends_check_do_not_reach_host_code(rebound):
     """#7: after the frontend accepted a kernel, its global ``tl`` rebound to an object whose
     ``__getattr__`` hands out host functions (``tl.load`` and all), or the JIT function it calls rebound
-    to an object with a ``__call__``: the ownership rule saw no function (an attribute a ``__getattr__``
-    makes is no attribute it can read; an object is no function), and the interpreter ran NumPy. Now
+    to an object with a ``__call__`` (or one held by a global ``tl.constexpr``, which Triton allows in a
+    kernel and its code generator calls while it compiles): the ownership rule saw no function (an
+    attribute a ``__getattr__`` makes is no attribute it can read; an object is no function), and the
+    interpreter ran NumPy. Now
     a kernel runs with its globals as the frontend checked them (a GPU runs what it compiled), and a
     callable object a kernel reaches that is not a library's is not own."""
     seen = rebound
     assert seen["tl"] == seen["helper"] == {"own": 1, "foreign": 0, "factor": 3.0}, seen
-    for route in ("tl rebound", "helper object"):
+    for route in ("tl rebound", "helper object", "constexpr object"):
         result = seen[route]
         assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)

@@ -396,6 +396,10 @@ def _passable(value) -> bool:
     """Whether a launch's argument may be called by its kernel as device code: not callable at all, a
     JIT function (checked by ownership), a library's function or object; not a plain Python function
     or an object of the candidate's class with a ``__call__``."""
+    for _ in range(8):  # a tl.constexpr calls what it holds: judge that (a global constexpr of an object)
+        if type(value).__name__ != "constexpr" or not _library_class(type(value)):
+            break
+        value = getattr(value, "value", None)
     if isinstance(value, types.FunctionType):
         return frontend.library_function(value)
     return not callable(value) or isinstance(value, (type, _jit_classes())) or _library_class(type(value))
@@ -649,8 +653,6 @@ class LaunchMonitor:
             if isinstance(value, (tuple, list)):
                 todo += value[:64]
                 continue
-            while type(value).__name__ == "constexpr" and _library_class(type(value)):
-                value = getattr(value, "value", None)
             if not (_passable(value) and self._callable_own(value, seen)):
                 return False
         return True
