@@ -662,7 +662,7 @@ class LaunchMonitor:
             original = cls.__dict__["run"]
             self._saved.append((cls, "run", original))
             cls.run = self._wrap(original)
-            if INTERPRETED and cls.__name__ == "InterpretedFunction":  # a JIT function called from a kernel
+            if INTERPRETED and cls.__name__ == "InterpretedFunction" and frontend.pinned():  # called from a kernel
                 self._saved.append((cls, "__call__", cls.__dict__["__call__"]))
                 cls.__call__ = _interpreted_call
         return self
@@ -697,7 +697,8 @@ class LaunchMonitor:
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
             monitor._launching = kernel
-            launch = _interpreted_run if INTERPRETED and type(kernel).__name__ == "InterpretedFunction" else original
+            pinned = INTERPRETED and type(kernel).__name__ == "InterpretedFunction" and frontend.pinned()
+            launch = _interpreted_run if pinned else original
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
