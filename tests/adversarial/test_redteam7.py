@@ -517,6 +517,13 @@ def calls_helper(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 WRAPPED = tl.constexpr(Doubler())  # a global Triton allows in a kernel: a constexpr
+namespace = type(np)("namespace")  # a module of the candidate's making (Triton allows modules in kernels)
+namespace.body = helper
+
+
+@triton.jit
+def calls_namespace(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    namespace.body(x_ptr, out_ptr, n, BLOCK)
 
 
 @triton.jit
@@ -548,11 +555,15 @@ def launch(kernel):
 
 seen = {"tl": launch(module["uses_tl"]), "helper": launch(module["calls_helper"])}
 seen["constexpr object"] = launch(module["calls_wrapped"])
+seen["namespace"] = launch(module["calls_namespace"])
 scope = module["uses_tl"].fn.__globals__  # the module's globals, rebound after the frontend's checks
 scope["tl"] = module["Everything"]()
 seen["tl rebound"] = launch(module["uses_tl"])
 scope["helper"] = module["Doubler"]()
 seen["helper object"] = launch(module["calls_helper"])
+del module["namespace"].body  # after the check: the module's attribute now comes from its __getattr__
+module["namespace"].__getattr__ = lambda name: module["host"]
+seen["module __getattr__"] = launch(module["calls_namespace"])
 print(json.dumps(seen))
 """
 
@@ -576,9 +587,11 @@ def test_names_rebound_after_the_frontends_check_do_not_reach_host_code(rebound)
     attribute a ``__getattr__`` makes is no attribute it can read; an object is no function), and the
     interpreter ran NumPy. Now
     a kernel runs with its globals as the frontend checked them (a GPU runs what it compiled), and a
-    callable object a kernel reaches that is not a library's is not own."""
+    callable object a kernel reaches that is not a library's is not own. #8: a module of the
+    candidate's whose attribute, after the check, comes from a module ``__getattr__``: the function
+    that makes an attribute at run time is judged as what the kernel reaches."""
     seen = rebound
-    assert seen["tl"] == seen["helper"] == {"own": 1, "foreign": 0, "factor": 3.0}, seen
-    for route in ("tl rebound", "helper object", "constexpr object"):
+    assert seen["tl"] == seen["helper"] == seen["namespace"] == {"own": 1, "foreign": 0, "factor": 3.0}, seen
+    for route in ("tl rebound", "helper object", "constexpr object", "module __getattr__"):
         result = seen[route]
         assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)

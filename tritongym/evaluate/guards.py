@@ -520,15 +520,32 @@ def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
 def _attribute(value, name: str):
     """An attribute as stored on a module, or on an object, its class and their bases
     (``inspect.getattr_static``: no descriptor, property or ``__getattr__`` runs), static and class
-    methods unwrapped; None where there is none."""
+    methods unwrapped; None where there is none. Where the attribute would be made at run time, by a
+    module's ``__getattr__`` (PEP 562) that is not its own file's or by an object's ``__getattr__``
+    or ``__getattribute__``, that function instead: it is what a kernel reading the name runs (red
+    team 7 #8: a module of the candidate's whose attribute, after the frontend's check, came from a
+    ``__getattr__`` handing out host code)."""
     if type(value) is types.ModuleType:
-        return value.__dict__.get(name)
+        namespace = value.__dict__
+        if name in namespace:
+            return namespace[name]
+        hook = namespace.get("__getattr__")
+        if isinstance(hook, types.FunctionType) and hook.__code__.co_filename != namespace.get("__file__"):
+            return hook
+        return None
     if value is None or isinstance(value, (int, float, str, bytes, torch.Tensor, types.BuiltinFunctionType)):
         return None
     try:
         found = inspect.getattr_static(value, name, None)
+        mro = type(value).__mro__
     except Exception:  # a hostile object's metaclass: nothing found
         return None
+    hooks = [vars(k).get("__getattribute__") for k in mro if k is not object] + [
+        None if found is not None else next((vars(k)["__getattr__"] for k in mro if "__getattr__" in vars(k)), None)
+    ]
+    hook = next((h for h in hooks if isinstance(h, types.FunctionType)), None)
+    if hook is not None:
+        return hook
     return found.__func__ if isinstance(found, (staticmethod, classmethod)) else found
 
 
