@@ -36,7 +36,7 @@ case "${1:-}" in
   tests)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
       --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py \
-      tests/gpu tests/adversarial/test_gpu_exploits.py tests/adversarial/test_redteam4_gpu.py tests/adversarial/test_redteam6_gpu.py 2>&1 \
+      tests/gpu tests/adversarial/test_gpu_exploits.py tests/adversarial/test_redteam4_gpu.py tests/adversarial/test_redteam6_gpu.py tests/adversarial/test_redteam7_gpu.py 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \

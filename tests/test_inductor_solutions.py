@@ -313,6 +313,7 @@ def test_the_cli_prints_a_line_per_problem_and_exits_1_when_some_were_skipped(tm
 def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypatch, tmp_path):
     """Inductor's CachingAutotuner.run launches through a launcher of its own (on a GPU) or through its
     kernel's run (under the interpreter): either way one own launch, blocked in the fallback check."""
+    import torch
     from triton.runtime.interpreter import InterpretedFunction
 
     from tritongym.evaluate import guards
@@ -322,9 +323,7 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
     ran = []
     monkeypatch.setattr(InterpretedFunction, "run", lambda self, *args, **kwargs: ran.append(args))
 
-    class Kernel(InterpretedFunction):
-        def __init__(self, fn):
-            self.fn = fn
+    Kernel = InterpretedFunction  # exactly Triton's class: a subclass's methods would be the candidate's
 
     class CachingAutotuner:
         def __init__(self, fn, interpret=False):
@@ -335,7 +334,9 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
                 return self.fn.run(*args)
             ran.append(("launcher", *args))  # a GPU: Inductor's own launcher, JITFunction.run is never called
 
-    launcher = types.ModuleType(INDUCTOR_LAUNCHER)
+    launcher = types.ModuleType(INDUCTOR_LAUNCHER)  # Inductor's module as a runner finds it: in the library
+    launcher.__file__ = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime", "triton_heuristics.py")
+    CachingAutotuner.__module__, CachingAutotuner.__qualname__ = INDUCTOR_LAUNCHER, "CachingAutotuner"
     launcher.CachingAutotuner = CachingAutotuner
     monkeypatch.setitem(sys.modules, INDUCTOR_LAUNCHER, launcher)
     candidate = tmp_path / "candidate.py"
@@ -356,6 +357,8 @@ def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypa
     assert ran[-1] == (4,), "a blocked launch does not run"
     assert CachingAutotuner.__dict__["run"] is original, "the launcher is restored"
     monkeypatch.setattr(guards, "INTERPRETED", True)  # the launcher's own run is not counted, its kernel's is
+    # an own interpreted launch runs the source the frontend checked (frontend.run), not the class's run
+    monkeypatch.setattr(guards.frontend, "run", lambda kernel, args, kwargs: ran.append(args))
     with LaunchMonitor(str(candidate)) as monitor:
         own.run(6, stream=0)  # a launcher that never reaches a kernel: no launch
         interpreted.run(7, stream=0)

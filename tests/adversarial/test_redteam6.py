@@ -266,6 +266,9 @@ seen = {
     "class body": launches(module["Kernels"].in_class, BLOCK=16),
     "own body": launches(module["calls_body"], BLOCK=16),
     "own function passed": launches(module["calls_given"], BLOCK=16, BODY=module["doubles"]),
+    # before the global `body` is rebound below: the default's expression names it, and both a GPU's
+    # source and the interpreter's rewrite (which evaluates the defaults again) read that name
+    "own default": launches(module["with_default"](module["doubles"]), BLOCK=16),
 }
 seen["other function passed"] = launches(module["calls_given"], BLOCK=16, BODY=runpy.run_path(other)["borrowed"])
 module["calls_body"].fn.__globals__["body"] = runpy.run_path(other)["borrowed"]
@@ -276,7 +279,6 @@ seen["by getattr"] = launches(module["calls_by_name"], BLOCK=16)
 seen["computed name"] = launches(module["calls_computed_name"], BLOCK=16)
 module["Holder"].body = runpy.run_path(other)["borrowed"]
 seen["class attribute"] = launches(module["calls_held"], BLOCK=16)
-seen["own default"] = launches(module["with_default"](module["doubles"]), BLOCK=16)
 seen["other default"] = launches(module["with_default"](runpy.run_path(other)["borrowed"]), BLOCK=16)
 print(json.dumps(seen))
 """

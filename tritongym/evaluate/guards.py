@@ -364,15 +364,63 @@ class CandidateText:
 
 def _function(kernel) -> tuple[types.FunctionType, str | None] | None:
     """The Python function a kernel (a JIT function, or a launcher holding one) was made from, and its
-    kernel source where it has one (``JITFunction.src``: what a GPU compiles)."""
+    kernel source where it has one (``JITFunction.src``: what a GPU compiles; under the interpreter the
+    frontend's mirror's source, which is what runs: frontend.py). None where an object on the way is
+    not of a launcher class of Triton's or Inductor's own: a subclass's methods are the candidate's,
+    and decide what is compiled or run (``parse``, ``rewrite``, ``__call__``: red team 7 #1)."""
     fn, source = kernel, None
     for _ in range(4):
-        if isinstance(getattr(fn, "src", None), str):
-            source = fn.src
-        if isinstance(getattr(fn, "__code__", None), types.CodeType) and isinstance(fn, types.FunctionType):
+        if isinstance(fn, types.FunctionType):
             return fn, source
+        if not _library_class(type(fn)):
+            return None
+        if INTERPRETED and type(fn).__name__ == "InterpretedFunction":
+            try:
+                source = frontend.mirror(fn).src
+            except Exception:  # no source to read: nothing the interpreter could be checked against
+                return None
+        elif isinstance(getattr(fn, "src", None), str):
+            source = fn.src
         fn = getattr(fn, "fn", None)
     return None
+
+
+def _hooks_passable(kernel) -> bool:
+    """Whether the pre-run hooks of a kernel (and of the JIT function a launcher holds) are a library's
+    functions only: Triton runs them inside the launch, before the kernel (``add_pre_run_hook``), so
+    a hook of the candidate's is host code in an own launch (red team 7 #4: NumPy there)."""
+    for obj in (kernel, getattr(kernel, "fn", None)):
+        hooks = getattr(obj, "__dict__", {}).get("pre_run_hooks") or []
+        if not isinstance(hooks, list) or not all(frontend.library_function(hook) for hook in hooks[:64]):
+            return False
+        if len(hooks) > 64:
+            return False
+    return True
+
+
+def _passable(value) -> bool:
+    """Whether a launch's argument may be called by its kernel as device code: not callable at all, a
+    JIT function (checked by ownership), a library's function or object; not a plain Python function
+    or an object of the candidate's class with a ``__call__``."""
+    for _ in range(8):  # a tl.constexpr calls what it holds: judge that (a global constexpr of an object)
+        if type(value).__name__ != "constexpr" or not _library_class(type(value)):
+            break
+        value = getattr(value, "value", None)
+    if isinstance(value, types.FunctionType):
+        return frontend.library_function(value)
+    return not callable(value) or isinstance(value, (type, _jit_classes())) or _library_class(type(value))
+
+
+def _library_class(cls: type) -> bool:
+    """Whether ``cls`` is a class of a library's (Triton's JIT function classes, ``ConstexprFunction``,
+    Inductor's launchers): defined by a module of Triton's package or Inductor's runtime, as that
+    module holds it."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return (
+        isinstance(getattr(module, "__file__", None), str)
+        and module.__file__.startswith(_library_dirs())
+        and vars(module).get(getattr(cls, "__qualname__", "")) is cls
+    )
 
 
 @functools.cache
@@ -398,15 +446,7 @@ def _callee(value) -> tuple[types.FunctionType, str | None] | None:
     return None
 
 
-@functools.cache
-def _library_dirs() -> tuple[str, ...]:
-    """Where the functions a candidate's kernel may call without owning them live: Triton's package
-    (``tl.sum``, libdevice) and Inductor's runtime helpers (``triton_helpers``, in Inductor-style code).
-    Runners cannot write there."""
-    import triton
-
-    inductor = os.path.join(os.path.dirname(torch.__file__), "_inductor", "runtime")
-    return os.path.dirname(triton.__file__) + os.sep, inductor + os.sep
+_library_dirs = frontend.library_dirs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -486,15 +526,32 @@ def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
 def _attribute(value, name: str):
     """An attribute as stored on a module, or on an object, its class and their bases
     (``inspect.getattr_static``: no descriptor, property or ``__getattr__`` runs), static and class
-    methods unwrapped; None where there is none."""
+    methods unwrapped; None where there is none. Where the attribute would be made at run time, by a
+    module's ``__getattr__`` (PEP 562) that is not its own file's or by an object's ``__getattr__``
+    or ``__getattribute__``, that function instead: it is what a kernel reading the name runs (red
+    team 7 #8: a module of the candidate's whose attribute, after the frontend's check, came from a
+    ``__getattr__`` handing out host code)."""
     if type(value) is types.ModuleType:
-        return value.__dict__.get(name)
+        namespace = value.__dict__
+        if name in namespace:
+            return namespace[name]
+        hook = namespace.get("__getattr__")
+        if isinstance(hook, types.FunctionType) and hook.__code__.co_filename != namespace.get("__file__"):
+            return hook
+        return None
     if value is None or isinstance(value, (int, float, str, bytes, torch.Tensor, types.BuiltinFunctionType)):
         return None
     try:
         found = inspect.getattr_static(value, name, None)
+        mro = type(value).__mro__
     except Exception:  # a hostile object's metaclass: nothing found
         return None
+    hooks = [vars(k).get("__getattribute__") for k in mro if k is not object] + [
+        None if found is not None else next((vars(k)["__getattr__"] for k in mro if "__getattr__" in vars(k)), None)
+    ]
+    hook = next((h for h in hooks if isinstance(h, types.FunctionType)), None)
+    if hook is not None:
+        return hook
     return found.__func__ if isinstance(found, (staticmethod, classmethod)) else found
 
 
@@ -569,7 +626,9 @@ class LaunchMonitor:
         is the candidate's too or Triton's (red team 6 #3: a kernel of the text that only calls another,
         rebound among its globals to the bundled solution's, did the solution's work as its own)."""
         found = _function(kernel)
-        return found is not None and self._from_text(*found) and self._calls_only_own(*found, set())
+        if found is None or not _hooks_passable(kernel):
+            return False
+        return self._from_text(*found) and self._calls_only_own(*found, set())
 
     def _from_text(self, fn: types.FunctionType, source: str | None) -> bool:
         code = fn.__code__
@@ -592,26 +651,37 @@ class LaunchMonitor:
         if (id(value), jit_only) in seen:
             return True
         seen.add((id(value), jit_only))
+        if isinstance(value, _jit_classes()) and not _library_class(type(value)):
+            return False  # a subclass of Triton's: its methods, not its source, decide what runs
         found = _callee(value)
-        if found is None or (jit_only and isinstance(value, types.FunctionType)):
+        if found is None:  # no function: harmless unless it is an object of the candidate's a kernel can call
+            return jit_only or isinstance(value, types.BuiltinFunctionType) or _passable(value)
+        if jit_only and isinstance(value, types.FunctionType):
             return True
         callee, source = found
-        library = callee.__code__.co_filename.startswith(_library_dirs())
-        if library and isinstance(value, types.FunctionType):
-            return True  # a library's own Python (Triton's builtins, the interpreter's stand-ins)
+        library = frontend.library_function(callee)
+        if isinstance(value, types.FunctionType):
+            # a library's own Python (Triton's builtins, the interpreter's stand-ins); any other plain
+            # function a kernel reaches is host code: a GPU's compiler refuses it, while the interpreter
+            # runs it (red team 7 #6: a global rebound to one after the frontend's check)
+            return library
         if not library and not self._from_text(callee, source):
             return False
         return self._calls_only_own(callee, source, seen, library)
 
     def _arguments_own(self, args: tuple, kwargs: dict) -> bool:
         """Whether every function passed to a launch (Triton inlines a JIT function given as a
-        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's."""
+        ``tl.constexpr`` argument where the kernel calls it; red team 6 #4) is own or a library's, and
+        nothing else passed is callable: a plain Python function or an object with ``__call__`` that a
+        kernel calls is host code (Triton's code generator calls it while it compiles, the interpreter
+        at every launch: NumPy inside an own launch, red team 7 #3)."""
         todo, seen = [*args, *kwargs.values()], set()
         while todo:
             value = todo.pop()
             if isinstance(value, (tuple, list)):
                 todo += value[:64]
-            elif not self._callable_own(value, seen):
+                continue
+            if not (_passable(value) and self._callable_own(value, seen)):
                 return False
         return True
 
@@ -624,6 +694,11 @@ class LaunchMonitor:
             original = cls.__dict__[name]
             self._saved.append((cls, name, original))
             setattr(cls, name, wrap(original))
+        if INTERPRETED and frontend.pinned():  # a JIT function called from a kernel runs its checked source
+            from triton.runtime.interpreter import InterpretedFunction
+
+            self._saved.append((InterpretedFunction, "__call__", InterpretedFunction.__dict__["__call__"]))
+            InterpretedFunction.__call__ = _interpreted_call
         return self
 
     def __exit__(self, *exc) -> None:
@@ -631,12 +706,17 @@ class LaunchMonitor:
             setattr(cls, name, original)
         self._saved.clear()
 
-    def _run(self, original, kernel, args: tuple, kwargs: dict, fn=None):
+    def _run(self, original, kernel, args: tuple, kwargs: dict, fn=None, pinned: bool = False):
         """A launch's own ``run``, whose grid (under the interpreter) is this launch's and runs the
-        rewrite of ``fn``, the function the launch was checked with."""
+        rewrite of ``fn``, the function the launch was checked with; ``pinned`` (an own launch where
+        ``frontend.pinned()``): the rewrite of the source the frontend checked, with the globals it
+        checked (``frontend.run``)."""
         due = self._grid_due
         self._grid_due = None
         try:
+            if pinned:
+                self._grid_due = (kernel, frontend.rewritten(kernel))
+                return frontend.run(kernel, args, kwargs)
             if fn is not None and triton_compat.interpreted(kernel):
                 self._grid_due = (kernel, triton_compat.rewrite(fn, triton_compat.interpreted_options(kernel)))
             return original(kernel, *args, **kwargs)
@@ -691,15 +771,21 @@ class LaunchMonitor:
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
             monitor._launching = kernel
+            pinned = fn is not None and triton_compat.interpreted(kernel) and frontend.pinned()
             try:
                 if monitor.annotate:
                     with record_function(monitor.annotate):
-                        return monitor._run(original, kernel, args, kwargs, fn)
-                return monitor._run(original, kernel, args, kwargs, fn)
+                        return monitor._run(original, kernel, args, kwargs, fn, pinned)
+                return monitor._run(original, kernel, args, kwargs, fn, pinned)
             finally:
                 monitor._launching = outer
 
         return run
+
+
+def _interpreted_call(kernel, *args, **kwargs):
+    """A JIT function called from a kernel under the interpreter runs its checked source (frontend.call)."""
+    return frontend.call(kernel, args, kwargs)
 
 
 _thread_starts = [0]

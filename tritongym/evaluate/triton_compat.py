@@ -33,6 +33,7 @@ later releases in ``kwargs`` (``interpreted_options``).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import types
 
 RUN = "_tritongym_run"
@@ -222,3 +223,16 @@ def language_patch_objects() -> list:
             patches.restore()
     unique = {id(obj): obj for obj in objects}
     return list(unique.values())
+
+
+def definition_line(jit_fn) -> int:
+    """The line of a JIT function's ``def`` in its file, where its ``src`` starts (Triton 3.8 and later
+    keep it as ``def_file_line_number``; earlier releases only the first line of its decorators)."""
+    line = getattr(jit_fn, "def_file_line_number", None)
+    if isinstance(line, int):
+        return line
+    try:
+        lines, start = inspect.getsourcelines(jit_fn.fn)
+    except (OSError, TypeError):
+        return jit_fn.fn.__code__.co_firstlineno
+    return start + next((i for i, text in enumerate(lines) if text.strip().startswith("def ")), 0)

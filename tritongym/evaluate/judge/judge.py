@@ -215,7 +215,8 @@ class JobState:
         except OutOfMemory:
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
-                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage}.",
+                f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage} (its "
+                "processes, their shared memory and the files in its directory).",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(
@@ -226,6 +227,8 @@ class JobState:
             feedback = f"The process died during {self.stage} ({how})."
             if "SIGXFSZ" in how:
                 feedback += " It wrote a file larger than the sandbox allows."
+            if "SIGXCPU" in how:
+                feedback += " It used more CPU time than the sandbox allows (threads count together)."
             raise Failure(Verdict.CRASH, feedback) from None
         if isinstance(answer, p.Failed):
             raise runner_failure(answer, self.where())

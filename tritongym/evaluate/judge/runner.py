@@ -14,6 +14,7 @@ import collections
 import contextlib
 import importlib.util
 import inspect
+import math
 import os
 import resource
 import socket
@@ -44,6 +45,14 @@ from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.result import Verdict
 
+RUNNER_CPU_CORES = 2
+"""CPU time a runner may use, in cores' worth over its lifetime (its job's deadline and a margin):
+``RLIMIT_CPU``, set when the job is loaded. Threads are allowed (and joined ones before forward are
+nobody's business), so without it a runner could take every core of the host for its whole deadline
+from the other evaluations running beside it (red team 7 #2); with it, at most this many cores on
+average, and a burst over more cores only for as long as that budget lasts."""
+CPU_LIMIT_GRACE_S = 2
+"""CPU seconds between the soft limit (SIGXCPU, which says why) and the hard one (SIGKILL)."""
 MAX_INPUT_BYTES = 1 << 40
 """The judge is trusted: what it sends is bounded by its own memory."""
 RELEASE_BYTES = 1 << 30
@@ -68,6 +77,19 @@ def watchdog(parent: int, lifetime: list[float]) -> None:
                 os._exit(70)
 
     threading.Thread(target=run, name="tritongym-runner-watchdog", daemon=True).start()
+
+
+def limit_cpu_time(lifetime_s: float) -> None:
+    """Bound this process's CPU time (every thread's) to what it used so far plus RUNNER_CPU_CORES
+    cores' worth over ``lifetime_s``; never above a hard limit it already has."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + RUNNER_CPU_CORES * max(lifetime_s, 1.0))
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, max(hard - CPU_LIMIT_GRACE_S, 1))
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        return
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + CPU_LIMIT_GRACE_S))
 
 
 class Runner:
@@ -99,6 +121,7 @@ class Runner:
         self.lifetime[0] = time.monotonic() + job.lifetime_s
         if self.device.type == "cpu" and job.memory_limit_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (job.memory_limit_bytes, resource.RLIM_INFINITY))
+        limit_cpu_time(job.lifetime_s)
         os.chdir(job.workdir)
         os.environ["HOME"] = os.environ["TMPDIR"] = job.workdir
         # Triton's compile cache is the job's own, removed with it: a compiled kernel planted by an

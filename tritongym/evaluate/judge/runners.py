@@ -68,12 +68,13 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0) -> int:
+def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0, directory: str = "") -> int:
     """Host memory a runner's processes hold: their resident sets less the shared-memory pages in them,
     plus every shared-memory file they hold open (memfds, /dev/shm files: pages that no resident set
     shows unless mapped), plus, for a runner with a user of its own, that user's files in /dev/shm.
     ``helper``: the runner's compiler helper (compiler_helper.py), whose tools (not the helper itself:
-    a fork of the zygote's) count as the runner's, since they run what the runner asks (red team 6 #1)."""
+    a fork of the zygote's) count as the runner's, since they run what the runner asks (red team 6 #1).
+    ``directory``: the runner's own, whose files count too (``directory_bytes``: red team 7 #5)."""
     page, total, files = os.sysconf("SC_PAGE_SIZE"), 0, {}
     pids = tree_pids(pid) + (tree_pids(helper)[1:] if helper else [])
     for current in pids:
@@ -93,7 +94,33 @@ def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0) -> int:
     if uid:
         for st in _user_files(SHARED_MEMORY, uid):
             files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
-    return max(total, 0) + sum(files.values())
+    held = directory_bytes(directory, files) if directory else 0
+    return max(total, 0) + sum(files.values()) + held
+
+
+MAX_DIRECTORY_ENTRIES = 10000
+"""Entries of a runner's directory the memory measure reads (Triton's cache keeps a few files per
+compiled kernel: an honest job has tens); a directory with more is over every limit."""
+
+
+def directory_bytes(directory: str, seen: dict | None = None) -> int:
+    """Space the files below a runner's directory hold (allocated blocks, each file once however many
+    links it has; ``seen``: files already counted, by device and inode). The runner may write there
+    only, as much as it likes (each file up to its file-size limit): RAM where the sandbox's home is a
+    tmpfs, else disk that the concurrent jobs need, until the job ends (red team 7 #5). A directory
+    of more than MAX_DIRECTORY_ENTRIES entries is not read further: it counts as 2**62 bytes."""
+    seen = {} if seen is None else seen
+    entries = _entries(directory, MAX_DIRECTORY_ENTRIES + 1)
+    if len(entries) > MAX_DIRECTORY_ENTRIES:
+        return 1 << 62
+    held = 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            st = entry.stat(follow_symlinks=False)
+            if (st.st_dev, st.st_ino) not in seen:
+                seen[(st.st_dev, st.st_ino)] = 0
+                held += st.st_blocks * 512
+    return held
 
 
 def _entries(top: str, limit: int = 10000) -> list[os.DirEntry]:
@@ -389,7 +416,7 @@ class RunnerHandle:
         if now >= self._next_memory_check:
             self._next_memory_check = now + 0.1
             helper = self.helper if self.helper and start_time(self.helper) == self._helper_started else 0
-            if tree_memory_bytes(self.pid, self.uid, helper) > self.memory_limit:
+            if tree_memory_bytes(self.pid, self.uid, helper, str(self.directory)) > self.memory_limit:
                 raise OutOfMemory()
 
     def send(self, message: p.Message, deadline: float = float("inf")) -> None:
