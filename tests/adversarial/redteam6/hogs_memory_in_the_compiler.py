@@ -2,8 +2,11 @@
 runs the C compiler for it, a child of the zygote, not of the runner: what the compiler holds was in
 no measure of the runner's memory. The candidate writes a C file whose preprocessing expands to
 16 million initialisers (cc1 takes about 2.3 GB for it) and asks the helper to build it through the
-``subprocess`` stand-in Triton's ``build`` module holds, then answers honestly. (The static checks
-pass it: the file is written with NumPy.)"""
+``subprocess`` stand-in Triton's ``build`` module holds, then answers honestly. (Its test turns the
+static checks off: they refuse its reading of ``CC``.)"""
+
+import os
+import shutil
 
 import torch
 import triton
@@ -14,11 +17,8 @@ EXPANSIONS = 5  # 16**(EXPANSIONS + 1) zeros
 
 
 def _compiler() -> str:
-    """The C compiler Triton's build (and so the helper) runs here."""
-    find = getattr(build, "_find_compiler", None)
-    if find is not None:
-        return find("c")
-    return build.shutil.which("gcc") or build.shutil.which("clang")
+    """The C compiler Triton's build (and so the helper) runs here: ``CC``, else gcc, else clang."""
+    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
 
 
 def _hog() -> str:
