@@ -216,7 +216,7 @@ class JobState:
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
                 f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage} (its "
-                "processes, their shared memory and the files in its directory).",
+                "processes, their shared memory and the files in its directory or held open by it).",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(

@@ -70,11 +70,13 @@ def start_time(pid: int) -> int | None:
 
 def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0, directory: str = "") -> int:
     """Host memory a runner's processes hold: their resident sets less the shared-memory pages in them,
-    plus every shared-memory file they hold open (memfds, /dev/shm files: pages that no resident set
-    shows unless mapped), plus, for a runner with a user of its own, that user's files in /dev/shm.
-    ``helper``: the runner's compiler helper (compiler_helper.py), whose tools (not the helper itself:
-    a fork of the zygote's) count as the runner's, since they run what the runner asks (red team 6 #1).
-    ``directory``: the runner's own, whose files count too (``directory_bytes``: red team 7 #5)."""
+    plus every file object that only they keep (``held_files``: memfds, /dev/shm files, shared anonymous
+    memory, files they unlinked, whether held by a descriptor or a mapping: pages or blocks that no
+    resident set shows, or shows as shared), plus, for a runner with a user of its own, that user's
+    files in /dev/shm. ``helper``: the runner's compiler helper (compiler_helper.py), whose tools (not
+    the helper itself: a fork of the zygote's) count as the runner's, since they run what the runner
+    asks (red team 6 #1). ``directory``: the runner's own, whose files count too (``directory_bytes``:
+    red team 7 #5)."""
     page, total, files = os.sysconf("SC_PAGE_SIZE"), 0, {}
     pids = tree_pids(pid) + (tree_pids(helper)[1:] if helper else [])
     for current in pids:
@@ -83,19 +85,61 @@ def tree_memory_bytes(pid: int, uid: int = 0, helper: int = 0, directory: str = 
         with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{current}/status", "rb") as fh:
             shmem = next((line for line in fh if line.startswith(b"RssShmem:")), b"RssShmem: 0 kB")
             total -= int(shmem.split()[1]) * 1024
-        with contextlib.suppress(OSError):
-            for fd in os.listdir(f"/proc/{current}/fd"):
-                link = f"/proc/{current}/fd/{fd}"
-                with contextlib.suppress(OSError):
-                    target = os.readlink(link)
-                    if target.startswith(("/memfd:", SHARED_MEMORY + "/")):
-                        st = os.stat(link)
-                        files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+        held_files(current, files)
     if uid:
         for st in _user_files(SHARED_MEMORY, uid):
             files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
     held = directory_bytes(directory, files) if directory else 0
     return max(total, 0) + sum(files.values()) + held
+
+
+def _held(target: str) -> bool:
+    """Whether a descriptor's or a mapping's object is one that only its holders keep, or shared
+    memory: a memfd, a /dev/shm file, SysV shared memory, shared anonymous memory (``/dev/zero
+    (deleted)``), any file unlinked while held (red team 8 #1, #2)."""
+    return target.startswith(("/memfd:", SHARED_MEMORY + "/", "/SYSV")) or target.endswith(" (deleted)")
+
+
+def held_files(pid: int, files: dict) -> None:
+    """Add to ``files`` ((device, inode) -> allocated bytes) the objects of ``_held`` a process holds by
+    a descriptor or by a mapping (a descriptor closed after ``mmap`` keeps the object; a shared
+    anonymous mapping has none). A mapping whose object cannot be read (``map_files`` needs the
+    judge's privilege) counts its resident size, from ``smaps``."""
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            link = f"/proc/{pid}/fd/{fd}"
+            with contextlib.suppress(OSError):
+                if _held(os.readlink(link)):
+                    st = os.stat(link)
+                    if stat.S_ISREG(st.st_mode):
+                        files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+    unread = set()
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps", "rb") as fh:
+        for line in fh:
+            fields = line.split(maxsplit=5)
+            if len(fields) < 6 or not _held(fields[5].rstrip(b"\n").decode(errors="replace")):
+                continue
+            try:
+                st = os.stat(f"/proc/{pid}/map_files/{fields[0].decode()}")
+                files[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+            except OSError:
+                unread.add(fields[0])
+    if unread:
+        _resident_of(pid, unread, files)
+
+
+def _resident_of(pid: int, ranges: set, files: dict) -> None:
+    """The resident bytes of the mappings ``ranges`` (``start-end``) of a process, from its ``smaps``,
+    each under its (device, inode) in ``files`` (the largest where one object is mapped twice)."""
+    key = None
+    with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/smaps", "rb") as fh:
+        for line in fh:
+            fields = line.split()
+            if fields and b"-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(b":"):
+                major, minor = (int(x, 16) for x in fields[3].split(b":"))
+                key = (os.makedev(major, minor), int(fields[4])) if fields[0] in ranges else None
+            elif key is not None and fields[0] == b"Rss:":
+                files[key] = max(files.get(key, 0), int(fields[1]) * 1024)
 
 
 MAX_DIRECTORY_ENTRIES = 10000
