@@ -178,6 +178,39 @@ def test_prepare_applies_small_then_explicit_sizes(tmp_path):
     assert conv.prepare() is conv
 
 
+DERIVED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+batch = rows = 2048
+dim = batch * 2
+other = 512
+
+
+def get_inputs():
+    return [torch.randn(batch, rows, dim, other)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_prepare_does_not_report_what_an_explicit_size_changed_as_shrunk(tmp_path):
+    problem = load_file(write(tmp_path, "derived", DERIVED))
+    prepared = problem.prepare(small=True, sizes={"batch": 4, "rows": 3})
+    assert prepared.sizes["dim"] == 8  # follows batch, as it would at full size
+    assert set(prepared.shrunk) == {"other"}  # only what --small changed
+    assert prepared.shrunk["other"][0] == 512
+    fits = problem.prepare(small=True, sizes={"batch": 2, "rows": 2, "other": 2})
+    assert fits.shrunk == {} and fits.size_notice == ""
+
+
 def test_errors_while_preparing_name_the_problem(tmp_path):
     conv = load_file(write(tmp_path, "7_conv", CONV))
     with pytest.raises(ProblemError, match=r"problem 7_conv: cannot override heigth"):

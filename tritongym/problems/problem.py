@@ -113,13 +113,14 @@ class Problem:
 
     def prepare(self, small: bool = False, sizes: Mapping[str, int] | None = None) -> Problem:
         """The problem as a run evaluates it: its packages checked, shrunk when ``small``, then the
-        explicit ``sizes`` applied (``shrunk`` keeps only what they did not set back)."""
+        explicit ``sizes`` applied. ``shrunk`` compares with the same ``sizes`` at full size, so a
+        constant derived from an explicit size is not reported as shrunk."""
         self.require_packages()
         problem = self.small() if small else self
         sizes = dict(sizes or {})
         if not sizes:
             return problem
         final = problem.with_sizes(**sizes)
-        now = final.sizes
-        shrunk = {n: (old, now[n]) for n, (old, _) in problem.shrunk.items() if n not in sizes and now[n] != old}
+        full, now = self.with_sizes(**sizes).sizes, final.sizes
+        shrunk = {n: (full[n], now[n]) for n in problem.shrunk if n not in sizes and now[n] != full[n]}
         return replace(final, shrunk=shrunk)
