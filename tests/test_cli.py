@@ -147,6 +147,20 @@ def test_results_table_keeps_problem_names_whole_and_shows_findings():
     assert "speedup" not in text and "coverage" not in text  # nothing to say on the CPU
 
 
+def test_tables_off_a_terminal_are_printed_at_their_natural_width(monkeypatch):
+    name = "13_ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling"
+    finding = Finding("torch_compute", "conv_transpose3d x1")
+    rows = [("s/a.py", EvalResult(name, Verdict.OK, "", trials=2, trials_passed=2, findings=[finding]))]
+    monkeypatch.setattr(cli, "out", Console(width=80, file=io.StringIO()))  # a pipe: not a terminal
+    cli._print_table(cli._results_table(rows, "title"))
+    line = next(line for line in cli.out.file.getvalue().splitlines() if name in line)
+    assert "torch_compute" in line and "2/2" in line  # one line: nothing folded into the next
+    monkeypatch.setattr(cli, "out", Console(width=80, file=io.StringIO(), force_terminal=True))
+    cli._print_table(cli._results_table(rows, "title"))
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", cli.out.file.getvalue())
+    assert max(len(line) for line in plain.splitlines()) <= 80  # a terminal's width holds
+
+
 @pytest.fixture
 def warm_cli(monkeypatch, warm_env, judge):
     """The commands evaluate in the session's warm sandbox, with the config their flags made: `eval` of

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from tritongym.bench.cli import bench as bench_command
@@ -119,6 +120,16 @@ def _findings(result: EvalResult) -> str:
     return ", ".join(dict.fromkeys(f.check for f in result.findings)) or "-"
 
 
+def _print_table(table: Table) -> None:
+    """A table on stdout: on a terminal at the terminal's width; otherwise (a pipe, a log file, CI) at
+    its natural width, so that no column is folded into a sliver by the default 80 columns."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    width = max(out.width, Measurement.get(out, out.options.update_width(1000), table).maximum)
+    Console(file=out.file, width=width, no_color=out.no_color).print(table)
+
+
 def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
     """One row per result. Problem names are never cut (they are what the reader looks up); columns
     with nothing to say (speedup on the CPU, candidate when each problem has one) are left out."""
@@ -212,7 +223,7 @@ def _run_batch(
     if as_json:
         err.print(escape(summary))
         return _exit_code(results)
-    out.print(_results_table(rows, title))
+    _print_table(_results_table(rows, title))
     for label, r in sorted(rows, key=lambda row: (row[1].problem, row[0])):
         if r.verdict is not Verdict.OK:
             out.print(f"[bold]{escape(r.problem)}[/bold] ({escape(label)}): ", end="")
@@ -271,7 +282,7 @@ def problems_list(
         except TritonGymError:
             sizes = "[red]does not parse[/red]"
         table.add_row(escape(p.name), escape(p.entry_point), str(p.level or "-"), escape(", ".join(p.tags)), sizes)
-    out.print(table)
+    _print_table(table)
 
 
 @app.command("eval")
