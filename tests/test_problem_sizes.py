@@ -211,6 +211,20 @@ def test_prepare_does_not_report_what_an_explicit_size_changed_as_shrunk(tmp_pat
     assert fits.shrunk == {} and fits.size_notice == ""
 
 
+def test_a_failure_outside_the_candidate_at_shrunk_sizes_says_what_to_try(tmp_path, monkeypatch):
+    conv = load_file(write(tmp_path, "conv", CONV))
+    broken = EvalResult("conv", Verdict.INFRASTRUCTURE_ERROR, "The reference problem itself failed: ...")
+    hint = cli._size_hint(conv.small(), broken)
+    assert "at small sizes: batch_size 16->" in hint and "--full or --size NAME=VALUE" in hint
+    assert cli._size_hint(conv, broken) == ""  # full sizes: nothing to try
+    assert cli._size_hint(conv.small(), EvalResult("conv", Verdict.MISMATCH, "")) == ""  # the candidate's fault
+    monkeypatch.setattr(cli, "evaluate", lambda problem, candidate, config: broken)
+    args = ["eval", "--problem", str(tmp_path / "conv.py"), "--candidate", str(CANDIDATES / "syntax_error.py")]
+    shown = CliRunner().invoke(app, [*args, "--small"])
+    assert shown.exit_code == 3 and "--full or --size NAME=VALUE may run it" in shown.stdout
+    assert "may run it" not in CliRunner().invoke(app, [*args, "--full"]).stdout
+
+
 def test_errors_while_preparing_name_the_problem(tmp_path):
     conv = load_file(write(tmp_path, "7_conv", CONV))
     with pytest.raises(ProblemError, match=r"problem 7_conv: cannot override heigth"):

@@ -166,7 +166,15 @@ def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
     return table
 
 
-def _print_result(result: EvalResult, label: str | None = None) -> None:
+def _size_hint(problem: Problem, result: EvalResult) -> str:
+    """For a problem shrunk by --small whose evaluation failed outside the candidate (most often the
+    reference itself at the shrunk sizes: a dilated kernel larger than its input), what to try."""
+    if result.verdict is not Verdict.INFRASTRUCTURE_ERROR or not problem.shrunk:
+        return ""
+    return f"(at small sizes: {problem.size_notice}; --full or --size NAME=VALUE may run it)"
+
+
+def _print_result(result: EvalResult, label: str | None = None, hint: str = "") -> None:
     """Verdict, findings and feedback of one result, as text (user text is never read as markup)."""
     style = _VERDICT_STYLE.get(result.verdict, "red")
     where = f"  ({escape(label)})" if label else ""
@@ -175,6 +183,8 @@ def _print_result(result: EvalResult, label: str | None = None) -> None:
         out.print(f"  finding ({finding.check}): {finding.message}", markup=False, highlight=False)
     if result.verdict is not Verdict.OK or not result.findings:
         out.print(result.feedback, markup=False, highlight=False)
+    if hint:
+        out.print(hint, markup=False, highlight=False, style="yellow")
 
 
 def _row(label: str, result: EvalResult) -> str:
@@ -192,6 +202,7 @@ def _run_batch(
     tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str, as_json: bool = False
 ) -> int:
     rows: list[tuple[str, EvalResult]] = []
+    hints: dict[int, str] = {}
     sink = out_path.open("w", encoding="utf-8") if out_path else None
     try:
         with _pool(config, jobs) as env, ProgressReport(len(tasks), "evaluating", err) as progress:
@@ -199,6 +210,7 @@ def _run_batch(
             try:
                 for future in as_completed(futures):
                     label, result = futures[future].label, future.result()
+                    hints[id(result)] = _size_hint(futures[future].problem, result)
                     rows.append((label, result))
                     if sink:
                         sink.write(_row(label, result) + "\n")
@@ -228,6 +240,8 @@ def _run_batch(
         if r.verdict is not Verdict.OK:
             out.print(f"[bold]{escape(r.problem)}[/bold] ({escape(label)}): ", end="")
             out.print(r.feedback, markup=False, highlight=False)
+            if hints[id(r)]:
+                out.print(hints[id(r)], markup=False, highlight=False, style="yellow")
     out.print(escape(summary))
     return _exit_code(results)
 
@@ -342,7 +356,7 @@ def eval_command(
     if json_output:
         print(result.to_json())
     else:
-        _print_result(result)
+        _print_result(result, hint=_size_hint(task.problem, result))
     raise typer.Exit(_exit_code([result]))
 
 
