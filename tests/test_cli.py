@@ -161,6 +161,15 @@ def test_tables_off_a_terminal_are_printed_at_their_natural_width(monkeypatch):
     assert max(len(line) for line in plain.splitlines()) <= 80  # a terminal's width holds
 
 
+def test_a_directory_without_candidates_is_a_usage_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a candidate")
+    matched = runner.invoke(app, ["eval", "--candidate", str(tmp_path)])
+    assert matched.exit_code == EXIT_USAGE
+    assert "no <problem name>.py file matching a problem of bundled" in " ".join(matched.stderr.split())
+    one = runner.invoke(app, ["eval", "--candidate", str(tmp_path), "--problem", "softmax"])
+    assert one.exit_code == EXIT_USAGE and f"{tmp_path.name}: no .py file" in " ".join(one.stderr.split())
+
+
 @pytest.fixture
 def warm_cli(monkeypatch, warm_env, judge):
     """The commands evaluate in the session's warm sandbox, with the config their flags made: `eval` of

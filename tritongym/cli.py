@@ -382,7 +382,7 @@ def _batch_tasks(
             err.print(f"[yellow]{escape(skipped)}[/yellow]")
         tasks = [Task(_prepare(p, small, sizes), f.read_bytes(), str(f)) for f, p in matched if p is not None]
     if not tasks:
-        wanted = "a .py file" if problem else f"a <problem name>.py file matching a problem of {source}"
+        wanted = ".py file" if problem else f"<problem name>.py file matching a problem of {source}"
         raise TritonGymError(f"{candidate}: no {wanted}")
     return tasks
 
