@@ -242,6 +242,24 @@ class _FinishedPool:
         pass
 
 
+def test_demo_keeps_full_sizes_when_asked(monkeypatch):
+    seen = []
+
+    class Recording(_FinishedPool):
+        def submit(self, problem, candidate, config, priority=0):
+            seen.append(problem)
+            return super().submit(problem, candidate, config, priority)
+
+    monkeypatch.setattr(cli, "_pool", Recording)
+    small = runner.invoke(app, ["demo", "--device", "cpu"])
+    assert small.exit_code == EXIT_OK and "--full to keep them" in small.stderr
+    assert seen[0].sizes == {"n": 1000}
+    seen.clear()
+    full = runner.invoke(app, ["demo", "--device", "cpu", "--full"])
+    assert full.exit_code == EXIT_OK and "small sizes" not in full.stderr
+    assert seen[0].sizes == {"n": 16777216} and len(seen) == 13
+
+
 def test_ctrl_c_says_how_much_was_written(tmp_path, monkeypatch):
     class InterruptedAfterOne(ProgressReport):
         def advance(self, n=1):

@@ -422,12 +422,14 @@ def demo(
     device: DeviceOpt = "auto",
     jobs: JobsOpt = None,
     out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL.")] = None,
+    small: SmallOpt = None,
 ) -> None:
     """Evaluate the bundled reference solutions on the bundled problems and print a table."""
     _check_output(out_path)
     try:
         config = EvalConfig(device=device)
-        resolved, small = _announce_device(config)
+        resolved, small_default = _announce_device(config)
+        small = small_default if small is None else small
         problems = load_problems("bundled")
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
