@@ -233,6 +233,9 @@ def closed_port() -> int:
         (["--policy", "nope", "--model", "m"], "--policy must be"),
         (["--policy", "scripted", "--history", "best:0"], "history must be"),
         (["--policy", "scripted", "--template", "missing-template"], "no template"),
+        (["--policy", "scripted", "--jobs", "0"], "--jobs"),
+        (["--policy", "scripted", "--concurrency", "0"], "--concurrency"),
+        (["--policy", "scripted", "--max-tokens", "0"], "--max-tokens"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path, extra, message):
