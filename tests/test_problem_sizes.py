@@ -225,6 +225,22 @@ def test_a_failure_outside_the_candidate_at_shrunk_sizes_says_what_to_try(tmp_pa
     assert "may run it" not in CliRunner().invoke(app, [*args, "--full"]).stdout
 
 
+def test_a_problem_missing_its_class_or_input_functions_is_refused_by_name(tmp_path):
+    no_inputs = load_file(write(tmp_path, "3_no_inputs", CONV.split("def get_inputs")[0]))
+    with pytest.raises(ProblemError, match=r"problem 3_no_inputs defines no get_inputs, get_init_inputs; a problem"):
+        no_inputs.prepare()
+    renamed = load_file(write(tmp_path, "4_renamed", CONV.replace("class Model(", "class Net(")))
+    with pytest.raises(ProblemError, match=r"problem 4_renamed defines no Model; a problem defines class Model"):
+        renamed.prepare(small=True)
+    guarded = (
+        "try:\n    from helpers_xyz import get_inputs\nexcept ImportError:\n    def get_inputs():\n        return []\n"
+    )
+    conditional = CONV.split("def get_inputs")[0] + guarded + "get_init_inputs = lambda: []\n"
+    load_file(write(tmp_path, "5_conditional", conditional)).require_definitions()  # bound under try, by assignment
+    star = load_file(write(tmp_path, "6_star", "from torch.nn import *\n"))
+    star.require_definitions()  # cannot be told statically: left to the judge
+
+
 def test_errors_while_preparing_name_the_problem(tmp_path):
     conv = load_file(write(tmp_path, "7_conv", CONV))
     with pytest.raises(ProblemError, match=r"problem 7_conv: cannot override heigth"):
