@@ -1,4 +1,4 @@
-# Two entry points for a fresh machine: `make demo` and `make test`.
+# Three entry points for a fresh machine: `make demo`, `make bench-demo` and `make test`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

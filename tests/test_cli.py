@@ -147,6 +147,29 @@ def test_results_table_keeps_problem_names_whole_and_shows_findings():
     assert "speedup" not in text and "coverage" not in text  # nothing to say on the CPU
 
 
+def test_tables_off_a_terminal_are_printed_at_their_natural_width(monkeypatch):
+    name = "13_ConvTranspose3d_Mean_Add_Softmax_Tanh_Scaling"
+    finding = Finding("torch_compute", "conv_transpose3d x1")
+    rows = [("s/a.py", EvalResult(name, Verdict.OK, "", trials=2, trials_passed=2, findings=[finding]))]
+    monkeypatch.setattr(cli, "out", Console(width=80, file=io.StringIO()))  # a pipe: not a terminal
+    cli._print_table(cli._results_table(rows, "title"))
+    line = next(line for line in cli.out.file.getvalue().splitlines() if name in line)
+    assert "torch_compute" in line and "2/2" in line  # one line: nothing folded into the next
+    monkeypatch.setattr(cli, "out", Console(width=80, file=io.StringIO(), force_terminal=True))
+    cli._print_table(cli._results_table(rows, "title"))
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", cli.out.file.getvalue())
+    assert max(len(line) for line in plain.splitlines()) <= 80  # a terminal's width holds
+
+
+def test_a_directory_without_candidates_is_a_usage_error(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a candidate")
+    matched = runner.invoke(app, ["eval", "--candidate", str(tmp_path)])
+    assert matched.exit_code == EXIT_USAGE
+    assert "no <problem name>.py file matching a problem of bundled" in " ".join(matched.stderr.split())
+    one = runner.invoke(app, ["eval", "--candidate", str(tmp_path), "--problem", "softmax"])
+    assert one.exit_code == EXIT_USAGE and f"{tmp_path.name}: no .py file" in " ".join(one.stderr.split())
+
+
 @pytest.fixture
 def warm_cli(monkeypatch, warm_env, judge):
     """The commands evaluate in the session's warm sandbox, with the config their flags made: `eval` of
@@ -217,6 +240,24 @@ class _FinishedPool:
 
     def __exit__(self, *exc):
         pass
+
+
+def test_demo_keeps_full_sizes_when_asked(monkeypatch):
+    seen = []
+
+    class Recording(_FinishedPool):
+        def submit(self, problem, candidate, config, priority=0):
+            seen.append(problem)
+            return super().submit(problem, candidate, config, priority)
+
+    monkeypatch.setattr(cli, "_pool", Recording)
+    small = runner.invoke(app, ["demo", "--device", "cpu"])
+    assert small.exit_code == EXIT_OK and "--full to keep them" in small.stderr
+    assert seen[0].sizes == {"n": 1000}
+    seen.clear()
+    full = runner.invoke(app, ["demo", "--device", "cpu", "--full"])
+    assert full.exit_code == EXIT_OK and "small sizes" not in full.stderr
+    assert seen[0].sizes == {"n": 16777216} and len(seen) == 13
 
 
 def test_ctrl_c_says_how_much_was_written(tmp_path, monkeypatch):

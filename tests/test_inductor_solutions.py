@@ -308,6 +308,19 @@ def test_the_cli_prints_a_line_per_problem_and_exits_1_when_some_were_skipped(tm
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["skipped"] == 1
     bad = runner.invoke(app, ["solutions", "inductor", "bundled", "--out", str(tmp_path), "--ids", "x"])
     assert bad.exit_code == 2 and "--ids" in bad.output
+    gpu = runner.invoke(app, ["solutions", "inductor", "bundled", "--out", str(tmp_path), "--device", "gpu"])
+    assert gpu.exit_code == 2 and "--device must be auto, cuda or cpu, not 'gpu'" in " ".join(gpu.output.split())
+
+
+def test_cuda_without_a_gpu_is_a_usage_error(tmp_path, monkeypatch):
+    import torch
+    from typer.testing import CliRunner
+
+    from tritongym.cli import app
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = CliRunner().invoke(app, ["solutions", "inductor", "bundled", "--out", str(tmp_path), "--device", "cuda"])
+    assert result.exit_code == 2 and "no CUDA device is visible" in " ".join(result.output.split())
 
 
 def test_the_launch_monitor_sees_inductor_launches_once_and_blocks_them(monkeypatch, tmp_path):

@@ -178,6 +178,69 @@ def test_prepare_applies_small_then_explicit_sizes(tmp_path):
     assert conv.prepare() is conv
 
 
+DERIVED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+batch = rows = 2048
+dim = batch * 2
+other = 512
+
+
+def get_inputs():
+    return [torch.randn(batch, rows, dim, other)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_prepare_does_not_report_what_an_explicit_size_changed_as_shrunk(tmp_path):
+    problem = load_file(write(tmp_path, "derived", DERIVED))
+    prepared = problem.prepare(small=True, sizes={"batch": 4, "rows": 3})
+    assert prepared.sizes["dim"] == 8  # follows batch, as it would at full size
+    assert set(prepared.shrunk) == {"other"}  # only what --small changed
+    assert prepared.shrunk["other"][0] == 512
+    fits = problem.prepare(small=True, sizes={"batch": 2, "rows": 2, "other": 2})
+    assert fits.shrunk == {} and fits.size_notice == ""
+
+
+def test_a_failure_outside_the_candidate_at_shrunk_sizes_says_what_to_try(tmp_path, monkeypatch):
+    conv = load_file(write(tmp_path, "conv", CONV))
+    broken = EvalResult("conv", Verdict.INFRASTRUCTURE_ERROR, "The reference problem itself failed: ...")
+    hint = cli._size_hint(conv.small(), broken)
+    assert "at small sizes: batch_size 16->" in hint and "--full or --size NAME=VALUE" in hint
+    assert cli._size_hint(conv, broken) == ""  # full sizes: nothing to try
+    assert cli._size_hint(conv.small(), EvalResult("conv", Verdict.MISMATCH, "")) == ""  # the candidate's fault
+    monkeypatch.setattr(cli, "evaluate", lambda problem, candidate, config: broken)
+    args = ["eval", "--problem", str(tmp_path / "conv.py"), "--candidate", str(CANDIDATES / "syntax_error.py")]
+    shown = CliRunner().invoke(app, [*args, "--small"])
+    assert shown.exit_code == 3 and "--full or --size NAME=VALUE may run it" in shown.stdout
+    assert "may run it" not in CliRunner().invoke(app, [*args, "--full"]).stdout
+
+
+def test_a_problem_missing_its_class_or_input_functions_is_refused_by_name(tmp_path):
+    no_inputs = load_file(write(tmp_path, "3_no_inputs", CONV.split("def get_inputs")[0]))
+    with pytest.raises(ProblemError, match=r"problem 3_no_inputs defines no get_inputs, get_init_inputs; a problem"):
+        no_inputs.prepare()
+    renamed = load_file(write(tmp_path, "4_renamed", CONV.replace("class Model(", "class Net(")))
+    with pytest.raises(ProblemError, match=r"problem 4_renamed defines no Model; a problem defines class Model"):
+        renamed.prepare(small=True)
+    guarded = (
+        "try:\n    from helpers_xyz import get_inputs\nexcept ImportError:\n    def get_inputs():\n        return []\n"
+    )
+    conditional = CONV.split("def get_inputs")[0] + guarded + "get_init_inputs = lambda: []\n"
+    load_file(write(tmp_path, "5_conditional", conditional)).require_definitions()  # bound under try, by assignment
+    star = load_file(write(tmp_path, "6_star", "from torch.nn import *\n"))
+    star.require_definitions()  # cannot be told statically: left to the judge
+
+
 def test_errors_while_preparing_name_the_problem(tmp_path):
     conv = load_file(write(tmp_path, "7_conv", CONV))
     with pytest.raises(ProblemError, match=r"problem 7_conv: cannot override heigth"):

@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from tritongym.bench.cli import bench as bench_command
@@ -119,6 +120,16 @@ def _findings(result: EvalResult) -> str:
     return ", ".join(dict.fromkeys(f.check for f in result.findings)) or "-"
 
 
+def _print_table(table: Table) -> None:
+    """A table on stdout: on a terminal at the terminal's width; otherwise (a pipe, a log file, CI) at
+    its natural width, so that no column is folded into a sliver by the default 80 columns."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    width = max(out.width, Measurement.get(out, out.options.update_width(1000), table).maximum)
+    Console(file=out.file, width=width, no_color=out.no_color).print(table)
+
+
 def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
     """One row per result. Problem names are never cut (they are what the reader looks up); columns
     with nothing to say (speedup on the CPU, candidate when each problem has one) are left out."""
@@ -155,7 +166,15 @@ def _results_table(rows: list[tuple[str, EvalResult]], title: str) -> Table:
     return table
 
 
-def _print_result(result: EvalResult, label: str | None = None) -> None:
+def _size_hint(problem: Problem, result: EvalResult) -> str:
+    """For a problem shrunk by --small whose evaluation failed outside the candidate (most often the
+    reference itself at the shrunk sizes: a dilated kernel larger than its input), what to try."""
+    if result.verdict is not Verdict.INFRASTRUCTURE_ERROR or not problem.shrunk:
+        return ""
+    return f"(at small sizes: {problem.size_notice}; --full or --size NAME=VALUE may run it)"
+
+
+def _print_result(result: EvalResult, label: str | None = None, hint: str = "") -> None:
     """Verdict, findings and feedback of one result, as text (user text is never read as markup)."""
     style = _VERDICT_STYLE.get(result.verdict, "red")
     where = f"  ({escape(label)})" if label else ""
@@ -164,6 +183,8 @@ def _print_result(result: EvalResult, label: str | None = None) -> None:
         out.print(f"  finding ({finding.check}): {finding.message}", markup=False, highlight=False)
     if result.verdict is not Verdict.OK or not result.findings:
         out.print(result.feedback, markup=False, highlight=False)
+    if hint:
+        out.print(hint, markup=False, highlight=False, style="yellow")
 
 
 def _row(label: str, result: EvalResult) -> str:
@@ -181,6 +202,7 @@ def _run_batch(
     tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str, as_json: bool = False
 ) -> int:
     rows: list[tuple[str, EvalResult]] = []
+    hints: dict[int, str] = {}
     sink = out_path.open("w", encoding="utf-8") if out_path else None
     try:
         with _pool(config, jobs) as env, ProgressReport(len(tasks), "evaluating", err) as progress:
@@ -188,6 +210,7 @@ def _run_batch(
             try:
                 for future in as_completed(futures):
                     label, result = futures[future].label, future.result()
+                    hints[id(result)] = _size_hint(futures[future].problem, result)
                     rows.append((label, result))
                     if sink:
                         sink.write(_row(label, result) + "\n")
@@ -212,11 +235,13 @@ def _run_batch(
     if as_json:
         err.print(escape(summary))
         return _exit_code(results)
-    out.print(_results_table(rows, title))
+    _print_table(_results_table(rows, title))
     for label, r in sorted(rows, key=lambda row: (row[1].problem, row[0])):
         if r.verdict is not Verdict.OK:
             out.print(f"[bold]{escape(r.problem)}[/bold] ({escape(label)}): ", end="")
             out.print(r.feedback, markup=False, highlight=False)
+            if hints[id(r)]:
+                out.print(hints[id(r)], markup=False, highlight=False, style="yellow")
     out.print(escape(summary))
     return _exit_code(results)
 
@@ -271,7 +296,7 @@ def problems_list(
         except TritonGymError:
             sizes = "[red]does not parse[/red]"
         table.add_row(escape(p.name), escape(p.entry_point), str(p.level or "-"), escape(", ".join(p.tags)), sizes)
-    out.print(table)
+    _print_table(table)
 
 
 @app.command("eval")
@@ -331,7 +356,7 @@ def eval_command(
     if json_output:
         print(result.to_json())
     else:
-        _print_result(result)
+        _print_result(result, hint=_size_hint(task.problem, result))
     raise typer.Exit(_exit_code([result]))
 
 
@@ -357,7 +382,7 @@ def _batch_tasks(
             err.print(f"[yellow]{escape(skipped)}[/yellow]")
         tasks = [Task(_prepare(p, small, sizes), f.read_bytes(), str(f)) for f, p in matched if p is not None]
     if not tasks:
-        wanted = "a .py file" if problem else f"a <problem name>.py file matching a problem of {source}"
+        wanted = ".py file" if problem else f"<problem name>.py file matching a problem of {source}"
         raise TritonGymError(f"{candidate}: no {wanted}")
     return tasks
 
@@ -397,12 +422,14 @@ def demo(
     device: DeviceOpt = "auto",
     jobs: JobsOpt = None,
     out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL.")] = None,
+    small: SmallOpt = None,
 ) -> None:
     """Evaluate the bundled reference solutions on the bundled problems and print a table."""
     _check_output(out_path)
     try:
         config = EvalConfig(device=device)
-        resolved, small = _announce_device(config)
+        resolved, small_default = _announce_device(config)
+        small = small_default if small is None else small
         problems = load_problems("bundled")
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None

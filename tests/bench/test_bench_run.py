@@ -194,6 +194,21 @@ def test_size_notice_only_when_sizes_changed(tmp_path, caplog):
     assert "small sizes" not in caplog.text
 
 
+def test_scripted_policy_warns_about_problems_without_a_solution(tmp_path, caplog):
+    (tmp_path / "19_ReLU.py").write_text(KERNELBENCH_LIKE)
+    config = BenchConfig(
+        policy="scripted", model="scripted-fix", problems=str(tmp_path), small=True, eval=EvalConfig(device="cpu")
+    )
+    outcome = run_bench(config, tmp_path / "run", env=InstantEnv())
+    assert "scripted policy knows no solution for 1 problem(s)" in caplog.text and "19_ReLU" in caplog.text
+    assert outcome.records[0].verdict != "ok"
+    caplog.clear()
+    run_bench(
+        BenchConfig(**{**CONFIG.__dict__, "ids": "1", "samples": 1, "turns": 1}), tmp_path / "b", env=InstantEnv()
+    )
+    assert "knows no solution" not in caplog.text
+
+
 def test_size_options_are_parsed():
     assert parse_size_overrides(["batch_size=4", "input_shape[0]=64"]) == {"batch_size": 4, "input_shape[0]": 64}
     for item, message in (("4", "NAME=INTEGER"), ("x=y", "not an integer"), ("a b=1", "NAME=INTEGER")):
@@ -218,6 +233,9 @@ def closed_port() -> int:
         (["--policy", "nope", "--model", "m"], "--policy must be"),
         (["--policy", "scripted", "--history", "best:0"], "history must be"),
         (["--policy", "scripted", "--template", "missing-template"], "no template"),
+        (["--policy", "scripted", "--jobs", "0"], "--jobs"),
+        (["--policy", "scripted", "--concurrency", "0"], "--concurrency"),
+        (["--policy", "scripted", "--max-tokens", "0"], "--max-tokens"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path, extra, message):

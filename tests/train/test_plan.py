@@ -131,6 +131,7 @@ def test_config_layers_and_errors(tmp_path):
     assert config.rollout.turns == 2 and config.rollout.samples_per_prompt == 4  # file over preset
     assert config.advantage.estimator == "trloo" and config.advantage.options == {"gamma": 0.5}
     assert config.optim.lr == 3e-4 and config.loss.clip_high == 0.3 and config.run.out == "somewhere"
+    assert load_config(overrides=["loss.clip_high=1", "loss.dual_clip=none"]).loss.clip_high == 1  # an int is a number
     assert parse_override("filters.mrs_veto=none") == (["filters", "mrs_veto"], None)
     assert parse_override("data.names=['a','b']") == (["data", "names"], ["a", "b"])
     for bad, message in [
@@ -141,6 +142,11 @@ def test_config_layers_and_errors(tmp_path):
         (["optim.schedule=wavy"], "optim.schedule"),
         (["loss.dual_clip=0.5"], "dual_clip must be > 1"),
         (["noequals"], "--set expects"),
+        (["run.steps=abc"], r"run.steps must be an integer, not 'abc'"),
+        (["run.steps=2.5"], "run.steps must be an integer"),
+        (["loss.clip_low=high"], "loss.clip_low must be a number"),
+        (["loss.dual_clip=x"], "loss.dual_clip must be a number or none"),
+        (["run.eval_timing=3"], "run.eval_timing must be true or false"),
     ]:
         with pytest.raises(ConfigError, match=message):
             load_config(overrides=bad)

@@ -114,6 +114,9 @@ def test_sft_dataset_errors(tmp_path):
         load_pairs(empty)
     with pytest.raises(ConfigError, match="no such trajectory file"):
         export_sft(tmp_path / "none.jsonl", tmp_path / "out.jsonl")
+    with pytest.raises(ConfigError, match=r"unknown verdict\(s\) okk; a turn's verdict is one of: ok, "):
+        export_sft(tmp_path / "none.jsonl", tmp_path / "typo.jsonl", verdicts=("ok", "okk"))
+    assert not (tmp_path / "typo.jsonl").exists()  # refused before anything is written
     with pytest.raises(ConfigError, match="presets are training recipes"):
         load_config(SFTConfig, preset="drkernel")
     assert torch.is_tensor(collate([([1, 2, 3], 1)], 0).input_ids)

@@ -153,8 +153,8 @@ def bench(
     feedback_chars: Annotated[int, typer.Option(help="Longest feedback message.")] = 2000,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
     top_p: Annotated[float, typer.Option(help="Nucleus sampling mass.")] = 1.0,
-    max_tokens: Annotated[int, typer.Option(help="Most new tokens per answer.")] = 8192,
-    concurrency: Annotated[int, typer.Option(help="Requests to the server in flight at once.")] = 32,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Most new tokens per answer.")] = 8192,
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests to the server in flight at once.")] = 32,
     request_timeout: Annotated[float, typer.Option(help="Time limit of one request, seconds.")] = 600.0,
     small: Annotated[
         bool | None,
@@ -169,7 +169,7 @@ def bench(
             "--size", help="Set a size constant of every problem, NAME=INTEGER or NAME[INDEX]=INTEGER (repeatable)."
         ),
     ] = None,
-    jobs: Annotated[int | None, typer.Option(help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Warm sandboxes: on the CPU in all, on GPUs per GPU.")] = None,
     env_url: Annotated[
         str,
         typer.Option(

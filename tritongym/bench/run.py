@@ -347,6 +347,13 @@ def run_bench(
     if config.solutions and config.policy != "scripted":
         raise ConfigError("--solutions is for --policy scripted (it replays the solutions of a directory)")
     problems = select_problems(config)
+    if config.policy == "scripted" and (unsolved := [p.name for p in problems if not p.solution]):
+        log.warning(
+            "the scripted policy knows no solution for %d problem(s), so it answers none there (each turn "
+            "fails); --solutions DIR replays a directory's: %s",
+            len(unsolved),
+            ", ".join(unsolved),
+        )
     if shrunk := [p for p in problems if p.shrunk]:
         log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))
     episodes_config = episode_config(config)

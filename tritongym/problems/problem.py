@@ -14,6 +14,7 @@ from tritongym.problems.sizes import (
     input_elements,
     int_constants,
     missing_packages,
+    module_names,
     override_int_constants,
     shrink_sizes,
 )
@@ -111,15 +112,31 @@ class Problem:
                 f"(pip install {' '.join(missing)}, or leave the problem out)"
             )
 
+    def require_definitions(self) -> None:
+        """Raise ProblemError naming what a problem must define at module level and this one does not:
+        its class (``entry_point``), ``get_inputs`` and ``get_init_inputs``."""
+        try:
+            names = module_names(self.source)
+        except ProblemError as exc:
+            raise ProblemError(f"problem {self.name}: {exc}") from None
+        wanted = (self.entry_point, "get_inputs", "get_init_inputs")
+        if names is not None and (missing := [n for n in wanted if n not in names]):
+            raise ProblemError(
+                f"problem {self.name} defines no {', '.join(missing)}; a problem defines class "
+                f"{self.entry_point}(nn.Module), get_inputs() and get_init_inputs()"
+            )
+
     def prepare(self, small: bool = False, sizes: Mapping[str, int] | None = None) -> Problem:
         """The problem as a run evaluates it: its packages checked, shrunk when ``small``, then the
-        explicit ``sizes`` applied (``shrunk`` keeps only what they did not set back)."""
+        explicit ``sizes`` applied. ``shrunk`` compares with the same ``sizes`` at full size, so a
+        constant derived from an explicit size is not reported as shrunk."""
         self.require_packages()
+        self.require_definitions()
         problem = self.small() if small else self
         sizes = dict(sizes or {})
         if not sizes:
             return problem
         final = problem.with_sizes(**sizes)
-        now = final.sizes
-        shrunk = {n: (old, now[n]) for n, (old, _) in problem.shrunk.items() if n not in sizes and now[n] != old}
+        full, now = self.with_sizes(**sizes).sizes, final.sizes
+        shrunk = {n: (full[n], now[n]) for n in problem.shrunk if n not in sizes and now[n] != full[n]}
         return replace(final, shrunk=shrunk)

@@ -468,6 +468,37 @@ def missing_packages(source: str) -> list[str]:
     return missing
 
 
+def module_names(source: str) -> set[str] | None:
+    """The names the source binds at module level (definitions, assignments, imports, under ``if``,
+    ``try``, ``with`` and loops too), or None where that cannot be told (a ``from x import *``)."""
+    names: set[str] = set()
+    pending = list(_parse(source).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            continue
+        targets = {
+            ast.Assign: lambda n: n.targets,
+            ast.AnnAssign: lambda n: [n.target],
+            ast.AugAssign: lambda n: [n.target],
+            ast.For: lambda n: [n.target],
+            ast.AsyncFor: lambda n: [n.target],
+            ast.With: lambda n: [item.optional_vars for item in n.items if item.optional_vars is not None],
+            ast.AsyncWith: lambda n: [item.optional_vars for item in n.items if item.optional_vars is not None],
+        }.get(type(node), lambda n: [])(node)
+        names.update(name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name))
+        for field in ("body", "orelse", "finalbody"):
+            pending.extend(getattr(node, field, []))
+        pending.extend(statement for handler in getattr(node, "handlers", []) for statement in handler.body)
+    return names
+
+
 def changed_sizes(before: Mapping[str, int], after: Mapping[str, int], skip: Iterable[str] = ()) -> dict:
     """name -> (before, after) for the constants whose value differs (``skip`` left out)."""
     skip = set(skip)

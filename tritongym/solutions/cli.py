@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tritongym.errors import TritonGymError
+from tritongym.errors import ConfigError, TritonGymError
 from tritongym.progress import ProgressReport
 from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, generate, prepare_all
 
@@ -30,11 +30,16 @@ log = logging.getLogger(__name__)
 
 
 def _device(device: str) -> str:
-    if device != "auto":
-        return device
+    """'cuda' or 'cpu' for a --device setting; ConfigError for another name or an absent GPU."""
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device not in ("cuda", "cpu"):
+        raise ConfigError(f"--device must be auto, cuda or cpu, not {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is visible here; use --device cpu (or auto)")
+    return device
 
 
 @app.command("inductor")

@@ -10,7 +10,8 @@ import ast
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, get_type_hints
+from types import UnionType
+from typing import Any, get_args, get_type_hints
 
 from tritongym.errors import ConfigError
 
@@ -352,6 +353,24 @@ def _check_keys(cls: type, data: dict[str, Any], where: str) -> None:
         raise ConfigError(f"unknown {where} field(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
 
 
+_SCALARS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _check_scalar(value: Any, kind: Any, name: str) -> Any:
+    """``value`` for a field typed as a scalar (``int``, ``float | None``...), else ConfigError naming
+    the field; an integer is a float, a bool is not an integer. Other types are not checked here."""
+    allowed = set(get_args(kind)) if isinstance(kind, UnionType) else {kind}
+    scalars = allowed - {type(None)}
+    if not scalars or not scalars <= set(_SCALARS):
+        return value
+    if value is None and type(None) in allowed:
+        return value
+    if type(value) in scalars or (float in scalars and type(value) is int):
+        return value
+    wanted = " or ".join(_SCALARS[k] for k in _SCALARS if k in scalars) + (" or none" if type(None) in allowed else "")
+    raise ConfigError(f"{name} must be {wanted}, not {value!r}")
+
+
 def _build(cls: type, data: dict[str, Any], where: str):
     _check_keys(cls, data, where)
     hints = get_type_hints(cls)
@@ -365,6 +384,8 @@ def _build(cls: type, data: dict[str, Any], where: str):
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}{f.name} must be a table")
             value = _build(kind, value, f"{where}{f.name}.")
+        else:
+            value = _check_scalar(value, kind, f"{where}{f.name}")
         values[f.name] = value
     return cls(**values)
 

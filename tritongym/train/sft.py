@@ -19,9 +19,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from torch import Tensor
 
+from tritongym.agent.episodes import UNEVALUATED
 from tritongym.agent.prompts import Prompts
-from tritongym.agent.records import read_records
+from tritongym.agent.records import NO_CODE, read_records
 from tritongym.errors import ConfigError
+from tritongym.evaluate.result import Verdict
 from tritongym.policy.base import Message
 from tritongym.policy.hf import chat_prompt_ids
 from tritongym.problems import load_table
@@ -55,6 +57,9 @@ def export_sft(
     each: ``messages``, ``completion``, and ``problem``/``verdict``/``speedup``/``coverage`` for
     reference). A turn without a measured speedup (coverage) fails a ``min_speedup``
     (``min_coverage``) filter. Identical pairs are written once. Returns counts."""
+    known = [v.value for v in Verdict] + [NO_CODE, UNEVALUATED]
+    if unknown := [v for v in verdicts if v not in known]:
+        raise ConfigError(f"unknown verdict(s) {', '.join(unknown)}; a turn's verdict is one of: {', '.join(known)}")
     paths = [Path(p) for p in ([trajectories] if isinstance(trajectories, str | Path) else trajectories)]
     seen, counts = set(), {"read": 0, "written": 0, "duplicates": 0}
     out = Path(out)
