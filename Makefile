@@ -1,4 +1,4 @@
-# Three entry points for a fresh machine: `make demo`, `make bench-demo` and `make test`.
+# Two entry points for a fresh machine: `make demo` and `make test` (then `make bench-demo`).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
