@@ -3,14 +3,18 @@
 Each test plays a policy's answer against the reward code directly: pure functions, no evaluation.
 """
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from tritongym.agent.episodes import TurnOutcome
 from tritongym.agent.extract import extract
+from tritongym.evaluate import EvalConfig
+from tritongym.integrations.scoring import Scorer, problem_columns
+from tritongym.integrations.trl import KernelEnvironment
 from tritongym.problems import find_problem
-from tritongym.rewards import KernelCoderReward
+from tritongym.rewards import KernelCoderReward, TieredReward
 from tritongym.train.rollout import build_reward
 
 HERE = Path(__file__).parent / "redteam9"
@@ -46,3 +50,28 @@ def test_a_reference_copied_into_the_reasoning_beside_a_hollow_answer_earns_no_s
     assert code is not None
     assert reward.fn(TurnOutcome(softmax, honest, code, None)) == pytest.approx(2.0)
     assert KernelCoderReward()(honest, softmax.solution) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("argument", [None, 0, ["class ModelNew: pass"], {"source": "class ModelNew: pass"}])
+def test_a_tool_call_whose_code_is_no_string_is_paid_as_no_code_not_dropped(warm_env, argument):
+    """#2: TRL calls a tool with the JSON arguments of the model's call, unchecked; a ``code`` that is
+    not a string was submitted, the Env's worker raised on it, and the evaluation became an
+    infrastructure error: reward None, the rollout left out of training (advantage 0) where an answer
+    without code is paid -1 (TieredReward); with ``reward_of="last"`` a failed honest attempt's -1 was
+    dropped the same way. ``null`` was already no code, but the tool then raised on its feedback."""
+    problem = find_problem("01_vector_add").small()
+    scorer = Scorer(warm_env, reward=TieredReward(), config=EvalConfig(device="cpu", trials=1))
+    environment = KernelEnvironment(scorer)
+    environment.reset(**problem_columns(problem))
+    feedback = asyncio.run(environment.evaluate_kernel(argument))
+    [score] = environment.scores
+    assert score.verdict == "no_code" and not score.infrastructure_error
+    assert environment.get_reward() == TieredReward().not_correct
+    assert "must be a string" in feedback
+    for reward_of in ("best", "last"):  # after a failed honest attempt, neither choice drops the rollout
+        environment = KernelEnvironment(scorer, reward_of=reward_of)
+        environment.reset(**problem_columns(problem))
+        assert "syntax_error" in asyncio.run(environment.evaluate_kernel("class ModelNew(:\n    pass\n"))
+        asyncio.run(environment.evaluate_kernel(argument))
+        assert [s.verdict for s in environment.scores] == ["syntax_error", "no_code"]
+        assert environment.get_reward() == TieredReward().not_correct
