@@ -10,9 +10,10 @@ import pytest
 
 from tritongym.agent.episodes import TurnOutcome
 from tritongym.agent.extract import extract
-from tritongym.evaluate import EvalConfig
+from tritongym.evaluate import EvalConfig, EvalResult, Verdict
 from tritongym.integrations.scoring import Scorer, problem_columns
 from tritongym.integrations.trl import KernelEnvironment
+from tritongym.integrations.verl import score_dict
 from tritongym.problems import find_problem
 from tritongym.rewards import KernelCoderReward, TieredReward
 from tritongym.train.rollout import build_reward
@@ -75,3 +76,14 @@ def test_a_tool_call_whose_code_is_no_string_is_paid_as_no_code_not_dropped(warm
         asyncio.run(environment.evaluate_kernel(argument))
         assert [s.verdict for s in environment.scores] == ["syntax_error", "no_code"]
         assert environment.get_reward() == TieredReward().not_correct
+
+
+def test_verls_hack_column_counts_every_verdict_of_the_hack_category():
+    """#3: verl's ``hack`` extra (its metric of the share of hacks) tested the verdict's prefix
+    ``hack_``: an output left partly unwritten (``uninitialized_output``, paid the hack penalty) read
+    0, so a policy drifting to it showed no hacks."""
+    result = EvalResult(problem="01_vector_add", verdict=Verdict.UNINITIALIZED_OUTPUT, feedback="unwritten")
+    [score] = Scorer(None, reward=TieredReward()).finish([find_problem("01_vector_add")], ["text"], ["code"], [result])
+    assert score.reward == TieredReward().hack_penalty
+    assert score_dict(score)["hack"] == 1.0
+    assert score_dict(score)["correct"] == 0.0
