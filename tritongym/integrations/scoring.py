@@ -168,6 +168,14 @@ class Scorer:
         submission (a service down) gives a failed future: an infrastructure error, not a crash."""
         return [None if code is None else self._submit(p, code) for p, code in zip(problems, codes, strict=True)]
 
+    @staticmethod
+    def programs(codes: Sequence[Any]) -> list[str | None]:
+        """The candidates to evaluate: a code that is not a string (a tool call's ``{"code": null}``,
+        a number, a list: the model's to choose) is no program, the model's ``no_code``; submitted,
+        the Env's refusal was an infrastructure error and the sample was dropped instead of
+        penalised (red team 9 #2)."""
+        return [code if isinstance(code, str) else None for code in codes]
+
     def _submit(self, problem: Problem, code: str) -> Future[EvalResult]:
         try:
             return self.env.submit(problem, code, self.config)
@@ -191,7 +199,7 @@ class Scorer:
     ) -> list[Score]:
         """Evaluate and reward a batch, blocking until every evaluation is done. ``codes``: the
         candidates when the caller has them already (no extraction from ``texts``)."""
-        codes = self.codes(problems, texts) if codes is None else codes
+        codes = self.programs(self.codes(problems, texts) if codes is None else codes)
         futures = self.submit(problems, codes)
         return self.finish(problems, texts, codes, [_outcome(f) for f in futures])
 
@@ -199,7 +207,7 @@ class Scorer:
         self, problems: Sequence[Problem], texts: Sequence[str], codes: Sequence[str | None] | None = None
     ) -> list[Score]:
         """As :meth:`score`, awaiting the evaluations instead of blocking the event loop."""
-        codes = self.codes(problems, texts) if codes is None else codes
+        codes = self.programs(self.codes(problems, texts) if codes is None else codes)
         futures = self.submit(problems, codes)
         awaitables = [asyncio.wrap_future(f) for f in futures if f is not None]
         done = iter(await asyncio.gather(*awaitables, return_exceptions=True))

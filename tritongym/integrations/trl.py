@@ -207,8 +207,12 @@ class KernelEnvironment:
         if self._started >= self._max_evaluations:
             return f"No evaluations left (the limit is {self._max_evaluations}); give your final answer."
         self._started += 1  # before awaiting: TRL runs a message's tool calls concurrently
-        (score,) = await self._scorer.ascore([self._problem], [code], codes=[code])
+        text = code if isinstance(code, str) else ""  # TRL passes the call's JSON arguments unchecked
+        (score,) = await self._scorer.ascore([self._problem], [text], codes=[code])
         self.scores.append(score)
+        if score.result is None:  # not a string: nothing was evaluated, the answer of no code
+            kind = type(code).__name__
+            return f"Nothing was evaluated: `code` must be a string holding the whole program, not {kind}."
         return self._feedback(score.result)
 
     def get_reward(self) -> float | None:

@@ -46,6 +46,7 @@ from tritongym.integrations.scoring import (
 )
 from tritongym.problems import Problem
 from tritongym.rewards import TieredReward, VerifiableReward
+from tritongym.rewards.outcome import is_hack
 from tritongym.rl import PolicyLossConfig, compute_advantages, policy_loss, returns_to_go
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def score_dict(score: Score, infrastructure_score: float = math.nan) -> dict[str
         "score": infrastructure_score if score.reward is None else float(score.reward),
         "correct": float(bool(result is not None and result.correct)),
         "compiled": float(bool(result is not None and result.compiled)),
-        "hack": float(score.verdict.startswith("hack_")),
+        "hack": float(is_hack(score.verdict)),  # the category: uninitialized_output too (red team 9 #3)
         "no_code": float(result is None),
         "infrastructure_error": float(score.infrastructure_error),
     }

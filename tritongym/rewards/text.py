@@ -42,6 +42,12 @@ class FormatReward:
         return self.partial
 
 
+def _ratio(code: str | None, solution: str) -> float:
+    if code is None:
+        return 0.0
+    return difflib.SequenceMatcher(None, code.strip(), solution.strip(), autojunk=False).ratio()
+
+
 def similarity_reward(text: str, solution: str, block: str = "last") -> float:
     """difflib.SequenceMatcher ratio (autojunk off) between a code block of the answer and a
     ground-truth solution, both stripped of surrounding whitespace; 0 if the answer has no code.
@@ -51,8 +57,7 @@ def similarity_reward(text: str, solution: str, block: str = "last") -> float:
         raise ValueError(f"block must be 'first' or 'last', not {block!r}")
     if not blocks:
         return 0.0
-    code = blocks[0] if block == "first" else blocks[-1]
-    return difflib.SequenceMatcher(None, code.strip(), solution.strip(), autojunk=False).ratio()
+    return _ratio(blocks[0] if block == "first" else blocks[-1], solution)
 
 
 @dataclass(frozen=True)
@@ -77,15 +82,36 @@ class KernelCoderFormatReward:
         return 1.0 if any(m.start() >= after for m in _FENCE.finditer(text)) else 0.5
 
 
+def answer_block(text: str, think_open: str = "<think>", think_close: str = "</think>") -> str | None:
+    """The first fenced code block that starts after the reasoning block closes (the code
+    :class:`KernelCoderFormatReward` credits as the answer's), or None."""
+    start = text.find(think_open)
+    end = text.find(think_close, start + len(think_open)) if start >= 0 else -1
+    if end < 0:
+        return None
+    after = end + len(think_close)
+    return next((m.group(2) for m in _FENCE.finditer(text) if m.start() >= after), None)
+
+
 @dataclass(frozen=True)
 class KernelCoderReward:
     """The Kernel Coder recipe's reward of a text: ``w_format * format + w_similarity * similarity``,
-    with :class:`KernelCoderFormatReward` and :func:`similarity_reward` on the FIRST code block
-    against the reference Triton code (no GPU evaluation)."""
+    with :class:`KernelCoderFormatReward` and the difflib similarity (:func:`similarity_reward`'s
+    ratio) of the answer's program to the reference Triton code (no GPU evaluation).
+
+    The program is the one the answer submits: :meth:`score` takes it as extracted (the episode
+    runner's ``outcome.code``: what a benchmark of the same answer evaluates); called on the text
+    alone, it is the first code block after the reasoning (:func:`answer_block`). A block inside
+    ``<think>`` is never scored: it is no answer for the format reward either, and paying its
+    similarity paid a copy of the prompt's reference placed there beside a hollow answer (red team 9 #1)."""
 
     w_format: float = 1.0
     w_similarity: float = 1.0
 
     def __call__(self, text: str, solution: str) -> float:
+        return self.score(text, answer_block(text), solution)
+
+    def score(self, text: str, program: str | None, solution: str) -> float:
+        """Format of ``text`` plus similarity of ``program`` (None: the answer has none, similarity 0)."""
         fmt = KernelCoderFormatReward()(text)
-        return self.w_format * fmt + self.w_similarity * similarity_reward(text, solution, block="first")
+        return self.w_format * fmt + self.w_similarity * _ratio(program, solution)

@@ -75,7 +75,7 @@ def build_reward(name: str, options: dict[str, Any] | None = None, no_code: floa
         def text_reward(outcome: TurnOutcome) -> float | None:
             if not outcome.problem.solution:
                 raise ConfigError(f"reward kernel-coder needs a reference solution; {outcome.problem.name} has none")
-            return scorer(outcome.text, outcome.problem.solution)
+            return scorer.score(outcome.text, outcome.code, outcome.problem.solution)  # the submitted program
 
         return TrainReward(text_reward, needs_env=False)
     module_name, sep, attr = name.partition(":")
