@@ -1,9 +1,10 @@
 """Red team 6 #1 (GPU runners only: a CPU runner has no compiler helper). The runner's compiler helper
 runs the C compiler for it, a child of the zygote, not of the runner: what the compiler holds was in
 no measure of the runner's memory. The candidate writes a C file whose preprocessing expands to
-16 million initialisers (cc1 takes about 2.3 GB for it) and asks the helper to build it through the
-``subprocess`` stand-in Triton's ``build`` module holds, then answers honestly. (Its test turns the
-static checks off: they refuse its reading of ``CC``.)"""
+268 million initialisers (cc1 would take about 30 GB: 16 million took 2.0 GB with gcc 13.3 on the
+H200 host, under a 3 GiB limit beside the runner's own memory, so the bomb is one level larger) and
+asks the helper to build it through the ``subprocess`` stand-in Triton's ``build`` module holds,
+then answers honestly. (Its test turns the static checks off: they refuse its reading of ``CC``.)"""
 
 import os
 import shutil
@@ -13,7 +14,7 @@ import triton
 import triton.language as tl
 import triton.runtime.build as build
 
-EXPANSIONS = 5  # 16**(EXPANSIONS + 1) zeros
+EXPANSIONS = 6  # 16**(EXPANSIONS + 1) zeros
 
 
 def _compiler() -> str:
