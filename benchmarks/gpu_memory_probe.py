@@ -111,6 +111,30 @@ class Sampler(threading.Thread):
                 "low_free_gib": round(low / GIB, 2)}  # fmt: skip
 
 
+def _ipc_child(queue, done) -> None:
+    held = queue.get()  # a CUDA tensor of the parent's, opened by CUDA IPC
+    torch.cuda.synchronize()
+    done.put(int(held.numel()))
+    time.sleep(20)
+
+
+def ipc_probe(nvml: Nvml) -> dict:
+    """Does NVML count a CUDA IPC mapping of 2 GiB in the process that opened it?"""
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue, done = ctx.Queue(), ctx.Queue()
+    shared = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    child = ctx.Process(target=_ipc_child, args=(queue, done), daemon=True)
+    child.start()
+    queue.put(shared)
+    got = done.get(timeout=60)
+    readings = nvml.processes() or {}
+    child.kill()
+    child.join()
+    return {"opened_bytes": got, "child_reading": readings.get(child.pid), "readings": readings}
+
+
 def pid_namespace_probe(nvml: Nvml) -> dict:
     out: dict = {"pid": os.getpid()}
     with open("/proc/self/status") as fh:
@@ -135,6 +159,7 @@ def pid_namespace_probe(nvml: Nvml) -> dict:
     while torch.cuda.mem_get_info()[0] < free_before + (2 << 30) and time.monotonic() - t0 < 5:
         time.sleep(0.01)
     out["child_freed_after_s"] = round(time.monotonic() - t0, 3)
+    out["ipc"] = ipc_probe(nvml)
     t0 = time.perf_counter()
     for _ in range(200):
         nvml.processes()
