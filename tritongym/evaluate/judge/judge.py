@@ -524,11 +524,14 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
             failure = blame_runner(state) or failure
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     except Exception as exc:  # the judge's own failure (a bug, or its memory ran out): never a bare traceback
-        if is_out_of_memory(exc):
-            failure = blame_runner(state) or judge_failure(exc, state.stage, ctx.device, state.footprint)
-        else:
-            failure = classify_failure(exc, "", f"in the judge during {state.stage}")
-        result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
+        failure = blame_runner(state) if is_out_of_memory(exc) else None  # where its runner held too much
+        if failure is None:
+            if is_out_of_memory(exc):
+                failure = judge_failure(exc, state.stage, ctx.device, state.footprint)
+            else:
+                failure = classify_failure(exc, "", f"in the judge during {state.stage}")
+            failure.verdict = Verdict.INFRASTRUCTURE_ERROR
+        result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
