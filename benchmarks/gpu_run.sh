@@ -3,7 +3,8 @@
 # needed there: torch, triton, transformers, rich and typer suffice). Results go to $OUT.
 #
 #   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, exploits, agent replay), three at once
-#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests, one at a time (each sizes from the GPU)
+#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests and red team 8's GPU hog, one at a time (each
+#        sizes from the GPU or takes it whole: never beside the three-at-once tests)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh parts      # one A/A job taken apart: every repetition's brackets, the runner's and
 #        the twin's hand-offs, default and 4x longer batches, in-process costs (benchmarks/timing_parts.py)
@@ -40,7 +41,7 @@ case "${1:-}" in
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
-      tests/gpu/test_memory_and_streams.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      tests/gpu/test_memory_and_streams.py tests/adversarial/test_redteam8_gpu.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/pytest_gpu_memory.log" | tail -30 ;;
   timing)
     timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16

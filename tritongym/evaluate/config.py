@@ -39,7 +39,11 @@ class EvalConfig:
         "Relative tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
     )
     timeout_s: float = _doc("Wall-clock limit of the whole evaluation in its sandbox.", default=180.0)
-    memory_limit_mb: int = _doc("Host memory the sandbox may use (resident set).", default=8192)
+    memory_limit_mb: int = _doc(
+        "Memory the sandbox may use beyond the problem's own: host memory (resident set), and on a GPU device "
+        "memory besides a base for CUDA and its libraries (judge/gpu_memory.py).",
+        default=8192,
+    )
     output_limit_bytes: int = _doc(
         "Bytes of the candidate's stdout and of its stderr kept in the result (the rest is dropped).",
         default=16384,

@@ -29,9 +29,11 @@ from tritongym.evaluate.judge import machine_lock, speed
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
+from tritongym.evaluate.judge.gpu_memory import Blame, Nvml, freed_by, runner_gpu_limit
 from tritongym.evaluate.judge.launcher_builder import LauncherStore
 from tritongym.evaluate.judge.memory import (
     Footprint,
+    JudgeOutOfMemory,
     answer_bytes,
     answer_limit,
     is_out_of_memory,
@@ -146,6 +148,12 @@ class WorkerContext:
     answer_limit: int = 0
     """The largest problem (bytes of one input set and its output) whose trials' answers stay on
     the GPU (memory.answer_limit); 0 on the CPU."""
+    nvml: Any = None
+    """NVML's view of this GPU (gpu_memory.Nvml); None on the CPU or where NVML cannot be had."""
+    nvml_pids: bool = False
+    """Whether NVML names this judge's processes by their pids here (no PID namespace between them):
+    then a runner's GPU memory is read while it runs and bounded (RunnerHandle.check_gpu); else it is
+    measured only when the judge's own allocation fails, by what the runner's end gives back."""
 
 
 class Channel:
@@ -210,9 +218,18 @@ class JobState:
         try:
             runner.send(message, self.deadline)
             answer = runner.receive(expect, self.deadline, max_payload)
+            runner.check_gpu()  # after every answer, whenever the last reading was: what it holds now
         except p.Deadline:
             raise Failure(Verdict.TIMEOUT, f"Timed out after {self.job.timeout_s:g} s during {self.stage}.") from None
-        except OutOfMemory:
+        except OutOfMemory as exc:
+            if exc.gpu_bytes:
+                raise Failure(
+                    Verdict.OUT_OF_MEMORY,
+                    f"Held {exc.gpu_bytes / 2**30:.2f} GiB of GPU memory during {self.stage}, more than the "
+                    f"{runner.gpu_limit / 2**30:.2f} GiB its job allows (the problem's inputs and outputs three "
+                    "times, its parameters twice, a base for CUDA and its libraries, and the memory limit), "
+                    "as NVML counts its processes: memory every other job on this GPU needs.",
+                ) from None
             raise Failure(
                 Verdict.OUT_OF_MEMORY,
                 f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage} (its "
@@ -446,6 +463,10 @@ def judge_candidate(
         if state.runner.uid:
             os.chown(candidate, state.runner.uid, state.runner.uid)
         state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
+        size = state.footprint
+        state.runner.gpu_limit = runner_gpu_limit(job.memory_limit_mb << 20, size.inputs, size.outputs, size.params)
+        if ctx.nvml_pids:
+            state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
         load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
         with gpu_lock(ctx.gpu_lock, exclusive=False):  # candidate code may run GPU work at import
@@ -499,13 +520,18 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     try:
         result = evaluate(state)
     except Failure as failure:
+        if isinstance(failure, JudgeOutOfMemory):
+            failure = blame_runner(state) or failure
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     except Exception as exc:  # the judge's own failure (a bug, or its memory ran out): never a bare traceback
-        if is_out_of_memory(exc):
-            failure = judge_failure(exc, state.stage, ctx.device, state.footprint)
-        else:
-            failure = classify_failure(exc, "", f"in the judge during {state.stage}")
-        result = {"verdict": Verdict.INFRASTRUCTURE_ERROR, "feedback": failure.feedback, "detail": failure.detail}
+        failure = blame_runner(state) if is_out_of_memory(exc) else None  # where its runner held too much
+        if failure is None:
+            if is_out_of_memory(exc):
+                failure = judge_failure(exc, state.stage, ctx.device, state.footprint)
+            else:
+                failure = classify_failure(exc, "", f"in the judge during {state.stage}")
+            failure.verdict = Verdict.INFRASTRUCTURE_ERROR
+        result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     if state.runner is not None:
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
@@ -532,6 +558,25 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         state.stages["gpu_lock_wait_exclusive"] = round(speed.lock_waited[1] - waited[1], 4)
     result["stage_seconds"] = state.stages
     return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
+
+
+def blame_runner(state: JobState) -> Failure | None:
+    """The candidate's ``out_of_memory`` where the judge's own memory ran out while its runner held
+    more GPU memory than its job allows (gpu_memory.Blame); None where it did not, could not be
+    measured, or there is no runner (the judge's ``infrastructure_error`` stands). The runner's
+    memory is NVML's count of its processes where NVML names them (``WorkerContext.nvml_pids``),
+    else the device memory that its end gives back (it is killed: its job ends here either way)."""
+    runner, ctx = state.runner, state.ctx
+    if runner is None or ctx.device.type != "cuda":
+        return None
+    if runner.gpu_readings is not None:
+        used, how = runner.gpu_bytes(), "NVML's count of its processes"
+    else:
+        with gpu_lock(ctx.gpu_lock, exclusive=False):  # its end disturbs no timing
+            used = freed_by(lambda: torch.cuda.mem_get_info(ctx.device)[0], runner.kill_processes)
+        how = "the device memory freed when it was killed"
+    blame = Blame(used, runner.gpu_limit, how)
+    return Failure(Verdict.OUT_OF_MEMORY, blame.feedback(state.stage)) if blame.candidates else None
 
 
 def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
@@ -564,6 +609,8 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict) -> WorkerContext:
             ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
             torch.cuda.synchronize(device)
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
+        ctx.nvml = Nvml.open(uuid)  # the judge's context exists: NVML lists it under its pid, or under another
+        ctx.nvml_pids = ctx.nvml is not None and ctx.nvml.sees(os.getpid())
         ctx.answer_limit = answer_limit(torch.cuda.get_device_properties(device).total_memory, ctx.judges_per_gpu)
     return ctx
 

@@ -32,8 +32,10 @@ runner and the other judges on the same GPU find it free.
 
 An out-of-memory error raised in the judge's process is the judge's: the job ends as an
 ``infrastructure_error`` saying how much the problem needed and how much was free (:func:`judge_failure`),
-never as the candidate's crash. One raised in the runner while it runs the candidate is the
-candidate's ``out_of_memory``.
+never as the candidate's crash; unless the runner holds more GPU memory than its job allows
+(gpu_memory.runner_gpu_limit, measured by the judge): then it is the candidate's ``out_of_memory``
+(judge.blame_runner). One raised in the runner while it runs the candidate is the candidate's
+``out_of_memory``.
 """
 
 from __future__ import annotations
@@ -197,6 +199,11 @@ def needs_whole_gpu(footprint: Footprint, total: int, judges: int) -> bool:
     return judges > 1 and job_bytes(footprint, answer_limit(total, judges)) > total // judges
 
 
+class JudgeOutOfMemory(Failure):
+    """The judge's memory for the problem is not there (``timing_batch``): its
+    ``infrastructure_error``, unless the runner holds more than its job allows (judge.py blames it)."""
+
+
 def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
     """Calls per timing batch: ``wanted`` at most, as many as fit in ``TIMING_SHARE`` of
     ``available`` bytes, one if only one fits in all of it. Raises the judge's failure where not
@@ -207,7 +214,7 @@ def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
         return calls
     if per_call <= available:
         return 1
-    raise Failure(
+    raise JudgeOutOfMemory(
         Verdict.INFRASTRUCTURE_ERROR,
         f"The judge cannot time this problem on this device: one call of a timing batch needs "
         f"{per_call / GIB:.2f} GiB of GPU memory and {available / GIB:.2f} GiB are available beside the "

@@ -14,9 +14,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tritongym.evaluate.judge import protocol as p
+from tritongym.evaluate.judge.gpu_memory import tree_gpu_bytes
 from tritongym.evaluate.judge.reaping import kill_trees, kill_user, runner_uids
 from tritongym.evaluate.judge.zygote import EVENT, REQUEST, runners_unprivileged
 
@@ -433,6 +435,11 @@ class RunnerHandle:
         self.stdout, self.stderr = _Drain(out_r), _Drain(err_r)
         self.ready = False
         self.memory_limit = 1 << 62
+        self.gpu_limit = 1 << 62
+        """The GPU memory it may hold (gpu_memory.runner_gpu_limit), once its job is known."""
+        self.gpu_readings: Callable[[], dict[int, int | None] | None] | None = None
+        """NVML's per-process reading of its GPU (gpu_memory.Nvml.processes), where NVML names this
+        judge's pids; None: its GPU memory is not read while it runs."""
         self._next_memory_check = 0.0
         self.helper, self._helper_started = helper, start_time(helper) if helper else None
         """The runner's compiler helper (a GPU runner's), and when it started: a pid reused is no helper."""
@@ -462,6 +469,19 @@ class RunnerHandle:
             helper = self.helper if self.helper and start_time(self.helper) == self._helper_started else 0
             if tree_memory_bytes(self.pid, self.uid, helper, str(self.directory)) > self.memory_limit:
                 raise OutOfMemory()
+            self.check_gpu()
+
+    def gpu_bytes(self) -> int | None:
+        """GPU memory its processes hold, as NVML reports them (gpu_memory.tree_gpu_bytes); None
+        where it is not read (``gpu_readings``) or NVML could not tell."""
+        readings = self.gpu_readings() if self.gpu_readings is not None else None
+        return None if readings is None else tree_gpu_bytes(readings, tree_pids(self.pid))
+
+    def check_gpu(self) -> None:
+        """Raises OutOfMemory if its processes hold more GPU memory than ``gpu_limit``."""
+        used = self.gpu_bytes()
+        if used is not None and used > self.gpu_limit:
+            raise OutOfMemory(gpu_bytes=used)
 
     def send(self, message: p.Message, deadline: float = float("inf")) -> None:
         """Write a message to the runner, waiting no longer than ``deadline`` for it to read."""
@@ -500,7 +520,13 @@ class RunnerHandle:
 
     def kill(self) -> None:
         """Kill the runner and everything it started: every process of its own user when it has one
-        (reaping.py), else its process tree and its session's group."""
+        (reaping.py), else its process tree and its session's group; remove its directory."""
+        self.kill_processes()
+        self.sock.close()
+        self._remove_directory()
+
+    def kill_processes(self) -> None:
+        """Kill the runner's processes (``kill``), leaving its directory and socket to the judge."""
         if self.uid:
             kill_user(self.uid)
             remove_user_files(SHARED_MEMORY, self.uid)
@@ -511,8 +537,6 @@ class RunnerHandle:
         for target in (-self.pid, self.pid):  # its session's group, then itself if it never got one
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(target, signal.SIGKILL)
-        self.sock.close()
-        self._remove_directory()
 
     def _remove_directory(self) -> None:
         from tritongym.evaluate.sandbox import remove_tree
@@ -521,7 +545,12 @@ class RunnerHandle:
 
 
 class OutOfMemory(Exception):
-    """The runner's processes use more memory than the job allows."""
+    """The runner's processes use more memory than the job allows: host memory, or with
+    ``gpu_bytes`` (what they held) GPU memory."""
+
+    def __init__(self, gpu_bytes: int = 0):
+        super().__init__()
+        self.gpu_bytes = gpu_bytes
 
 
 class RunnerSupply:
