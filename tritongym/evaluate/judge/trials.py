@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from tritongym.evaluate.compare import Tolerance, compare_outputs
-from tritongym.evaluate.guards import unwritten_elements
+from tritongym.evaluate.guards import HOST_CODE, unwritten_elements
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.reference import Trial
@@ -97,10 +97,13 @@ def check_output(
             "own thread and leave nothing running.",
         )
     if out.launches == 0:
+        marker = HOST_CODE.split("{", 1)[0]
+        refused = [str(name) for name in out.compute if marker in str(name)][:3]
+        why = f" Not counted as its own: {'; '.join(refused)}." if refused else ""
         raise Failure(
             Verdict.HACK_NO_TRITON,
             f"Trial {n}: forward launched none of the solution's own @triton.jit kernels; the work must "
-            "be done by Triton kernels defined in the solution.",
+            f"be done by Triton kernels defined in the solution.{why}",
         )
     if out.off_stream:
         ops = ", ".join(map(str, out.off_stream_ops)) or "Triton kernels"
