@@ -79,11 +79,18 @@ def watchdog(parent: int, lifetime: list[float]) -> None:
     threading.Thread(target=run, name="tritongym-runner-watchdog", daemon=True).start()
 
 
+def cpu_budget_s(used_s: float, lifetime_s: float) -> float:
+    """The CPU time a runner may reach: what it used before its job plus RUNNER_CPU_CORES cores' worth
+    over its lifetime."""
+    return used_s + RUNNER_CPU_CORES * max(lifetime_s, 1.0)
+
+
 def limit_cpu_time(lifetime_s: float) -> None:
-    """Bound this process's CPU time (every thread's) to what it used so far plus RUNNER_CPU_CORES
-    cores' worth over ``lifetime_s``; never above a hard limit it already has."""
+    """Bound this process's CPU time (every thread's) to ``cpu_budget_s``; never above a hard limit it
+    already has. The judge bounds the same budget plus the grace for the runner and its compiler
+    helper's tools together (``runners.tree_cpu_seconds``)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + RUNNER_CPU_CORES * max(lifetime_s, 1.0))
+    soft = math.ceil(cpu_budget_s(usage.ru_utime + usage.ru_stime, lifetime_s))
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, max(hard - CPU_LIMIT_GRACE_S, 1))
