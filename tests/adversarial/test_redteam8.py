@@ -209,12 +209,17 @@ VIEW = tl.constexpr(ROWS)
 
 
 @triton.jit
+def fn(x):  # a helper whose name is also an attribute of every JIT function (its Python function's)
+    return x * 3.0
+
+
+@triton.jit
 def honest(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     if ACT == "triple":
-        y = getattr(tl, "maximum")(x * 3.0, x)
+        y = getattr(tl, "maximum")(fn(x), x)
     else:
         y = x
     if SIZES[1] == BLOCK:
@@ -259,6 +264,17 @@ def indexed(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def executes(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.core.builtins.exec(HELD[3], HELD[4])
+
+
+@triton.jit
+def lookup_by_string(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    getattr(tl.core.builtins, "getattr")(np, HELD[2])(HELD[1], HELD[0])
+
+
+@triton.jit
+def lookup_held(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    getattr(tl, "maximum")  # getattr spelled once, as it may be
+    HELD[3](np, HELD[2])(HELD[1], HELD[0])
 """
 
 ROUTES_PROBE = """
@@ -275,6 +291,7 @@ EXTRA = {
     "item_called": [np.copyto],
     "item_attribute": [types.SimpleNamespace(f=np.copyto)],
     "executes": ["import numpy; numpy.copyto(S[1], S[0])", {"S": []}],
+    "lookup_held": [getattr],
 }
 
 
@@ -298,7 +315,7 @@ def launch(name):
 
 
 names = ("honest", "computed", "given_name", "renamed", "namespace", "item_called", "item_attribute", "indexed",
-         "executes")
+         "executes", "lookup_by_string", "lookup_held")
 print(json.dumps({name: launch(name) for name in names}))
 """
 
@@ -307,8 +324,9 @@ def test_a_kernel_reaching_host_code_through_data_is_not_its_own(tmp_path):
     """#5 and its kin: a kernel of the text calling NumPy's ``copyto`` by a name the ownership rule
     cannot follow (``getattr`` with a name from a constexpr list or argument, ``getattr`` held in a
     constexpr, a module's ``__dict__``), held in data (a list's item, an attribute of an item), behind
-    a ``__getitem__`` of the candidate's class, or through ``exec`` reached by an attribute chain, ran
-    NumPy inside an own launch (``ok``). Now each launch is foreign (named with why), while a kernel
+    a ``__getitem__`` of the candidate's class, through ``exec`` reached by an attribute chain, or
+    through ``getattr`` itself reached by a string or held in data, ran NumPy inside an own launch
+    (``ok``). Now each launch is foreign (named with why), while a kernel
     using ``getattr`` with a literal name, constexpr branching and a constexpr tuple's item stays own."""
     path = tmp_path / "solution.py"
     path.write_text(ROUTES)
@@ -323,6 +341,8 @@ def test_a_kernel_reaching_host_code_through_data_is_not_its_own(tmp_path):
     assert "getattr" in seen["given_name"]["foreign"][0] and "getattr" in seen["renamed"]["foreign"][0], seen
     assert "__dict__" in seen["namespace"]["foreign"][0], seen
     assert "Rows" in seen["indexed"]["foreign"][0], seen
+    for name in ("lookup_by_string", "lookup_held"):  # getattr reached as a value, called where no name shows
+        assert "getattr as a value" in seen[name]["foreign"][0], seen
 
 
 NOT_LITERAL = "calls getattr with a name that is not a string literal"

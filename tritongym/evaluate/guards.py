@@ -838,12 +838,9 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
             renamed.append((value, attribute))
     # an attribute named by a string (``getattr(tl, "name")``), and the defaults of the parameters
     strings = _code_strings(fn.__code__) | (_source_strings(source) if source else frozenset())
-    for value in list(found):
-        for string in strings:
-            found.append(_attribute(value, string))
-            renamed.append((found[-1], string))
+    by_string = [_attribute(value, string) for value in found for string in strings]
     defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
-    found += defaults
+    found += by_string + defaults
     found = [v for v in found if v is not None]
     if not own:
         return found, None
@@ -852,13 +849,20 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
         if id(value) in lookups and lookups[id(value)] != name:
             return found, f"reaches {lookups[id(value)]} under another name ({name})"
     names = strings | frozenset(fn.__code__.co_names) | (_source_attributes(source) if source else frozenset())
+    unnamed = "reaches {} as a value (a string's attribute, an item of data), not by its name"
+    held = next((lookups[id(v)] for v in by_string + defaults if id(v) in lookups), None)
+    if held is not None:  # what reaches getattr this way calls it where no name shows
+        return found, unnamed.format(held)
     seen, todo = {id(v) for v in found}, list(found)
-    unnamed = [*defaults]
     while todo:
         value = todo.pop()
         items = _items(value)
-        unnamed += items
-        for new in items + [_attribute(value, name) for name in names]:
+        # a library's object (a JIT function, a constexpr) or a function is judged by what its own
+        # chains reach: its attributes (a JIT function's ``fn``) are not what a kernel's names read
+        named = not (isinstance(value, (types.FunctionType, *_jit_classes())) or _library_class(type(value)))
+        for new in items + ([_attribute(value, name) for name in names] if named else []):
+            if id(new) in lookups:
+                return found, unnamed.format(lookups[id(new)])
             if new is None or id(new) in seen:
                 continue
             if len(seen) >= ITEMS_CHECKED:
@@ -866,9 +870,6 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
             seen.add(id(new))
             found.append(new)
             todo.append(new)
-    held = next((lookups[id(value)] for value in unnamed if id(value) in lookups), None)
-    if held is not None:
-        return found, f"holds {held} as data"
     reflective = _reflective()
     hit = next((reflective[id(v)] for v in found if id(v) in reflective), None)
     return found, None if hit is None else f"reaches {hit}"
