@@ -11,7 +11,10 @@
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
   path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it). Under the
   interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
-  compiler rejects fails there as on a GPU.
+  compiler rejects fails there as on a GPU. A kernel of the candidate's that reaches host code, or
+  reaches code by a route its names do not show (``getattr`` with a computed name, a namespace read
+  as a dict, data holding a callable, an object whose class runs Python), is not its own
+  (``HOST_CODE``: red team 8 #5).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
