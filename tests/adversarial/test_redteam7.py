@@ -658,3 +658,20 @@ def test_names_rebound_after_the_frontends_check_do_not_reach_host_code(rebound)
     for route in ("tl rebound", "helper object", "constexpr object", "module __getattr__"):
         result = seen[route]
         assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)
+
+
+@pytest.mark.parametrize("claimed", ["syntax_error", "hack_forbidden_api", "invalid_source"])
+def test_a_runner_claiming_a_verdict_of_the_text_breaks_the_protocol(claimed):
+    """The open item on the service's cache: it serves the verdicts the text alone decides to every
+    identical submission, and a runner could report `syntax_error` or `hack_forbidden_api` about
+    itself (an honest one never does: the judge gives them before anything runs), which the cache
+    then kept as the text's. Such a claim is now a broken protocol (`crash`), as `ok` is."""
+    from tritongym.env.store import TEXT_VERDICTS
+    from tritongym.evaluate import Verdict
+    from tritongym.evaluate.judge import protocol as p
+    from tritongym.evaluate.judge.trials import TEXT_DECIDED, runner_failure
+
+    assert set(TEXT_VERDICTS) <= set(TEXT_DECIDED)
+    failure = runner_failure(p.Failed(claimed, "forged", ""), "during import")
+    assert failure.verdict is Verdict.CRASH and "broke the sandbox protocol" in failure.feedback, failure.feedback
+    assert runner_failure(p.Failed("import_error", "real", ""), "during import").verdict is Verdict.IMPORT_ERROR

@@ -19,8 +19,12 @@ from tritongym.evaluate.judge.reference import Trial
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.result import ErrorStats, Verdict
 
+TEXT_DECIDED = (Verdict.INVALID_SOURCE, Verdict.SYNTAX_ERROR, Verdict.HACK_FORBIDDEN_API)
+"""Verdicts the judge gives from the candidate's text alone, before any of it runs: a runner never
+has one to report, and one it claimed would be cached by the service as if the text decided it (the
+service serves these from its cache to every identical submission: env/store.py's TEXT_VERDICTS)."""
 CANDIDATE_VERDICTS = frozenset(
-    v for v in Verdict if v not in (Verdict.OK, Verdict.INFRASTRUCTURE_ERROR, Verdict.TIMEOUT, Verdict.INVALID_SOURCE)
+    v for v in Verdict if v not in (Verdict.OK, Verdict.INFRASTRUCTURE_ERROR, Verdict.TIMEOUT, *TEXT_DECIDED)
 )
 """Verdicts a runner may report about itself; anything else it claims is a broken protocol."""
 
