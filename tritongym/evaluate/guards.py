@@ -644,9 +644,9 @@ def _describe(value) -> str:
         if type(value).__name__ != "constexpr" or not _library_class(type(value)):
             break
         value = getattr(value, "value", None)
-    if isinstance(value, type):
+    if issubclass(type(value), type):
         return f"{type.__dict__['__qualname__'].__get__(value)} (a class whose construction runs Python)"
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+    if type(value) in (types.FunctionType, types.BuiltinFunctionType):
         return f"{value.__qualname__} (a function that is not device code)"
     kind = type.__dict__["__qualname__"].__get__(type(value))
     if callable(value):
@@ -753,15 +753,16 @@ def _builtin_passable(value) -> bool:
     import builtins
     import math
 
-    if isinstance(value, types.BuiltinFunctionType):
+    kind = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if kind is types.BuiltinFunctionType:
         owner = value.__self__
         if owner is builtins:
             return id(value) not in _reflective()
         if owner is math:
             return True
-        return isinstance(owner, _DATA_TYPES) or owner in _DATA_TYPES
-    if isinstance(value, (types.MethodDescriptorType, types.ClassMethodDescriptorType)):
-        return value.__objclass__ in _DATA_TYPES
+        return issubclass(type(owner), _DATA_TYPES) or any(owner is t for t in _DATA_TYPES)
+    if kind in (types.MethodDescriptorType, types.ClassMethodDescriptorType):
+        return any(value.__objclass__ is t for t in _DATA_TYPES)
     return False
 
 
@@ -769,12 +770,13 @@ def _items(value) -> list:
     """The items of a container a kernel may index or iterate (a ``tl.constexpr`` of a list, a tuple,
     a dict's keys and values), read through the C types' own methods (a subclass's ``__iter__`` is
     not called); [] for anything else."""
-    if type(value).__name__ == "constexpr" and _library_class(type(value)):
+    cls = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if cls.__name__ == "constexpr" and _library_class(cls):
         return [getattr(value, "value", None)]
     for kind in (list, tuple, set, frozenset):
-        if isinstance(value, kind):
+        if issubclass(cls, kind):
             return list(kind.__iter__(value))
-    if isinstance(value, dict):
+    if issubclass(cls, dict):
         return [part for pair in dict.items(value) for part in pair]
     return []
 
@@ -856,7 +858,9 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
     held = next((lookups[id(v)] for v in by_string + defaults if id(v) in lookups), None)
     if held is not None:  # what reaches getattr this way calls it where no name shows
         return found, unnamed.format(held)
-    seen, todo = {id(v) for v in found}, list(found)
+    reflective = _reflective()
+    hit = next((reflective[id(v)] for v in found if id(v) in reflective), None)
+    seen, todo = {id(v) for v in found}, list(found) if hit is None else []
     while todo:
         value = todo.pop()
         items = _items(value)
@@ -866,6 +870,8 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
         for new in items + ([_attribute(value, name) for name in names] if named else []):
             if id(new) in lookups:
                 return found, unnamed.format(lookups[id(new)])
+            if id(new) in reflective:  # found before it is looked into (``sys.modules``: every module)
+                return found, f"reaches {reflective[id(new)]}"
             if new is None or id(new) in seen:
                 continue
             if len(seen) >= ITEMS_CHECKED:
@@ -873,8 +879,6 @@ def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -
             seen.add(id(new))
             found.append(new)
             todo.append(new)
-    reflective = _reflective()
-    hit = next((reflective[id(v)] for v in found if id(v) in reflective), None)
     return found, None if hit is None else f"reaches {hit}"
 
 
