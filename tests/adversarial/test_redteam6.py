@@ -340,3 +340,46 @@ def test_the_environments_solution_called_from_a_kernel_of_the_text_is_not_its_w
     config = EvalConfig(device="cpu", trials=2, timing_budget_s=1.0)
     result = warm_env.submit(small_problem("softmax"), source, config).result()
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+
+
+TOOL_RUNNER = """
+import subprocess, sys, time
+burn = "import time\\nt = time.process_time()\\nwhile time.process_time() - t < {s}: pass"
+subprocess.run([sys.executable, "-c", burn.format(s=0.5)])  # a tool that ran and was reaped
+running = subprocess.Popen([sys.executable, "-c", burn.format(s=30)])  # one still running
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_compiler_tools_cpu_time_counts_as_the_runners():
+    """The open item: a GPU runner's compiler helper runs its tools (ptxas, the C compiler) on its
+    own core, outside the runner's RLIMIT_CPU. The judge now measures the runner's processes and the
+    helper's tools together (``tree_cpu_seconds``: the tools it reaped and those running, not the
+    helper's own serving) against the runner's budget plus its grace, and ends the job past it. A
+    stand-in helper (a process that ran one tool for 0.5 CPU s and runs another) beside an idle runner."""
+    import subprocess
+    import sys
+
+    from tritongym.evaluate.judge.runners import CpuTimeExceeded, RunnerHandle, start_time, tree_cpu_seconds
+
+    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    helper = subprocess.Popen([sys.executable, "-c", TOOL_RUNNER], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert helper.stdout.readline() == b"ready\n"
+        time.sleep(0.3)  # the running tool spends some
+        alone, together = tree_cpu_seconds(runner.pid), tree_cpu_seconds(runner.pid, helper.pid)
+        assert alone < 0.2 and together >= 0.6, (alone, together)
+        handle = RunnerHandle.__new__(RunnerHandle)  # the judge's view of that runner, without a zygote
+        handle.pid, handle.uid, handle.directory, handle.memory_limit = runner.pid, 0, "/nonexistent", 1 << 62
+        handle.helper, handle._helper_started = helper.pid, start_time(helper.pid)
+        handle.cpu_limit_s, handle._next_memory_check = together + 60, 0.0
+        handle._tick()  # within the budget: nothing
+        handle.cpu_limit_s, handle._next_memory_check = together / 2, 0.0
+        with pytest.raises(CpuTimeExceeded):
+            handle._tick()
+    finally:
+        runner.kill()
+        os.killpg(helper.pid, signal.SIGKILL)
+        for proc in (runner, helper):
+            proc.wait()

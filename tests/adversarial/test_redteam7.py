@@ -3,6 +3,7 @@ behaviour; those of breaks still open are marked xfail(strict=True) and flip whe
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tritongym.evaluate.judge import seccomp
 
 HERE = Path(__file__).parent / "redteam7"
 ROOT = Path(__file__).parents[2]
@@ -211,6 +214,7 @@ def test_a_kernel_object_of_a_subclass_is_not_the_candidates(tmp_path):
 
 
 CPU_PROBE = """
+import os
 import resource
 import time
 
@@ -221,6 +225,19 @@ import triton.language as tl
 
 soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
 print(f"CPU LIMIT {soft} {hard} USED {time.process_time():.2f}")
+
+
+def attempt(call):
+    try:
+        call()
+    except OSError as exc:
+        return exc.errno
+    return 0
+
+
+widen = attempt(lambda: os.sched_setaffinity(0, range(os.cpu_count())))
+nice = attempt(lambda: os.setpriority(os.PRIO_PROCESS, 0, 10))
+print(f"CORES {len(os.sched_getaffinity(0))} WIDEN {widen} NICE {nice}")
 
 
 @triton.jit
@@ -263,7 +280,8 @@ def test_a_runners_cpu_time_is_bounded_by_its_deadline(warm_env):
     """#2: nothing bounded a runner's CPU time: `hogs_every_core_at_import.py` spins threads at import
     (taking every core of the host from the concurrent evaluations of its group) and joins them
     before forward, then passes (`ok`). Now a runner may use at most RUNNER_CPU_CORES cores' worth of
-    CPU time over its lifetime (RLIMIT_CPU, set when its job is loaded)."""
+    CPU time over its lifetime (RLIMIT_CPU, set when its job is loaded), and a CPU runner runs on at
+    most that many cores (its affinity, which it cannot change)."""
     from helpers import small_problem
     from tritongym.evaluate import EvalConfig
     from tritongym.evaluate.judge.runner import RUNNER_CPU_CORES
@@ -275,6 +293,51 @@ def test_a_runners_cpu_time_is_bounded_by_its_deadline(warm_env):
     soft, hard, used = int(line.split()[2]), int(line.split()[3]), float(line.split()[5])
     assert 0 < soft <= used + RUNNER_CPU_CORES * (config.timeout_s + 30) + 1, line
     assert soft < hard != -1, line
+    # its burst over cores too (the open item): a CPU runner runs on RUNNER_CPU_CORES cores at most, and
+    # under the seccomp filter may change no scheduling, its own included
+    cores = next(line for line in result.stdout.splitlines() if line.startswith("CORES")).split()
+    assert 0 < int(cores[1]) <= RUNNER_CPU_CORES, cores
+    if seccomp.supported():
+        assert int(cores[3]) == int(cores[5]) == errno.EPERM, cores
+
+
+def test_a_runners_cores_are_a_window_of_the_pools_that_runners_spread_over():
+    """The open item of #2 (a burst over every core within the CPU-time budget): a CPU runner is
+    pinned to RUNNER_CPU_CORES consecutive cores of those allowed, the window placed by its pid."""
+    from tritongym.evaluate.judge.runner import runner_cores
+
+    allowed = {0, 2, 4, 6, 8, 10, 12, 14}
+    assert runner_cores(allowed, 0, 2) == {0, 2} and runner_cores(allowed, 3, 2) == {6, 8}
+    assert runner_cores(allowed, 7, 2) == {14, 0}, "the window wraps"
+    assert runner_cores({1, 3}, 12345, 2) == {1, 3} and runner_cores({5}, 9, 2) == {5}
+    assert len({frozenset(runner_cores(set(range(64)), pid, 2)) for pid in range(1000, 1032)}) == 32
+
+
+PINNED = """
+import json, os, threading, time
+from tritongym.evaluate.judge.runner import confine_cores
+
+started = threading.Event()
+threading.Thread(target=lambda: (started.set(), time.sleep(5)), daemon=True).start()
+started.wait()
+cores = confine_cores(1)
+later = []
+threading.Thread(target=lambda: later.append(sorted(os.sched_getaffinity(0)))).start()
+time.sleep(0.2)
+tasks = {t: sorted(os.sched_getaffinity(int(t))) for t in os.listdir("/proc/self/task")}
+print(json.dumps({"cores": sorted(cores), "tasks": list(tasks.values()), "later": later}))
+"""
+
+
+def test_confining_cores_pins_every_thread_and_those_started_later():
+    """``confine_cores`` sets every thread's affinity (a thread started before it included: the
+    affinity call is per thread), and threads started after inherit it."""
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", PINNED], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert len(seen["cores"]) == 1 and len(seen["tasks"]) >= 2, seen
+    assert all(mask == seen["cores"] for mask in [*seen["tasks"], *seen["later"]]), seen
 
 
 def test_a_runner_past_its_cpu_time_is_told_so(warm_env):
@@ -595,3 +658,20 @@ def test_names_rebound_after_the_frontends_check_do_not_reach_host_code(rebound)
     for route in ("tl rebound", "helper object", "constexpr object", "module __getattr__"):
         result = seen[route]
         assert isinstance(result, str) or not (result["own"] and result["factor"] == 2.0), (route, seen)
+
+
+@pytest.mark.parametrize("claimed", ["syntax_error", "hack_forbidden_api", "invalid_source"])
+def test_a_runner_claiming_a_verdict_of_the_text_breaks_the_protocol(claimed):
+    """The open item on the service's cache: it serves the verdicts the text alone decides to every
+    identical submission, and a runner could report `syntax_error` or `hack_forbidden_api` about
+    itself (an honest one never does: the judge gives them before anything runs), which the cache
+    then kept as the text's. Such a claim is now a broken protocol (`crash`), as `ok` is."""
+    from tritongym.env.store import TEXT_VERDICTS
+    from tritongym.evaluate import Verdict
+    from tritongym.evaluate.judge import protocol as p
+    from tritongym.evaluate.judge.trials import TEXT_DECIDED, runner_failure
+
+    assert set(TEXT_VERDICTS) <= set(TEXT_DECIDED)
+    failure = runner_failure(p.Failed(claimed, "forged", ""), "during import")
+    assert failure.verdict is Verdict.CRASH and "broke the sandbox protocol" in failure.feedback, failure.feedback
+    assert runner_failure(p.Failed("import_error", "real", ""), "during import").verdict is Verdict.IMPORT_ERROR

@@ -87,3 +87,37 @@ def test_verls_hack_column_counts_every_verdict_of_the_hack_category():
     assert score.reward == TieredReward().hack_penalty
     assert score_dict(score)["hack"] == 1.0
     assert score_dict(score)["correct"] == 0.0
+
+
+def test_a_degenerate_repetitive_answer_is_scored_at_a_bounded_cost(monkeypatch):
+    """The open item: difflib (autojunk off) visited each solution occurrence of each program character
+    once per block it found, so one character repeated 32,000 times against 06_linear_relu's solution
+    took ~160 million visits (36 s in the trainer's loop, holding every episode of the step). The
+    kernel-coder reward now stops the block search at `WORK_LIMIT` visits (asserted on the visits,
+    not on time) and pays the longest-common-substring bound, never above difflib's value: the
+    format's 1.0 and a similarity below 1% (difflib's: 0.6%)."""
+    from tritongym.rewards import similarity as module
+
+    problem = find_problem("06_linear_relu")
+    program = "class ModelNew:\n    pass\n" + "t" * 32000
+    text = f"<think>\nplan\n</think>\n<answer>\n{FENCE}python\n{program}\n{FENCE}\n</answer>"
+    searches = []
+
+    def counted(program, solution, limit):
+        try:
+            found = real(program, solution, limit)
+        except module._OverBudget as over:
+            searches.append(over.work)
+            raise
+        searches.append(found[1])
+        return found
+
+    real = module._matched
+    monkeypatch.setattr(module, "_matched", counted)
+    code = extract(text, problem.solution_class, "answer").code
+    assert code.strip() == program
+    reward = build_reward("kernel-coder").fn(TurnOutcome(problem, text, code, None))
+    solution = problem.solution.strip()
+    assert searches and searches[0] <= module.WORK_LIMIT + len(solution) + 1, searches
+    bound = 2 * module.longest_common_substring(program, solution) / (len(program) + len(solution))
+    assert reward == pytest.approx(1.0 + bound) and bound < 0.01

@@ -154,6 +154,40 @@ def test_a_confined_process_changes_only_its_own_limits_and_has_no_system_v_ipc(
     assert set(seen.values()) == {"Operation not permitted"}, seen
 
 
+def test_a_confined_process_changes_no_processs_scheduling_but_reads_its_own():
+    """A same-user runner could pin the judge, its zygote or another runner to one core, or lower
+    their priority; a CPU runner could widen its own cores (pinned before the filter). All refused."""
+
+    def probe(parent):
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def call(number, *args):
+            def run():
+                if libc.syscall(number, *args) == -1:
+                    raise OSError(ctypes.get_errno(), "")
+
+            return run
+
+        mine = os.sched_getaffinity(0)
+        return {
+            "read own cores": outcome(lambda: os.sched_getaffinity(0)),
+            "read own priority": outcome(lambda: os.getpriority(os.PRIO_PROCESS, 0)),
+            "own cores": outcome(lambda: os.sched_setaffinity(0, mine)),
+            "parent's cores": outcome(lambda: os.sched_setaffinity(parent, mine)),
+            "own priority": outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, 10)),
+            "parent's priority": outcome(lambda: os.setpriority(os.PRIO_PROCESS, parent, 10)),
+            "parent's policy": outcome(lambda: os.sched_setscheduler(parent, os.SCHED_BATCH, os.sched_param(0))),
+            "parent's parameters": outcome(lambda: os.sched_setparam(parent, os.sched_param(0))),
+            "sched_setattr": outcome(call(314, parent, 0, 0)),
+            "ioprio_set": outcome(call(251, 1, parent, 0)),
+        }
+
+    for processes in (False, True):
+        seen = confined(probe, processes)
+        assert seen.pop("read own cores") == seen.pop("read own priority") == "ok", seen
+        assert set(seen.values()) == {"Operation not permitted"}, (processes, seen)
+
+
 def test_a_cpu_runners_filter_refuses_every_way_to_make_a_process_but_threads_run():
     """Red team 4 #7: work done in a child process is watched by no guard of the runner's. fork,
     vfork and clone without CLONE_THREAD fail with EPERM (whatever library call makes them:

@@ -11,7 +11,10 @@
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
   path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it). Under the
   interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
-  compiler rejects fails there as on a GPU.
+  compiler rejects fails there as on a GPU. A kernel of the candidate's that reaches host code, or
+  reaches code by a route its names do not show (``getattr`` with a computed name, a namespace read
+  as a dict, data holding a callable, an object whose class runs Python), is not its own
+  (``HOST_CODE``: red team 8 #5).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
@@ -301,6 +304,11 @@ def _launch_points() -> list[tuple[type, str]]:
 FOREIGN = "(Triton kernel not of the solution)"
 """How a launch of a Triton kernel compiled from a function outside the candidate's file is named
 among forward's PyTorch compute (red team 4 #8: Inductor's kernels inside ``torch.compile``)."""
+HOST_CODE = "(Triton kernel of the solution that runs host code: {})"
+"""How a launch of a kernel of the candidate's text is named among forward's compute where it, or a
+function it calls, reaches host code (a plain Python function, NumPy's) or reaches code by a route
+the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace read as a dict,
+``exec``: red team 8 #5): the launch is not the candidate's own. The braces hold why."""
 BYPASS = "(interpreted grid run without its kernel's run)"
 """How a grid that Triton's interpreter ran outside every kernel's ``run`` (a ``GridExecutor`` the
 candidate made and called itself) is named among forward's PyTorch compute: its kernel is unknown,
@@ -408,9 +416,58 @@ def _passable(value) -> bool:
         value = getattr(value, "value", None)
     if isinstance(value, types.FunctionType):
         return frontend.library_function(value)
-    if isinstance(value, type):
-        return _constructs_no_code(value)
-    return not callable(value) or isinstance(value, _jit_classes()) or _library_class(type(value))
+    if isinstance(value, type):  # what the class's metaclass does (``K[0]``, ``K + 1``) runs too
+        return _constructs_no_code(value) and _runs_no_python(type(value))
+    if isinstance(value, _jit_classes()) or _library_class(type(value)):
+        return True
+    # an object's class decides what a kernel's operations on it run (``HELD[0]``: its ``__getitem__``;
+    # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code
+    return not callable(value) and _runs_no_python(type(value))
+
+
+def _runs_no_python(cls: type, depth: int = 0) -> bool:
+    """Whether no operation on an object of ``cls`` (indexing, arithmetic, comparison, truth, attribute
+    reads through a property or a descriptor) runs Python but a library's: no class of its method
+    resolution order (bar library classes) holds a Python function, a static, class or property
+    method of one, or a descriptor of such a class. Read statically (the type's own slots), so that
+    no candidate code runs while it is judged."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(cls)
+        namespaces = [type.__dict__["__dict__"].__get__(k) for k in mro if not (k is object or _trusted_class(k))]
+    except Exception:  # not a class of CPython's making: not judged harmless
+        return False
+    for namespace in namespaces:
+        for attr in list(namespace.values()):
+            if isinstance(attr, (staticmethod, classmethod)):
+                attr = attr.__func__
+            parts = (attr.fget, attr.fset, attr.fdel) if isinstance(attr, property) else (attr,)
+            for part in parts:
+                if isinstance(part, types.FunctionType) and not frontend.library_function(part):
+                    return False
+            # an object of a Python class among the attributes: a descriptor runs its ``__get__``
+            descriptor = (
+                not isinstance(attr, (type, types.FunctionType, property)) and type(attr).__flags__ & _HEAP_TYPE
+            )
+            if descriptor and (depth >= 2 or not _runs_no_python(type(attr), depth + 1)):
+                return False
+    return True
+
+
+def _trusted_class(cls: type) -> bool:
+    """A library's class (Triton's, Inductor's), or PyTorch's own (a tensor, a ``Parameter``: what
+    their methods compute is PyTorch's, which the op recorder sees inside launches too)."""
+    if _library_class(cls):
+        return True
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return (
+        isinstance(getattr(module, "__file__", None), str)
+        and module.__file__.startswith(os.path.dirname(torch.__file__) + os.sep)
+        and vars(module).get(getattr(cls, "__qualname__", "")) is cls
+    )
+
+
+_HEAP_TYPE = 1 << 9
+"""``Py_TPFLAGS_HEAPTYPE``: a class made at run time (by a ``class`` statement), not a C type."""
 
 
 def _constructs_no_code(cls: type) -> bool:
@@ -552,6 +609,178 @@ def _source_chains(source: str) -> frozenset[tuple[str, ...]]:
     return frozenset(chains)
 
 
+NAMED_LOOKUPS = ("getattr", "hasattr")
+"""Builtins a kernel of the candidate's may call only as ``getattr(obj, "name")``, the name a string
+literal: the ownership rule resolves that attribute (``_source_strings``); a name that is data (an
+item of a constexpr list, a constexpr argument) it cannot (red team 8 #5)."""
+REFLECTIVE_BUILTINS = (
+    "eval",
+    "exec",
+    "compile",
+    "__import__",
+    "vars",
+    "globals",
+    "locals",
+    "dir",
+    "breakpoint",
+    "open",
+    "input",
+    "setattr",
+    "delattr",
+)
+"""Builtins a kernel of the candidate's may not reach at all: they run code held as data, read a
+namespace as a dict, or change or act on the host; none is device code."""
+_DATA_TYPES = (int, float, complex, bool, str, bytes, tuple, list, dict, set, frozenset)
+"""Types whose C methods (a constexpr tuple's ``index``) a kernel may reach: they work on the value."""
+ITEMS_CHECKED = 4096
+"""The most values (items of the data a kernel of the candidate's reaches, and attributes its source
+names on them) looked at for one function; a function reaching more is not judged its own (an honest
+kernel's constexpr data is a few numbers)."""
+
+
+def _describe(value) -> str:
+    """What a value is, for feedback, read statically (no attribute hook of the candidate's runs)."""
+    for _ in range(8):
+        if type(value).__name__ != "constexpr" or not _library_class(type(value)):
+            break
+        value = getattr(value, "value", None)
+    if issubclass(type(value), type):
+        return f"{type.__dict__['__qualname__'].__get__(value)} (a class whose construction runs Python)"
+    if type(value) in (types.FunctionType, types.BuiltinFunctionType):
+        return f"{value.__qualname__} (a function that is not device code)"
+    kind = type.__dict__["__qualname__"].__get__(type(value))
+    if callable(value):
+        return f"a callable {kind} (not device code)"
+    return f"an object of {kind} (a class that runs Python)"
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _spelled(node) -> str | None:
+    """The name an expression ends in (``getattr``, ``tl.core.builtins.getattr``), else None."""
+    import ast
+
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_reflection(source: str) -> str | None:
+    """Why a kernel source of the candidate's reaches what the ownership rule cannot resolve from it,
+    else None: ``getattr``/``hasattr`` other than called with a string literal for the name
+    (``getattr(np, HELD[2])``: the name is data), or a dunder name or attribute (``np.__dict__[...]``,
+    ``().__class__``: namespaces and the object graph, walked by data). Triton's own code generator
+    evaluates such a call while it compiles, and the interpreter at every launch, as host code."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "has a source that does not parse"
+    nodes = list(ast.walk(tree))
+    called = set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and _spelled(node.func) in NAMED_LOOKUPS:
+            args, name = node.args, node.args[1] if len(node.args) > 1 else None
+            literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+            if not (
+                literal and len(args) <= 3 and not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
+            ):
+                return f"calls {_spelled(node.func)} with a name that is not a string literal"
+            if _dunder(name.value):
+                return f"calls {_spelled(node.func)} with the name {name.value}"
+            called.add(id(node.func))
+    for node in nodes:
+        spelled = _spelled(node)
+        if (
+            spelled in NAMED_LOOKUPS
+            and id(node) not in called
+            and not isinstance(getattr(node, "ctx", None), ast.Store)
+        ):
+            return f"uses {spelled} other than called with a string literal"
+        if isinstance(node, ast.Attribute) and _dunder(node.attr):
+            return f"reads the attribute {node.attr}"
+        if isinstance(node, ast.Name) and _dunder(node.id):
+            return f"reads the name {node.id}"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _source_attributes(source: str) -> frozenset[str]:
+    """The attribute names a kernel's source reads anywhere (``HELD[0].copyto`` -> ``copyto``)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute))
+
+
+@functools.cache
+def _reflective() -> dict[int, str]:
+    """id -> name of what a kernel of the candidate's may not reach: ``REFLECTIVE_BUILTINS``, and the
+    library's routes to the same (an attribute or method named by data, a function made from a code
+    object, every module by name)."""
+    import builtins
+    import operator
+
+    found = {name: getattr(builtins, name) for name in REFLECTIVE_BUILTINS}
+    found |= {"operator.attrgetter": operator.attrgetter, "operator.methodcaller": operator.methodcaller}
+    found |= {"types.FunctionType": types.FunctionType, "types.MethodType": types.MethodType}
+    found |= {"types.CodeType": types.CodeType, "sys.modules": sys.modules, "the builtins' namespace": vars(builtins)}
+    return {id(value): name for name, value in found.items()}
+
+
+@functools.cache
+def _lookups() -> dict[int, str]:
+    """id -> name of ``NAMED_LOOKUPS``."""
+    import builtins
+
+    return {id(getattr(builtins, name)): name for name in NAMED_LOOKUPS}
+
+
+def _builtin_passable(value) -> bool:
+    """Whether a C function a kernel of the candidate's reaches is harmless: a builtin (``min``,
+    ``len``, ``getattr``, whose names ``_source_reflection`` checks) but the reflective ones, ``math``'s,
+    or a method of a plain value (a constexpr tuple's ``index``). Any other module's C function
+    (NumPy's ``copyto`` under another name, ``gc``'s, ``sys._getframe``) is host code."""
+    import builtins
+    import math
+
+    kind = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if kind is types.BuiltinFunctionType:
+        owner = value.__self__
+        if owner is builtins:
+            return id(value) not in _reflective()
+        if owner is math:
+            return True
+        return issubclass(type(owner), _DATA_TYPES) or any(owner is t for t in _DATA_TYPES)
+    if kind in (types.MethodDescriptorType, types.ClassMethodDescriptorType):
+        return any(value.__objclass__ is t for t in _DATA_TYPES)
+    return False
+
+
+def _items(value) -> list:
+    """The items of a container a kernel may index or iterate (a ``tl.constexpr`` of a list, a tuple,
+    a dict's keys and values), read through the C types' own methods (a subclass's ``__iter__`` is
+    not called); [] for anything else."""
+    cls = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if cls.__name__ == "constexpr" and _library_class(cls):
+        return [getattr(value, "value", None)]
+    for kind in (list, tuple, set, frozenset):
+        if issubclass(cls, kind):
+            return list(kind.__iter__(value))
+    if issubclass(cls, dict):
+        return [part for pair in dict.items(value) for part in pair]
+    return []
+
+
 def _attribute(value, name: str):
     """An attribute as stored on a module, or on an object, its class and their bases
     (``inspect.getattr_static``: no descriptor, property or ``__getattr__`` runs), static and class
@@ -584,10 +813,14 @@ def _attribute(value, name: str):
     return found.__func__ if isinstance(found, (staticmethod, classmethod)) else found
 
 
-def _referenced(fn: types.FunctionType, source: str | None) -> list:
+def _referenced(fn: types.FunctionType, source: str | None, own: bool = False) -> tuple[list, str | None]:
     """What a function's names reach: each global, closure or builtin name and attribute chain its code
     reads (the interpreter runs the code) or its kernel source does (a GPU compiles the source), each
-    attribute its string constants name on those, and its parameters' defaults (red team 6 #5)."""
+    attribute its string constants name on those, and its parameters' defaults (red team 6 #5). For
+    a function of the candidate's (``own``) also what it reaches through data: the items of the
+    containers it reaches (``HELD[4]``) and the attributes its source names on any of them
+    (``HELD[3].f``), to ``ITEMS_CHECKED`` values. With it, why the function reaches what the rule
+    cannot judge (``getattr`` under another name, a reflective builtin, ``sys.modules``), else None."""
     scopes = []
     if fn.__closure__:
         with contextlib.suppress(ValueError):  # an empty cell
@@ -599,18 +832,54 @@ def _referenced(fn: types.FunctionType, source: str | None) -> list:
     def lookup(name: str):
         return next((scope[name] for scope in scopes if name in scope), None)
 
-    found = []
+    found, renamed = [], []
     for chain in _code_chains(fn.__code__) | (_source_chains(source) if source else frozenset()):
         value = lookup(chain[0])
         found.append(value)
+        renamed.append((value, chain[0]))
         for attribute in chain[1:]:
             value = _attribute(value, attribute)
             found.append(value)
+            renamed.append((value, attribute))
     # an attribute named by a string (``getattr(tl, "name")``), and the defaults of the parameters
     strings = _code_strings(fn.__code__) | (_source_strings(source) if source else frozenset())
-    found += [_attribute(v, s) for v in list(found) for s in strings]
-    found += [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
-    return [v for v in found if v is not None]
+    by_string = [_attribute(value, string) for value in found for string in strings]
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    found += by_string + defaults
+    found = [v for v in found if v is not None]
+    if not own:
+        return found, None
+    lookups = _lookups()
+    for value, name in renamed:
+        if id(value) in lookups and lookups[id(value)] != name:
+            return found, f"reaches {lookups[id(value)]} under another name ({name})"
+    names = strings | frozenset(fn.__code__.co_names) | (_source_attributes(source) if source else frozenset())
+    unnamed = "reaches {} as a value (a string's attribute, an item of data), not by its name"
+    held = next((lookups[id(v)] for v in by_string + defaults if id(v) in lookups), None)
+    if held is not None:  # what reaches getattr this way calls it where no name shows
+        return found, unnamed.format(held)
+    reflective = _reflective()
+    hit = next((reflective[id(v)] for v in found if id(v) in reflective), None)
+    seen, todo = {id(v) for v in found}, list(found) if hit is None else []
+    while todo:
+        value = todo.pop()
+        items = _items(value)
+        # a library's object (a JIT function, a constexpr) or a function is judged by what its own
+        # chains reach: its attributes (a JIT function's ``fn``) are not what a kernel's names read
+        named = not (isinstance(value, (types.FunctionType, *_jit_classes())) or _library_class(type(value)))
+        for new in items + ([_attribute(value, name) for name in names] if named else []):
+            if id(new) in lookups:
+                return found, unnamed.format(lookups[id(new)])
+            if id(new) in reflective:  # found before it is looked into (``sys.modules``: every module)
+                return found, f"reaches {reflective[id(new)]}"
+            if new is None or id(new) in seen:
+                continue
+            if len(seen) >= ITEMS_CHECKED:
+                return found, f"reaches more than {ITEMS_CHECKED} values through its data"
+            seen.add(id(new))
+            found.append(new)
+            todo.append(new)
+    return found, None if hit is None else f"reaches {hit}"
 
 
 class LaunchMonitor:
@@ -635,6 +904,9 @@ class LaunchMonitor:
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
+        self.refusal: str | None = None
+        """Why the last kernel judged was not the candidate's own where it is the text's but reaches
+        what the rule cannot judge, or host code (``HOST_CODE``), else None."""
         self.foreign: collections.Counter[str] = collections.Counter()
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
         solution)``."""
@@ -654,6 +926,7 @@ class LaunchMonitor:
         does) was compiled from a function defined in the candidate's file, and every function it calls
         is the candidate's too or Triton's (red team 6 #3: a kernel of the text that only calls another,
         rebound among its globals to the bundled solution's, did the solution's work as its own)."""
+        self.refusal = None
         found = _function(kernel)
         if found is None or not _hooks_passable(kernel):
             return False
@@ -671,7 +944,18 @@ class LaunchMonitor:
         resolves) is the candidate's own or a library's (Triton's, Inductor's runtime helpers), and
         calls only such functions in turn. In a ``library`` function only JIT functions are looked at
         (what a GPU would inline into the candidate's kernel): its Python helpers may be anyone's."""
-        return all(self._callable_own(value, seen, library) for value in _referenced(fn, source))
+        found, problem = _referenced(fn, source, own=not library)
+        if not library:
+            problem = problem or (_source_reflection(source) if source else None)
+            if problem is not None:
+                self.refusal = f"{fn.__name__} {problem}"
+                return False
+        for value in found:
+            if not self._callable_own(value, seen, library):
+                if not library and self.refusal is None and not isinstance(value, _jit_classes()):
+                    self.refusal = f"{fn.__name__} reaches {_describe(value)}"
+                return False
+        return True
 
     def _callable_own(self, value, seen: set, jit_only: bool = False) -> bool:
         """Whether ``value``, where it is a function a kernel may call (a JIT function only, with
@@ -684,7 +968,7 @@ class LaunchMonitor:
             return False  # a subclass of Triton's: its methods, not its source, decide what runs
         found = _callee(value)
         if found is None:  # no function: harmless unless it is an object of the candidate's a kernel can call
-            return jit_only or isinstance(value, types.BuiltinFunctionType) or _passable(value)
+            return jit_only or _builtin_passable(value) or _passable(value)
         if jit_only and isinstance(value, types.FunctionType):
             return True
         callee, source = found
@@ -704,13 +988,18 @@ class LaunchMonitor:
         nothing else passed is callable: a plain Python function or an object with ``__call__`` that a
         kernel calls is host code (Triton's code generator calls it while it compiles, the interpreter
         at every launch: NumPy inside an own launch, red team 7 #3)."""
-        todo, seen = [*args, *kwargs.values()], set()
+        todo, seen, looked = [*args, *kwargs.values()], set(), 0
         while todo:
             value = todo.pop()
-            if isinstance(value, (tuple, list)):
-                todo += value[:64]
+            looked += 1
+            if looked > ITEMS_CHECKED:
+                self.refusal = f"its launch passes more than {ITEMS_CHECKED} values"
+                return False
+            if isinstance(value, (tuple, list, dict, set, frozenset)):  # a kernel indexes what it is given
+                todo += _items(value)
                 continue
             if not (_passable(value) and self._callable_own(value, seen)):
+                self.refusal = self.refusal or f"its launch passes {_describe(value)}"
                 return False
         return True
 
@@ -785,7 +1074,8 @@ class LaunchMonitor:
             if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
                 raise RuntimeError("tritongym: the kernel's function was replaced during its launch")
             if not own:
-                monitor.foreign[f"{kernel_name(kernel)} {FOREIGN}"] += 1
+                tag = FOREIGN if monitor.refusal is None else HOST_CODE.format(monitor.refusal)
+                monitor.foreign[f"{kernel_name(kernel)} {tag}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
                 try:
                     return monitor._run(original, kernel, args, kwargs, fn)

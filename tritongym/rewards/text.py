@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
+
+from tritongym.rewards.similarity import similarity
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -45,12 +46,13 @@ class FormatReward:
 def _ratio(code: str | None, solution: str) -> float:
     if code is None:
         return 0.0
-    return difflib.SequenceMatcher(None, code.strip(), solution.strip(), autojunk=False).ratio()
+    return similarity(code.strip(), solution.strip()).ratio
 
 
 def similarity_reward(text: str, solution: str, block: str = "last") -> float:
     """difflib.SequenceMatcher ratio (autojunk off) between a code block of the answer and a
-    ground-truth solution, both stripped of surrounding whitespace; 0 if the answer has no code.
+    ground-truth solution, both stripped of surrounding whitespace; 0 if the answer has no code. Its
+    cost is bounded (:mod:`tritongym.rewards.similarity`: past ``WORK_LIMIT`` a lower bound of it).
     ``block``: ``last`` (the default, as :func:`extract_code`) or ``first`` (the Kernel Coder recipe)."""
     blocks = code_blocks(text)
     if block not in ("first", "last"):

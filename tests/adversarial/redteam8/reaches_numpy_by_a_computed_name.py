@@ -1,11 +1,12 @@
-"""Red team 8 #5 (open): a kernel that reaches NumPy through ``getattr`` with a name held in data.
+"""Red team 8 #5 (fixed: ``hack_no_triton``): a kernel that reaches NumPy through ``getattr`` with a name held in data.
 
 The launch monitor's ownership rule resolves what a kernel reaches statically: the names and
 attribute chains of its code and source, and attributes named by its string constants. A name that
 is data (an item of a global ``tl.constexpr`` list) is none of those, so ``getattr(np, HELD[2])``
 reaches ``np.copyto`` unseen. Triton's frontend calls it at compile time (harmless there: the
 stash's arrays are copied), the interpreter at every launch: NumPy's result, computed in forward,
-is copied into the output inside the candidate's own launch."""
+is copied into the output inside the candidate's own launch. Now a ``getattr`` whose name is not a
+string literal makes the kernel's launch not the candidate's own (README, root cause D)."""
 
 import numpy as np
 import torch

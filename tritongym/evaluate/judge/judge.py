@@ -46,7 +46,8 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runners import OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
+from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, cpu_budget_s
+from tritongym.evaluate.judge.runners import CpuTimeExceeded, OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
@@ -234,6 +235,12 @@ class JobState:
                 Verdict.OUT_OF_MEMORY,
                 f"Used more than {runner.memory_limit >> 20} MiB of host memory during {self.stage} (its "
                 "processes, their shared memory and the files in its directory or held open by it).",
+            ) from None
+        except CpuTimeExceeded:
+            raise Failure(
+                Verdict.CRASH,
+                f"Used more than {runner.cpu_limit_s:.0f} s of CPU time during {self.stage} (its threads and the "
+                "compiler tools run for it count together).",
             ) from None
         except p.ProtocolError as exc:
             raise Failure(
@@ -468,6 +475,8 @@ def judge_candidate(
         if ctx.nvml_pids:
             state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
+        # the runner's RLIMIT_CPU (the same budget) stops it alone first; this counts its compiler tools too
+        state.runner.cpu_limit_s = cpu_budget_s(state.runner.cpu_seconds(), lifetime) + CPU_LIMIT_GRACE_S + 1
         load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
         with gpu_lock(ctx.gpu_lock, exclusive=False):  # candidate code may run GPU work at import
             state.ask(load, (p.Loaded,))

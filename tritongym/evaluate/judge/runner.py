@@ -79,11 +79,40 @@ def watchdog(parent: int, lifetime: list[float]) -> None:
     threading.Thread(target=run, name="tritongym-runner-watchdog", daemon=True).start()
 
 
+def runner_cores(allowed: set[int], pid: int, count: int = RUNNER_CPU_CORES) -> set[int]:
+    """The cores a CPU runner may run on: ``count`` consecutive ones of those ``allowed`` (the pool's),
+    the window starting where its pid says, so that runners started one after another spread."""
+    ordered = sorted(allowed)
+    if len(ordered) <= count:
+        return set(ordered)
+    start = pid % len(ordered)
+    return {ordered[(start + i) % len(ordered)] for i in range(count)}
+
+
+def confine_cores(count: int = RUNNER_CPU_CORES) -> set[int]:
+    """Pin every thread of this process to ``runner_cores`` (threads started later inherit it): with
+    the CPU-time budget bounding a runner's average, this bounds its burst, which could otherwise take
+    every core of the host from the evaluations beside it for as long as its budget lasts (red team
+    7's open item). Called before the seccomp filter, which refuses changing it afterwards."""
+    cores = runner_cores(os.sched_getaffinity(0), os.getpid(), count)
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError, ValueError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task), cores)
+    return cores
+
+
+def cpu_budget_s(used_s: float, lifetime_s: float) -> float:
+    """The CPU time a runner may reach: what it used before its job plus RUNNER_CPU_CORES cores' worth
+    over its lifetime."""
+    return used_s + RUNNER_CPU_CORES * max(lifetime_s, 1.0)
+
+
 def limit_cpu_time(lifetime_s: float) -> None:
-    """Bound this process's CPU time (every thread's) to what it used so far plus RUNNER_CPU_CORES
-    cores' worth over ``lifetime_s``; never above a hard limit it already has."""
+    """Bound this process's CPU time (every thread's) to ``cpu_budget_s``; never above a hard limit it
+    already has. The judge bounds the same budget plus the grace for the runner and its compiler
+    helper's tools together (``runners.tree_cpu_seconds``)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + RUNNER_CPU_CORES * max(lifetime_s, 1.0))
+    soft = math.ceil(cpu_budget_s(usage.ru_utime + usage.ru_stime, lifetime_s))
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, max(hard - CPU_LIMIT_GRACE_S, 1))
@@ -460,6 +489,8 @@ def serve(
         # a Python thread, so that no thread that runs Python keeps a capability or writes elsewhere
         drop_capabilities()
         landlock.confine_runner(directory, device_name, shares_judge_user)
+        if device.type == "cpu":  # a GPU runner's cores are left to the scheduler (its launches' latency)
+            confine_cores()
         if seccomp.supported():  # signals and process access only to itself and its own group, and no
             # new process, on a GPU too: its helper runs Triton's assembler (red team 4 #7)
             seccomp.confine(os.getpid(), processes=False)

@@ -60,6 +60,32 @@ def tree_pids(pid: int, limit: int = 4096) -> list[int]:
     return seen
 
 
+def _cpu_ticks(pid: int) -> int:
+    """A process's CPU time (all its threads) and its reaped children's, in clock ticks; 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_cpu_seconds(pid: int, helper: int = 0) -> float:
+    """The CPU time of a runner's processes: every thread of each, and the children each reaped. With
+    ``helper`` (a GPU runner's compiler helper) the tools it ran count too (the helper's reaped
+    children and those still running), not the helper's own time: it serves, the tools compute what
+    the runner asked for (red team 6: their CPU time was nobody's)."""
+    ticks = sum(_cpu_ticks(p) for p in tree_pids(pid))
+    if helper:
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{helper}/stat", "rb") as fh:
+            ticks += sum(int(x) for x in fh.read().rsplit(b")", 1)[1].split()[13:15])  # cutime, cstime
+        ticks += sum(_cpu_ticks(p) for p in tree_pids(helper)[1:])
+    return ticks / _TICKS_PER_S
+
+
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
 def start_time(pid: int) -> int | None:
     """When a process started (clock ticks since boot), None where it is gone: with its pid, it names
     one process for good."""
@@ -440,6 +466,9 @@ class RunnerHandle:
         self.gpu_readings: Callable[[], dict[int, int | None] | None] | None = None
         """NVML's per-process reading of its GPU (gpu_memory.Nvml.processes), where NVML names this
         judge's pids; None: its GPU memory is not read while it runs."""
+        self.cpu_limit_s = float("inf")
+        """CPU seconds the runner's processes and its compiler helper's tools may use together
+        (``tree_cpu_seconds``); the runner's own ``RLIMIT_CPU`` stops it alone a little earlier."""
         self._next_memory_check = 0.0
         self.helper, self._helper_started = helper, start_time(helper) if helper else None
         """The runner's compiler helper (a GPU runner's), and when it started: a pid reused is no helper."""
@@ -469,7 +498,14 @@ class RunnerHandle:
             helper = self.helper if self.helper and start_time(self.helper) == self._helper_started else 0
             if tree_memory_bytes(self.pid, self.uid, helper, str(self.directory)) > self.memory_limit:
                 raise OutOfMemory()
+            if tree_cpu_seconds(self.pid, helper) > self.cpu_limit_s:
+                raise CpuTimeExceeded()
             self.check_gpu()
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the runner's processes and its compiler helper's tools so far."""
+        helper = self.helper if self.helper and start_time(self.helper) == self._helper_started else 0
+        return tree_cpu_seconds(self.pid, helper)
 
     def gpu_bytes(self) -> int | None:
         """GPU memory its processes hold, as NVML reports them (gpu_memory.tree_gpu_bytes); None
@@ -551,6 +587,10 @@ class OutOfMemory(Exception):
     def __init__(self, gpu_bytes: int = 0):
         super().__init__()
         self.gpu_bytes = gpu_bytes
+
+
+class CpuTimeExceeded(Exception):
+    """The runner's processes and its compiler helper's tools used more CPU time than the job allows."""
 
 
 class RunnerSupply:

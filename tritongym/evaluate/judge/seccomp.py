@@ -6,7 +6,8 @@ signal every process of that user: stop its zygote so that nothing reaps a helpe
 kill the spare runner of the next job, or the judge. The filter, installed in the runner before the
 candidate is imported and inherited by every thread and process the candidate starts, lets signals
 go only to the runner itself or its own process group (the runner leads its session), its limits
-are its own to change (``prlimit64`` of another process is refused), System V IPC is refused, no file's
+are its own to change (``prlimit64`` of another process is refused), no process's scheduling (its
+cores, its priority) may be changed, System V IPC is refused, no file's
 I/O may be set to signal a process (F_SETOWN, F_SETSIG, FIOSETOWN, SIOCSPGRP) and no file leased
 (F_SETLEASE: the opens of others for writing would block) or locked with a POSIX record lock
 (SQLite's databases of the judge's user), the calls that
@@ -111,6 +112,15 @@ REFUSED = {
     "fremovexattr": 199,
     "setxattrat": 463,
     "removexattrat": 466,
+    # scheduling, of any process (a same-user runner could pin the judge, its zygote or other runners
+    # to one core, or lower their priority) and of itself (a CPU runner's cores are set before the
+    # filter: runner.confine_cores); reading them stays
+    "sched_setaffinity": 203,
+    "sched_setparam": 142,
+    "sched_setscheduler": 144,
+    "sched_setattr": 314,
+    "setpriority": 141,
+    "ioprio_set": 251,
 }
 FCNTL, IOCTL = 72, 16
 MODES = {"chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452}

@@ -12,15 +12,19 @@ from typing import Any
 import torch
 
 from tritongym.evaluate.compare import Tolerance, compare_outputs
-from tritongym.evaluate.guards import unwritten_elements
+from tritongym.evaluate.guards import HOST_CODE, unwritten_elements
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.reference import Trial
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.result import ErrorStats, Verdict
 
+TEXT_DECIDED = (Verdict.INVALID_SOURCE, Verdict.SYNTAX_ERROR, Verdict.HACK_FORBIDDEN_API)
+"""Verdicts the judge gives from the candidate's text alone, before any of it runs: a runner never
+has one to report, and one it claimed would be cached by the service as if the text decided it (the
+service serves these from its cache to every identical submission: env/store.py's TEXT_VERDICTS)."""
 CANDIDATE_VERDICTS = frozenset(
-    v for v in Verdict if v not in (Verdict.OK, Verdict.INFRASTRUCTURE_ERROR, Verdict.TIMEOUT, Verdict.INVALID_SOURCE)
+    v for v in Verdict if v not in (Verdict.OK, Verdict.INFRASTRUCTURE_ERROR, Verdict.TIMEOUT, *TEXT_DECIDED)
 )
 """Verdicts a runner may report about itself; anything else it claims is a broken protocol."""
 
@@ -97,10 +101,13 @@ def check_output(
             "own thread and leave nothing running.",
         )
     if out.launches == 0:
+        marker = HOST_CODE.split("{", 1)[0]
+        refused = [str(name) for name in out.compute if marker in str(name)][:3]
+        why = f" Not counted as its own: {'; '.join(refused)}." if refused else ""
         raise Failure(
             Verdict.HACK_NO_TRITON,
             f"Trial {n}: forward launched none of the solution's own @triton.jit kernels; the work must "
-            "be done by Triton kernels defined in the solution.",
+            f"be done by Triton kernels defined in the solution.{why}",
         )
     if out.off_stream:
         ops = ", ".join(map(str, out.off_stream_ops)) or "Triton kernels"
