@@ -374,6 +374,7 @@ def test_the_compiler_tools_cpu_time_counts_as_the_runners():
         handle.pid, handle.uid, handle.directory, handle.memory_limit = runner.pid, 0, "/nonexistent", 1 << 62
         handle.helper, handle._helper_started = helper.pid, start_time(helper.pid)
         handle.cpu_limit_s, handle._next_memory_check = together + 60, 0.0
+        handle.gpu_readings = None  # a CPU runner's: its GPU memory is not read
         handle._tick()  # within the budget: nothing
         handle.cpu_limit_s, handle._next_memory_check = together / 2, 0.0
         with pytest.raises(CpuTimeExceeded):
