@@ -11,7 +11,9 @@
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
   path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it). Under the
   interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
-  compiler rejects fails there as on a GPU.
+  compiler rejects fails there as on a GPU. It also records each interpreted grid's memory accesses
+  (races.py): programs that share an element without atomics, harmless when the interpreter runs them
+  one after another, race on a GPU, and the launch fails.
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
@@ -42,7 +44,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend, triton_compat
+from tritongym.evaluate import frontend, races, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 
 GLUE_OPS = frozenset(
@@ -719,6 +721,7 @@ class LaunchMonitor:
         executor = triton_compat.executor_call_point() if INTERPRETED else None
         if executor is not None:
             points.append((*executor, self._wrap_executor))
+            points += races.builder_points()  # every grid's memory accesses, for its race check
         for cls, name, wrap in points:
             original = cls.__dict__[name]
             self._saved.append((cls, name, original))
@@ -761,13 +764,15 @@ class LaunchMonitor:
         def call(executor, *args, **kwargs):
             due = monitor._grid_due
             running = getattr(executor, "fn", None)
+            name = kernel_name(getattr(executor, "fn", executor))
             if due is not None and (running is due[1] or running is triton_compat.rewritten(due[0])):
                 monitor._grid_due = None
                 if executor.fn is not due[1]:  # the checked function's code, whatever the interpreter's cache holds
                     triton_compat.retarget(executor, due[1])
+            else:
+                monitor.foreign[f"{name} {BYPASS}"] += 1
+            with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
                 return original(executor, *args, **kwargs)
-            monitor.foreign[f"{kernel_name(getattr(executor, 'fn', executor))} {BYPASS}"] += 1
-            return original(executor, *args, **kwargs)
 
         return call
 

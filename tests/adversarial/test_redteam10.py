@@ -1,0 +1,71 @@
+"""The tenth red team's breaks (tests/adversarial/redteam10/README.md). Each test asserts the right
+verdict; the candidates run in the session's warm CPU sandbox (Triton's interpreter)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import small_problem
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.races import ATOMIC, LOAD, STORE, DataRace, GridAccesses
+
+HERE = Path(__file__).parent / "redteam10"
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(device="cpu", trials=2, torch_compute="forbid", **overrides)
+
+
+@pytest.mark.parametrize("candidate", ["racy_reduction.py", "first_program_initialises.py"])
+def test_programs_that_share_memory_without_atomics_race(judge, candidate):
+    """#1: the interpreter runs a grid's programs one after another, so a read-modify-write of the
+    output by every program (or program 0 zeroing what the others add to atomically) was right on
+    the CPU (`ok`) and is wrong on a GPU, where the programs run at once. The launch now fails."""
+    result = judge(small_problem("12_mse_loss"), (HERE / candidate).read_text(), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "data race in kernel" in result.feedback
+
+
+def test_programs_that_combine_with_atomics_do_not_race(judge):
+    """#1's control: the same reduction with every program's partial added atomically is `ok`."""
+    result = judge(small_problem("12_mse_loss"), (HERE / "atomic_reduction.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def accesses(*records) -> GridAccesses:
+    grid = GridAccesses("k")
+    for kind, program, pointers, *mask in records:
+        grid.record(kind, (program, 0, 0), (4, 1, 1), np.array(pointers, dtype=np.uint64), *mask)
+    return grid
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [(STORE, 0, [8]), (STORE, 1, [8])],
+        [(LOAD, 0, [8, 16]), (STORE, 3, [16])],
+        [(STORE, 2, [8]), (LOAD, 1, [8])],
+        [(STORE, 0, [8]), (ATOMIC, 1, [8])],
+        [(ATOMIC, 0, [8]), (LOAD, 1, [8])],
+    ],
+)
+def test_an_element_two_programs_touch_without_atomics_is_a_race(records):
+    with pytest.raises(DataRace, match="data race in kernel k"):
+        accesses(*records).check()
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [(LOAD, 0, [8]), (STORE, 0, [8]), (LOAD, 0, [8])],  # one program's own read-modify-write
+        [(LOAD, 0, [8]), (LOAD, 1, [8]), (LOAD, 2, [8])],  # shared reads
+        [(ATOMIC, 0, [8]), (ATOMIC, 1, [8])],  # atomics among themselves
+        [(STORE, 0, [8, 16]), (STORE, 1, [24, 32])],  # disjoint tiles
+        [(STORE, 0, [8, 16], np.array([True, False])), (STORE, 1, [16])],  # a masked-off lane is no access
+    ],
+)
+def test_programs_that_share_no_element_unsafely_do_not_race(records):
+    accesses(*records).check()

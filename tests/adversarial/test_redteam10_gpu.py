@@ -1,0 +1,31 @@
+"""The tenth red team's breaks on a GPU (marker ``gpu``; run through the device tool): what the CPU's
+verdicts are now measured against. Written, not run, in the red team's session (no GPU)."""
+
+from pathlib import Path
+
+import pytest
+
+from tritongym.evaluate import EvalConfig, Verdict, evaluate
+from tritongym.problems import find_problem
+
+HERE = Path(__file__).parent / "redteam10"
+pytestmark = pytest.mark.gpu
+
+
+def config() -> EvalConfig:
+    return EvalConfig(device="cuda", trials=2, timing=False, profile=False, torch_compute="forbid")
+
+
+def test_a_racy_reduction_is_wrong_on_a_gpu():
+    """#1: the programs' plain read-modify-write of the output, right under the interpreter (which now
+    refuses it as a data race), loses updates where the programs run at once (full size: 2^19
+    programs)."""
+    result = evaluate(find_problem("12_mse_loss"), (HERE / "racy_reduction.py").read_text(), config())
+    assert result.verdict in (Verdict.MISMATCH, Verdict.PRECISION), result.feedback
+
+
+def test_an_atomic_reduction_is_right_on_a_gpu():
+    """#1's control: the atomic reduction the race check lets through is right on a GPU too (small
+    size: 13 partials, whose atomic order changes the sum by a rounding or two)."""
+    result = evaluate(find_problem("12_mse_loss").small(), (HERE / "atomic_reduction.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
