@@ -69,3 +69,26 @@ def test_an_element_two_programs_touch_without_atomics_is_a_race(records):
 )
 def test_programs_that_share_no_element_unsafely_do_not_race(records):
     accesses(*records).check()
+
+
+@pytest.mark.parametrize(
+    ("precision", "verdict"), [(None, Verdict.PRECISION), ('"tf32"', Verdict.PRECISION), ('"ieee"', Verdict.OK)]
+)
+def test_a_float32_dot_in_tf32_is_judged_as_a_gpu_computes_it(judge, precision, verdict):
+    """#2: a float32 ``tl.dot`` at its default input precision multiplies in TF32 on a GPU (Ampere and
+    later), far less accurately than PyTorch: `precision` there. The interpreter multiplied the full
+    float32 values, so the CPU said `ok`; it now rounds the operands to TF32 first."""
+    source = (HERE / "default_tf32_dot.py").read_text()
+    if precision is not None:
+        source = source.replace("tl.dot(x, w)", f"tl.dot(x, w, input_precision={precision})")
+    result = judge(small_problem("06_linear_relu"), source, config())
+    assert result.verdict is verdict, result.feedback
+
+
+def test_tf32_rounding_keeps_ten_mantissa_bits():
+    from tritongym.evaluate.tf32 import round_to_tf32
+
+    values = np.array([1 + 2**-10, 1 + 2**-11, 1 + 2**-11 + 2**-12, 1 + 3 * 2**-11, np.inf, -np.inf], np.float32)
+    expected = np.array([1 + 2**-10, 1.0, 1 + 2**-10, 1 + 2**-9, np.inf, -np.inf], np.float32)
+    assert np.array_equal(round_to_tf32(values), expected)  # to nearest, ties to even
+    assert np.isnan(round_to_tf32(np.array([np.nan], np.float32))).all()

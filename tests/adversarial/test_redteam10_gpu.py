@@ -29,3 +29,13 @@ def test_an_atomic_reduction_is_right_on_a_gpu():
     size: 13 partials, whose atomic order changes the sum by a rounding or two)."""
     result = evaluate(find_problem("12_mse_loss").small(), (HERE / "atomic_reduction.py").read_text(), config())
     assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_a_float32_dot_at_its_default_precision_is_tf32_on_a_gpu():
+    """#2: what the interpreter now emulates: the default float32 ``tl.dot`` is `precision` on a GPU
+    (TF32), and with ``input_precision="ieee"`` `ok`."""
+    source = (HERE / "default_tf32_dot.py").read_text()
+    result = evaluate(find_problem("06_linear_relu").small(), source, config())
+    assert result.verdict is Verdict.PRECISION, result.feedback
+    ieee = source.replace("tl.dot(x, w)", 'tl.dot(x, w, input_precision="ieee")')
+    assert evaluate(find_problem("06_linear_relu").small(), ieee, config()).verdict is Verdict.OK

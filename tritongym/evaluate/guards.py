@@ -13,7 +13,8 @@
   interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
   compiler rejects fails there as on a GPU. It also records each interpreted grid's memory accesses
   (races.py): programs that share an element without atomics, harmless when the interpreter runs them
-  one after another, race on a GPU, and the launch fails.
+  one after another, race on a GPU, and the launch fails; and a ``tl.dot`` of float32 blocks in TF32
+  (Triton's default input precision) rounds its operands to TF32 as a GPU does (tf32.py).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
@@ -44,7 +45,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend, races, triton_compat
+from tritongym.evaluate import frontend, races, tf32, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 
 GLUE_OPS = frozenset(
@@ -722,6 +723,7 @@ class LaunchMonitor:
         if executor is not None:
             points.append((*executor, self._wrap_executor))
             points += races.builder_points()  # every grid's memory accesses, for its race check
+            points += tf32.builder_points()  # tl.dot of float32 in TF32 where a GPU would use it
         for cls, name, wrap in points:
             original = cls.__dict__[name]
             self._saved.append((cls, name, original))
