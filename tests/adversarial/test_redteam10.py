@@ -92,3 +92,49 @@ def test_tf32_rounding_keeps_ten_mantissa_bits():
     expected = np.array([1 + 2**-10, 1.0, 1 + 2**-10, 1 + 2**-9, np.inf, -np.inf], np.float32)
     assert np.array_equal(round_to_tf32(values), expected)  # to nearest, ties to even
     assert np.isnan(round_to_tf32(np.array([np.nan], np.float32))).all()
+
+
+HOST_OUTPUT = "torch.empty(n, dtype=a.dtype)  # no device=: the host's memory on every machine"
+
+
+@pytest.mark.parametrize(
+    ("made", "verdict"),
+    [
+        (None, Verdict.RUNTIME_ERROR),  # torch.empty(n, dtype=...) without a device
+        ("torch.zeros(n).to(a.dtype)", Verdict.RUNTIME_ERROR),  # made on the host, then only cast
+        ("torch.empty(n, dtype=a.dtype, device=a.device)", Verdict.OK),
+        ("torch.empty(n, dtype=a.dtype).to(a.device)", Verdict.OK),  # moved where the inputs are
+        ("torch.empty_like(a)", Verdict.OK),
+    ],
+)
+def test_a_kernel_argument_a_gpu_would_hold_in_host_memory_fails_the_launch(judge, made, verdict):
+    """#3: on a GPU a tensor forward makes without ``device=`` is in host memory and Triton refuses to
+    launch with it (runtime_error); on the CPU every tensor is on the host, so it was `ok`."""
+    source = (HERE / "output_on_the_host.py").read_text()
+    if made is not None:
+        source = source.replace(HOST_OUTPUT, made)
+    result = judge(small_problem("vector_add"), source, config())
+    assert result.verdict is verdict, result.feedback
+    if verdict is Verdict.RUNTIME_ERROR:
+        assert "cannot be accessed from Triton (cpu tensor?)" in result.feedback
+
+
+def test_what_forward_makes_on_the_host_is_followed_through_what_it_derives():
+    import torch
+
+    from tritongym.evaluate.placement import HostTensors
+
+    inputs = torch.ones(4)
+    with HostTensors() as host:
+        made = torch.arange(4)
+        derived = made.float().contiguous()
+        view = made[1:]
+        mixed = inputs + derived  # the input's side: placed
+        placed = torch.zeros(4).to(inputs.device)
+        with torch.device("cpu"):
+            in_context = torch.empty(4)
+    assert host.made(made) and host.made(derived) and host.made(view)
+    assert not host.made(inputs) and not host.made(mixed) and not host.made(placed) and not host.made(in_context)
+    with pytest.raises(ValueError, match=r"Pointer argument \(at 1\)"):
+        host.refuse("k", (inputs, derived), {})
+    host.refuse("k", (inputs, mixed, 3), {"n": 4})

@@ -39,3 +39,11 @@ def test_a_float32_dot_at_its_default_precision_is_tf32_on_a_gpu():
     assert result.verdict is Verdict.PRECISION, result.feedback
     ieee = source.replace("tl.dot(x, w)", 'tl.dot(x, w, input_precision="ieee")')
     assert evaluate(find_problem("06_linear_relu").small(), ieee, config()).verdict is Verdict.OK
+
+
+def test_an_output_made_without_a_device_cannot_be_launched_with_on_a_gpu():
+    """#3: what the CPU now reports: Triton refuses a kernel argument in host memory."""
+    source = (HERE / "output_on_the_host.py").read_text()
+    result = evaluate(find_problem("vector_add").small(), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "cannot be accessed from Triton" in result.feedback

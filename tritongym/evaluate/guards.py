@@ -47,6 +47,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from tritongym.evaluate import frontend, races, tf32, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
+from tritongym.evaluate.placement import HostTensors
 
 GLUE_OPS = frozenset(
     [
@@ -631,9 +632,12 @@ class LaunchMonitor:
         annotate: str = "",
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
+        host: HostTensors | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.text = text
+        self.host = host
+        """Where given (the CPU), a launch with a tensor a GPU would hold in host memory fails as there."""
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
@@ -788,6 +792,8 @@ class LaunchMonitor:
             fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
+            if monitor.host is not None:  # a GPU's launcher refuses a tensor in host memory (placement.py)
+                monitor.host.refuse(kernel_name(kernel), args, kwargs)
             own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
             if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
                 raise RuntimeError("tritongym: the kernel's function was replaced during its launch")

@@ -43,6 +43,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
+from tritongym.evaluate.placement import HostTensors
 from tritongym.evaluate.result import Verdict
 
 RUNNER_CPU_CORES = 2
@@ -213,9 +214,17 @@ class Runner:
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         recorder, witness = OpRecorder(), OpWitness()
+        # on the CPU, what a GPU would hold in host memory (a factory without device=) fails a launch as there
+        host = HostTensors() if self.device.type == "cpu" else None
         started = thread_starts()
         try:
-            with witness, LaunchMonitor(self.path, recorder, text=self.text) as monitor, torch.no_grad(), recorder:
+            with (
+                witness,
+                LaunchMonitor(self.path, recorder, text=self.text, host=host) as monitor,
+                torch.no_grad(),
+                recorder,
+                host if host is not None else contextlib.nullcontext(),
+            ):
                 got = self.model(*given)
                 self.synchronize()
                 # Everything that reads the output or the model may run candidate code (an override of
