@@ -138,3 +138,33 @@ def test_what_forward_makes_on_the_host_is_followed_through_what_it_derives():
     with pytest.raises(ValueError, match=r"Pointer argument \(at 1\)"):
         host.refuse("k", (inputs, derived), {})
     host.refuse("k", (inputs, mixed, 3), {"n": 4})
+
+
+def test_a_kernel_that_ignores_its_inputs_layout_is_judged_on_the_layout_the_problem_gives(judge):
+    """#4: 10_transposed_broadcast_add's input is a column-major view; the protocol sent every tensor
+    as a contiguous copy (its shape, not its strides), so on the CPU a kernel that reads it as
+    row-major read the right elements (`ok`). A dense layout now travels with the tensor."""
+    problem = small_problem("10_transposed_broadcast_add")
+    result = judge(problem, (HERE / "ignores_input_strides.py").read_text(), config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert judge(problem, problem.solution, config()).verdict is Verdict.OK
+
+
+def test_a_dense_layout_travels_and_any_other_is_sent_contiguous():
+    import torch
+
+    from tritongym.evaluate.judge import protocol as p
+
+    blobs: list = []
+    transposed, permuted = torch.randn(5, 3).t(), torch.randn(2, 3, 4).permute(2, 0, 1)
+    sliced, expanded = torch.randn(4, 6)[:, 1:4], torch.randn(3).expand(2, 3)
+    tree = p.encode_tree([transposed, permuted, sliced, expanded, torch.randn(4, 6)[1:]], blobs)
+    assert [len(node["T"]) for node in tree["L"]] == [4, 4, 3, 3, 3]  # strides only where dense and not contiguous
+    payload = memoryview(b"".join(bytes(b) for b in blobs))
+    got = p._Decoder(payload).value(tree)
+    assert got[0].stride() == transposed.stride() and got[1].stride() == permuted.stride()
+    for g, e in zip(got, [transposed, permuted, sliced, expanded], strict=False):
+        assert torch.equal(g, e)
+    for strides in ([1, 1], [2, 1], [3, -1], [3, 1.0]):  # overlapping, gapped or not integers: refused
+        with pytest.raises(p.ProtocolError, match="strides"):
+            p._Decoder(memoryview(bytes(24))).value({"T": [0, "float32", [2, 3], strides]})

@@ -47,3 +47,10 @@ def test_an_output_made_without_a_device_cannot_be_launched_with_on_a_gpu():
     result = evaluate(find_problem("vector_add").small(), source, config())
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
     assert "cannot be accessed from Triton" in result.feedback
+
+
+def test_a_kernel_that_ignores_its_inputs_strides_is_wrong_on_a_gpu():
+    """#4: on a GPU the transposed input keeps its layout (its trial slots, and now the socket too)."""
+    source = (HERE / "ignores_input_strides.py").read_text()
+    result = evaluate(find_problem("10_transposed_broadcast_add").small(), source, config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback

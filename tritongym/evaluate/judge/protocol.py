@@ -2,7 +2,9 @@
 
 A frame is ``MAGIC``, the header's length (u32) and the payload's length (u64), a UTF-8 JSON
 header ``{"kind": ..., "fields": {...}}`` and the payload: the raw bytes of every tensor in the
-message, back to back. A tensor in the header is ``{"T": [blob, dtype, shape]}``; lists, tuples and
+message, back to back. A tensor in the header is ``{"T": [blob, dtype, shape]}`` (contiguous), or
+``{"T": [blob, dtype, shape, strides]}`` where its layout is dense but not contiguous (a transposed
+input arrives transposed; its bytes are in storage order); lists, tuples and
 dicts are ``{"L": [...]}``, ``{"U": [...]}`` and ``{"D": [[key, value], ...]}``; other leaves are JSON
 scalars. A value that is none of these (a tensor subclass, an arbitrary object) travels as
 ``{"O": type name}`` and arrives as an :class:`Opaque`. Nothing is pickled.
@@ -282,8 +284,35 @@ MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Fa
 # --- values -------------------------------------------------------------------------------------
 
 
-def _tensor_bytes(t: torch.Tensor) -> memoryview:
-    flat = t.detach().to("cpu").contiguous().reshape(-1)
+def dense(shape: tuple, stride: Any) -> bool:
+    """Whether ``stride`` is a layout of ``shape`` whose elements cover exactly ``numel`` places of
+    storage, each once (a permutation of a contiguous layout: non-overlapping and dense)."""
+    if not isinstance(stride, (list, tuple)) or len(stride) != len(shape):
+        return False
+    if not all(type(x) is int and 0 <= x < 1 << 62 for x in stride):
+        return False
+    expected = 1
+    for size, step in sorted(((s, st) for s, st in zip(shape, stride, strict=True) if s != 1), key=lambda d: d[1]):
+        if size == 0 or step != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _layout(t: torch.Tensor) -> list[int] | None:
+    """The strides a tensor travels with: its own where its layout is dense but not contiguous (a
+    transposed or permuted tensor: the problem's input may be one, and a kernel must be judged on it
+    as it is; red team 10 #4), else None (sent contiguous)."""
+    shape, stride = tuple(t.shape), tuple(t.stride())
+    if not t.numel() or t.is_contiguous() or not dense(shape, stride):
+        return None
+    return list(stride)
+
+
+def _tensor_bytes(t: torch.Tensor, stride: list[int] | None) -> memoryview:
+    t = t.detach().to("cpu")
+    # with strides, its elements in storage order: a dense layout covers numel places from its offset on
+    flat = t.contiguous().reshape(-1) if stride is None else torch.as_strided(t, (t.numel(),), (1,), t.storage_offset())
     if flat.dtype.is_complex:
         flat = torch.view_as_real(flat).reshape(-1)
     return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
@@ -295,8 +324,10 @@ def encode_tree(value: Any, blobs: list, depth: int = 0) -> Any:
     if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
         if value.dtype not in _DTYPE_NAMES:
             return {"O": f"tensor of dtype {value.dtype}"}
-        blobs.append(_tensor_bytes(value))
-        return {"T": [len(blobs) - 1, _DTYPE_NAMES[value.dtype], list(value.shape)]}
+        stride = _layout(value)
+        blobs.append(_tensor_bytes(value, stride))
+        header = [len(blobs) - 1, _DTYPE_NAMES[value.dtype], list(value.shape)]
+        return {"T": header if stride is None else [*header, stride]}
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return {"L" if type(value) is list else "U": [encode_tree(v, blobs, depth + 1) for v in value]}
     if type(value) is dict:
@@ -331,15 +362,17 @@ class _Decoder:
             return out
         if tag == "O" and type(body) is str:
             return Opaque(body[:100])
-        if tag == "T" and type(body) is list and len(body) == 3:
+        if tag == "T" and type(body) is list and len(body) in (3, 4):
             return self.tensor(*body)
         raise ProtocolError(f"unknown value tag {str(tag)[:20]!r}")
 
-    def tensor(self, index: Any, dtype_name: Any, shape: Any) -> torch.Tensor:
+    def tensor(self, index: Any, dtype_name: Any, shape: Any, stride: Any = None) -> torch.Tensor:
         if index != self.blob or dtype_name not in DTYPES or type(shape) is not list:
             raise ProtocolError("malformed tensor header")
         if len(shape) > 16 or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape):
             raise ProtocolError("malformed tensor shape")
+        if stride is not None and (type(stride) is not list or not dense(tuple(shape), stride)):
+            raise ProtocolError("malformed tensor strides (only a dense layout travels)")
         self.blob += 1
         dtype = DTYPES[dtype_name]
         numel = 1
@@ -352,7 +385,8 @@ class _Decoder:
         self.offset += size
         if not numel:
             return torch.empty(shape, dtype=dtype)
-        return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+        flat = torch.frombuffer(raw, dtype=torch.uint8).view(dtype)
+        return flat.reshape(shape) if stride is None else torch.as_strided(flat, shape, stride)
 
 
 # --- frames -------------------------------------------------------------------------------------
