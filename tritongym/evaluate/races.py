@@ -22,6 +22,7 @@ of different widths that overlap at another byte are not seen.
 from __future__ import annotations
 
 import contextlib
+import inspect
 
 import numpy as np
 
@@ -147,9 +148,12 @@ def _note(builder, kind: int, pointers, mask=None) -> None:
 
 
 def _load(original):
-    def create_masked_load(builder, ptrs, mask, other=None, cache_policy=None, is_volatile=False, *args, **kwargs):
-        _note(builder, ATOMIC if is_volatile else LOAD, ptrs, mask)
-        return original(builder, ptrs, mask, other, cache_policy, is_volatile, *args, **kwargs)
+    signature = inspect.signature(original)  # is_volatile's place differs between Triton releases
+
+    def create_masked_load(builder, ptrs, mask, *args, **kwargs):
+        volatile = signature.bind(builder, ptrs, mask, *args, **kwargs).arguments.get("is_volatile")
+        _note(builder, ATOMIC if volatile else LOAD, ptrs, mask)
+        return original(builder, ptrs, mask, *args, **kwargs)
 
     return create_masked_load
 
