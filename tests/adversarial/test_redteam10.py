@@ -168,3 +168,17 @@ def test_a_dense_layout_travels_and_any_other_is_sent_contiguous():
     for strides in ([1, 1], [2, 1], [3, -1], [3, 1.0]):  # overlapping, gapped or not integers: refused
         with pytest.raises(p.ProtocolError, match="strides"):
             p._Decoder(memoryview(bytes(24))).value({"T": [0, "float32", [2, 3], strides]})
+
+
+def test_a_tensor_without_a_plain_storage_is_never_marked_nor_refused():
+    """#3's watch must not break forward on layouts that have no plain storage (a sparse tensor)."""
+    import torch
+
+    from tritongym.evaluate.placement import HostTensors
+
+    with HostTensors() as host:
+        sparse = torch.zeros(3, 3).to_sparse()
+        dense = sparse.to_dense() + 1
+    assert not host.made(sparse)
+    host.refuse("k", (sparse,), {})
+    assert dense.sum() == 9

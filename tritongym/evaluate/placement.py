@@ -86,12 +86,13 @@ class HostTensors(TorchFunctionMode):
         return out
 
     def _mark(self, t: torch.Tensor, how: str) -> None:
-        if t.device.type == "cpu" and t.untyped_storage().nbytes():
-            self._marked[_address(t)] = (weakref.ref(t), how)
+        address = _address(t)
+        if t.device.type == "cpu" and address:
+            self._marked[address] = (weakref.ref(t), how)
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t``'s storage was made in host memory (a GPU's too), or ''."""
-        mark = self._marked.get(_address(t))
+        mark = self._marked.get(_address(t)) if self._marked else None
         if mark is None:
             return ""
         maker = mark[0]()
@@ -114,7 +115,11 @@ class HostTensors(TorchFunctionMode):
 
 
 def _address(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
+    """The address of ``t``'s storage; 0 for a tensor that has none to give (sparse, nested, meta)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # a layout without a plain storage: never marked, never refused
+        return 0
 
 
 def _is_tensor_as_tensor(func, args: tuple) -> bool:
