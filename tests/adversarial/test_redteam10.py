@@ -29,9 +29,11 @@ def test_programs_that_share_memory_without_atomics_race(judge, candidate):
     assert "data race in kernel" in result.feedback
 
 
-def test_programs_that_combine_with_atomics_do_not_race(judge):
-    """#1's control: the same reduction with every program's partial added atomically is `ok`."""
-    result = judge(small_problem("12_mse_loss"), (HERE / "atomic_reduction.py").read_text(), config())
+@pytest.mark.parametrize("candidate", ["atomic_reduction.py", "lock_accumulation.py"])
+def test_programs_that_combine_with_atomics_do_not_race(judge, candidate):
+    """#1's controls: the same reduction with every program's partial added atomically, or added under
+    a spin lock (the layer-norm tutorial's pattern), is `ok`."""
+    result = judge(small_problem("12_mse_loss"), (HERE / candidate).read_text(), config())
     assert result.verdict is Verdict.OK, result.feedback
 
 
@@ -50,6 +52,12 @@ def accesses(*records) -> GridAccesses:
         [(STORE, 2, [8]), (LOAD, 1, [8])],
         [(STORE, 0, [8]), (ATOMIC, 1, [8])],
         [(ATOMIC, 0, [8]), (LOAD, 1, [8])],
+        # an element also touched plainly orders nothing (program 0 zeroes what the others add to)
+        [(STORE, 0, [8]), (ATOMIC, 0, [8]), (ATOMIC, 1, [8]), (LOAD, 1, [8])],
+        # the later program takes the lock only after its access
+        [(ATOMIC, 0, [100]), (STORE, 0, [8]), (ATOMIC, 0, [100]), (LOAD, 1, [8]), (ATOMIC, 1, [100])],
+        # the earlier program gives the lock back before its access
+        [(ATOMIC, 0, [100]), (ATOMIC, 0, [100]), (STORE, 0, [8]), (ATOMIC, 1, [100]), (LOAD, 1, [8])],
     ],
 )
 def test_an_element_two_programs_touch_without_atomics_is_a_race(records):
@@ -65,6 +73,19 @@ def test_an_element_two_programs_touch_without_atomics_is_a_race(records):
         [(ATOMIC, 0, [8]), (ATOMIC, 1, [8])],  # atomics among themselves
         [(STORE, 0, [8, 16]), (STORE, 1, [24, 32])],  # disjoint tiles
         [(STORE, 0, [8, 16], np.array([True, False])), (STORE, 1, [16])],  # a masked-off lane is no access
+        # a lock (taken with an atomic, given back with another) orders the read-modify-writes under it
+        [
+            (ATOMIC, 0, [100]),
+            (LOAD, 0, [8]),
+            (STORE, 0, [8]),
+            (ATOMIC, 0, [100]),
+            (ATOMIC, 1, [100]),
+            (LOAD, 1, [8]),
+            (STORE, 1, [8]),
+            (ATOMIC, 1, [100]),
+        ],
+        # a counter: the last program reads the partials the others stored before counting themselves
+        [(STORE, 0, [8]), (ATOMIC, 0, [100]), (STORE, 1, [16]), (ATOMIC, 1, [100]), (LOAD, 1, [8, 16])],
     ],
 )
 def test_programs_that_share_no_element_unsafely_do_not_race(records):
@@ -182,3 +203,15 @@ def test_a_tensor_without_a_plain_storage_is_never_marked_nor_refused():
     assert not host.made(sparse)
     host.refuse("k", (sparse,), {})
     assert dense.sum() == 9
+
+
+def test_accesses_compacted_while_the_grid_runs_are_judged_the_same(monkeypatch):
+    """The record is reduced to distinct (element, program) pairs, with their first and last access,
+    whenever it grows past COMPACT_AT: what was compacted and what came after are judged together."""
+    from tritongym.evaluate import races
+
+    monkeypatch.setattr(races, "COMPACT_AT", 2)
+    lock = [(ATOMIC, 0, [100]), (LOAD, 0, [8]), (STORE, 0, [8]), (ATOMIC, 0, [100])]
+    accesses(*lock, *[(kind, 1, pointers) for kind, _, pointers in lock]).check()
+    with pytest.raises(DataRace):
+        accesses(*lock, (LOAD, 1, [8]), (ATOMIC, 1, [100])).check()

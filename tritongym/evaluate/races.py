@@ -13,10 +13,16 @@ stores or updates atomically (through the interpreter's builder: every load and 
 a block pointer or a tensor descriptor, and every atomic, goes through ``create_masked_load``,
 ``create_masked_store``, ``create_atomic_rmw`` or ``create_atomic_cas``), and :meth:`GridAccesses.check`
 then finds an element that two programs touched where one of them stored it without an atomic, or
-one of them read it with a plain load while the other updated it atomically: a race on a GPU,
-whatever the order. Atomics and volatile loads (how a program polls a flag) among themselves are
-synchronisation, not a race. Elements are compared by their first byte's address, so two accesses
-of different widths that overlap at another byte are not seen.
+one of them read it with a plain load while the other updated it atomically, and nothing ordered the
+two: a race on a GPU. Atomics and volatile loads (how a program polls a flag) among themselves are
+synchronisation, not a race, and they order plain accesses the way a lock or a counter does: an
+element only atomics touch (a lock, a counter) that the earlier program updated after its access and
+the later one before its own orders the two (Triton's atomics are acquire-release by default; the
+layer-norm tutorial's lock and a "last program sums the partials" counter are not races). That is
+the order of the one schedule the interpreter ran, as a dynamic race detector sees it: an atomic that
+orders nothing on a GPU (a counter no program's control flow reads) still counts as ordering there.
+Elements are compared by their first byte's address, so two accesses of different widths that
+overlap at another byte are not seen.
 """
 
 from __future__ import annotations
@@ -38,14 +44,17 @@ class DataRace(RuntimeError):
 
 
 class GridAccesses:
-    """The elements each program of one grid accessed, by kind (see the module docstring)."""
+    """The elements each program of one grid accessed, by kind and when (see the module docstring)."""
 
     def __init__(self, name: str):
         self.name = name
         self.grid = (1, 1, 1)
         """The grid's dimensions, as the interpreter's builder holds them while it runs."""
-        self._parts: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {LOAD: [], STORE: [], ATOMIC: []}
+        self._parts: dict[int, list[tuple]] = {LOAD: [], STORE: [], ATOMIC: []}
+        """Per kind: (addresses, program, tick) of each access, or the compacted arrays (_compact)."""
         self._counts = dict.fromkeys(self._parts, 0)
+        self._tick = 0
+        """Accesses so far: the programs run one after another, so this orders every access of the grid."""
 
     def record(self, kind: int, program: tuple, grid: tuple, pointers, mask=None) -> None:
         """Note that ``program`` of ``grid`` accessed the elements at ``pointers`` (where ``mask`` is True)."""
@@ -53,58 +62,97 @@ class GridAccesses:
         addresses = np.asarray(pointers, dtype=np.uint64).reshape(-1)
         if mask is not None:
             addresses = addresses[np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(pointers)).reshape(-1)]
+        self._tick += 1
         if not addresses.size:
             return
         x, y, z = program
         linear = (x * self.grid[1] + y) * self.grid[2] + z
-        self._parts[kind].append((addresses, np.full(addresses.size, linear, dtype=np.int64)))
+        self._parts[kind].append((addresses, linear, self._tick))
         self._counts[kind] += addresses.size
         if self._counts[kind] >= COMPACT_AT:
             self._compact(kind)
 
-    def _compact(self, kind: int) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct (element, program) pairs of a kind, sorted by element then program."""
+    def _compact(self, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct (element, program) pairs of a kind, sorted by element then program, each with
+        the first and the last tick at which that program accessed that element so."""
         parts = self._parts[kind]
         if not parts:
-            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-        addresses = np.concatenate([a for a, _ in parts])
-        programs = np.concatenate([p for _, p in parts])
+            empty = np.empty(0, dtype=np.int64)
+            return np.empty(0, dtype=np.uint64), empty, empty, empty
+        sizes = [len(part[0]) for part in parts]
+        addresses = np.concatenate([part[0] for part in parts])
+        if len(parts[0]) == 3:
+            programs = np.repeat(np.array([part[1] for part in parts], dtype=np.int64), sizes)
+            first = last = np.repeat(np.array([part[2] for part in parts], dtype=np.int64), sizes)
+        else:  # compacted before, and recorded to since
+            programs = np.concatenate([np.broadcast_to(np.int64(part[1]), n) if len(part) == 3 else part[1]
+                                       for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
+            first = np.concatenate([np.full(n, part[2]) if len(part) == 3 else part[2]
+                                    for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
+            last = np.concatenate([np.full(n, part[2]) if len(part) == 3 else part[3]
+                                   for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
         order = np.lexsort((programs, addresses))
-        addresses, programs = addresses[order], programs[order]
-        keep = np.ones(addresses.size, dtype=bool)
-        keep[1:] = (addresses[1:] != addresses[:-1]) | (programs[1:] != programs[:-1])
-        addresses, programs = addresses[keep], programs[keep]
-        self._parts[kind] = [(addresses, programs)]
-        self._counts[kind] = addresses.size
-        return addresses, programs
+        addresses, programs, first, last = addresses[order], programs[order], first[order], last[order]
+        starts = np.flatnonzero(np.r_[True, (addresses[1:] != addresses[:-1]) | (programs[1:] != programs[:-1])])
+        compacted = (addresses[starts], programs[starts], np.minimum.reduceat(first, starts),
+                     np.maximum.reduceat(last, starts))  # fmt: skip
+        self._parts[kind] = [compacted]
+        self._counts[kind] = starts.size
+        return compacted
 
     def check(self) -> None:
         """Raise :class:`DataRace` for the first element two programs raced on, if any."""
         pairs = {kind: self._compact(kind) for kind in self._parts}
-        for first, second in ((STORE, STORE), (STORE, LOAD), (STORE, ATOMIC), (LOAD, ATOMIC)):
-            found = _other_program(pairs[first], pairs[second])
-            if found is not None:
-                mine, theirs = found
-                raise DataRace(
-                    f"data race in kernel {self.name}: program {self._program(mine)} {_NAMES[first]} an element "
-                    f"that program {self._program(theirs)} {_NAMES[second]} in the same launch, without an atomic."
-                    " The interpreter runs programs one after another, a GPU runs them "
-                    "at once in no order: use tl.atomic_add (or another atomic) or a second kernel launch to "
-                    "combine the programs' results."
-                )
+        racing = [pairs[a][0][_shared_with_another(pairs[a], pairs[b])] for a, b in CONFLICTS]
+        racing = np.unique(np.concatenate(racing))
+        if not racing.size:
+            return
+        sync = _synchronisation(pairs)
+        pending = MAX_PAIR_CHECKS
+        for address in racing[:MAX_RACING_ELEMENTS]:
+            events = []
+            for kind, (addresses, programs, first, last) in pairs.items():
+                lo, hi = np.searchsorted(addresses, address), np.searchsorted(addresses, address, side="right")
+                events += [(int(first[i]), int(last[i]), int(programs[i]), kind) for i in range(lo, hi)]
+            events.sort()
+            for j, (later_first, _, q, later_kind) in enumerate(events):
+                for _, earlier_last, p, earlier_kind in events[:j]:
+                    pending -= 1
+                    if pending < 0:
+                        return  # more than the check may cost: left unjudged
+                    racy = p != q and (earlier_kind, later_kind) in RACING_KINDS
+                    if racy and not _ordered(sync, p, earlier_last, q, later_first):
+                        self._race(p, earlier_kind, q, later_kind)
+
+    def _race(self, mine: int, kind: int, theirs: int, their_kind: int) -> None:
+        raise DataRace(
+            f"data race in kernel {self.name}: program {self._program(mine)} {_NAMES[kind]} an element that "
+            f"program {self._program(theirs)} {_NAMES[their_kind]} in the same launch, with no atomic between "
+            "them. The interpreter runs programs one after another, a GPU runs them at once in no order: use "
+            "tl.atomic_add (or another atomic) or a second kernel launch to combine the programs' results."
+        )
 
     def _program(self, linear: int) -> str:
         _, ny, nz = self.grid
         return f"({linear // (ny * nz)}, {linear // nz % ny}, {linear % nz})"
 
 
-def _other_program(mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray, np.ndarray]):
-    """(one program, another program) for an element that a pair of ``mine`` and a pair of
-    ``theirs`` share with different programs, else None. Both are sorted distinct pairs."""
-    addresses, programs = mine
-    other_addresses, other_programs = theirs
+CONFLICTS = ((STORE, STORE), (STORE, LOAD), (STORE, ATOMIC), (LOAD, ATOMIC))
+"""Kinds of access to one element by two programs that race unless ordered."""
+RACING_KINDS = frozenset(CONFLICTS) | {(b, a) for a, b in CONFLICTS}
+MAX_RACING_ELEMENTS = 1 << 16
+"""Elements two programs touched unsafely (before ordering is considered) that are looked at."""
+MAX_PAIR_CHECKS = 1 << 21
+"""Pairs of accesses the ordering check looks at in one grid at most; past it, the rest is not judged."""
+
+
+def _shared_with_another(mine: tuple, theirs: tuple) -> np.ndarray:
+    """For each pair of ``mine``, whether a pair of ``theirs`` has its element and another program.
+    Both are sorted distinct (element, program, ...) pairs."""
+    addresses, programs = mine[0], mine[1]
+    other_addresses, other_programs = theirs[0], theirs[1]
     if not addresses.size or not other_addresses.size:
-        return None
+        return np.zeros(addresses.size, dtype=bool)
     starts = np.flatnonzero(np.r_[True, other_addresses[1:] != other_addresses[:-1]])
     unique = other_addresses[starts]
     lowest = other_programs[starts]  # sorted by program within an element
@@ -113,11 +161,29 @@ def _other_program(mine: tuple[np.ndarray, np.ndarray], theirs: tuple[np.ndarray
     at_clipped = np.minimum(at, unique.size - 1)
     shared = (at < unique.size) & (unique[at_clipped] == addresses)
     other = np.where(lowest[at_clipped] != programs, lowest[at_clipped], highest[at_clipped])
-    races = np.flatnonzero(shared & (other != programs))
-    if not races.size:
-        return None
-    i = races[0]
-    return int(programs[i]), int(other[i])
+    return shared & (other != programs)
+
+
+def _synchronisation(pairs: dict) -> dict[int, dict[int, tuple[int, int]]]:
+    """program -> synchronisation element -> (its first, its last atomic tick there). A
+    synchronisation element is one only atomics touched (a lock, a counter): a program's atomic there
+    after an access, and a later program's atomic there before its own, order the two accesses (a
+    release and an acquire: Triton's atomics are acq_rel by default)."""
+    addresses, programs, first, last = pairs[ATOMIC]
+    plain = np.union1d(pairs[LOAD][0], pairs[STORE][0])
+    only_atomic = ~np.isin(addresses, plain)
+    sync: dict[int, dict[int, tuple[int, int]]] = {}
+    for i in np.flatnonzero(only_atomic)[:MAX_RACING_ELEMENTS]:
+        sync.setdefault(int(programs[i]), {})[int(addresses[i])] = (int(first[i]), int(last[i]))
+    return sync
+
+
+def _ordered(sync: dict, p: int, p_last: int, q: int, q_first: int) -> bool:
+    """Whether program ``p``'s access (last at tick ``p_last``) happens before ``q``'s (first at
+    ``q_first``): ``p`` made an atomic on a synchronisation element after it, and ``q`` one on the same
+    element before its own."""
+    mine, theirs = sync.get(p, {}), sync.get(q, {})
+    return any(mine[s][1] > p_last and theirs[s][0] < q_first for s in mine.keys() & theirs.keys())
 
 
 _running: list[GridAccesses | None] = [None]
