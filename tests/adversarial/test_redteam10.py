@@ -140,6 +140,13 @@ def test_a_kernel_argument_a_gpu_would_hold_in_host_memory_fails_the_launch(judg
         assert "cannot be accessed from Triton (cpu tensor?)" in result.feedback
 
 
+def test_a_module_global_a_gpu_would_hold_in_host_memory_fails_the_launch(judge):
+    """#3b: the same for a tensor the candidate's module makes at import."""
+    result = judge(small_problem("vector_add"), (HERE / "table_made_at_import.py").read_text(), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "made by torch.ones without device=" in result.feedback
+
+
 def test_what_forward_makes_on_the_host_is_followed_through_what_it_derives():
     import torch
 

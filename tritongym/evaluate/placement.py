@@ -7,11 +7,13 @@ from Triton (cpu tensor?)"), a ``runtime_error``. Under the CPU judge every tens
 the same forward ran and was `ok`: the CPU's verdict differed from the GPU's, and RL on the CPU never
 taught where a kernel's output must live.
 
-On the CPU a runner watches forward with :class:`HostTensors`, a TorchFunctionMode that marks what a
-GPU would hold on the host: the result of a factory function called without a device (in a
-``torch.device`` context or after ``torch.set_default_device`` the device is given: not marked), of
-``torch.from_numpy``, and of any operation whose tensor arguments are all marked (``.float()``,
-``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) places its result.
+On the CPU a runner watches the candidate's import and every trial's forward with :class:`HostTensors`,
+a TorchFunctionMode that marks what a GPU would hold on the host (the constructor runs in a
+``torch.device`` context of the runner's device, on a GPU too): the result of a factory function
+called without a device (in a ``torch.device`` context or after ``torch.set_default_device`` the
+device is given: not marked), of ``torch.from_numpy``, and of any operation whose tensor arguments
+are all marked (``.float()``, ``.contiguous()``, arithmetic on them); ``.to`` with a device (or
+another tensor) places its result.
 The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
 Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
 a weak reference to the tensor that made it, so a storage freed and reused later is not marked.
@@ -109,7 +111,7 @@ class HostTensors(TorchFunctionMode):
                 raise ValueError(
                     f"Pointer argument (at {where}) cannot be accessed from Triton (cpu tensor?): launching "
                     f"{kernel_name} on a GPU fails, since that tensor would be in host memory (made by "
-                    f"{self.made(value)} inside forward). Make it on the inputs' device: device=x.device, "
+                    f"{self.made(value)}, at import or in forward). Make it on the inputs' device: device=x.device, "
                     "or torch.empty_like(x)."
                 )
 

@@ -104,6 +104,9 @@ class Runner:
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
+        self.host = HostTensors() if device.type == "cpu" else None
+        """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
+        memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
 
     def send(self, message: p.Message) -> None:
         if os.getpid() != self.pid:  # a fork of the candidate's that came back this far: not the runner
@@ -145,7 +148,8 @@ class Runner:
             spec = importlib.util.spec_from_file_location("candidate", job.candidate_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules["candidate"] = module
-            spec.loader.exec_module(module)
+            with self.host if self.host is not None else contextlib.nullcontext():  # a module's tensors too
+                spec.loader.exec_module(module)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
             where = candidate_location(exc, job.candidate_path)
             raise Failure(
@@ -214,8 +218,7 @@ class Runner:
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         recorder, witness = OpRecorder(), OpWitness()
-        # on the CPU, what a GPU would hold in host memory (a factory without device=) fails a launch as there
-        host = HostTensors() if self.device.type == "cpu" else None
+        host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
         try:
             with (
