@@ -24,11 +24,19 @@ def test_a_racy_reduction_is_wrong_on_a_gpu():
     assert result.verdict in (Verdict.MISMATCH, Verdict.PRECISION), result.feedback
 
 
-def test_an_atomic_reduction_is_right_on_a_gpu():
-    """#1's control: the atomic reduction the race check lets through is right on a GPU too (small
-    size: 13 partials, whose atomic order changes the sum by a rounding or two)."""
-    result = evaluate(find_problem("12_mse_loss").small(), (HERE / "atomic_reduction.py").read_text(), config())
+@pytest.mark.parametrize("candidate", ["atomic_reduction.py", "lock_accumulation.py"])
+def test_an_atomic_reduction_is_right_on_a_gpu(candidate):
+    """#1's controls: the reductions the race check lets through (atomic adds, a spin lock) are right
+    on a GPU too (small size: 13 partials, whose order changes the sum by a rounding or two)."""
+    result = evaluate(find_problem("12_mse_loss").small(), (HERE / candidate).read_text(), config())
     assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_a_module_global_made_without_a_device_cannot_be_launched_with_on_a_gpu():
+    """#3b on a GPU."""
+    source = (HERE / "table_made_at_import.py").read_text()
+    result = evaluate(find_problem("vector_add").small(), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
 
 
 def test_a_float32_dot_at_its_default_precision_is_tf32_on_a_gpu():
