@@ -37,6 +37,24 @@ def test_programs_that_combine_with_atomics_do_not_race(judge, candidate):
     assert result.verdict is Verdict.OK, result.feedback
 
 
+def test_programs_that_store_the_same_values_do_not_race(judge):
+    """#1's control: a grid larger than the kernel needs, whose redundant programs store the same
+    values to the same elements, ends the same in any order (`ok` on a GPU too)."""
+    result = judge(small_problem("vector_add"), (HERE / "redundant_programs.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_stores_of_one_value_by_two_programs_are_no_race_and_of_two_values_are():
+    grid = GridAccesses("k")
+    for program in range(3):
+        values = np.array([1.5, 2.0], np.float32)
+        grid.record(STORE, (program, 0, 0), (3, 1, 1), np.array([8, 16], np.uint64), None, values)
+    grid.check()
+    grid.record(STORE, (2, 0, 0), (3, 1, 1), np.array([8], np.uint64), None, np.array([2.5], np.float32))
+    with pytest.raises(DataRace, match=r"program \(\d, 0, 0\) stores an element that program \(2, 0, 0\) stores"):
+        grid.check()
+
+
 def accesses(*records) -> GridAccesses:
     grid = GridAccesses("k")
     for kind, program, pointers, *mask in records:

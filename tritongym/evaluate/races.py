@@ -21,8 +21,9 @@ the later one before its own orders the two (Triton's atomics are acquire-releas
 layer-norm tutorial's lock and a "last program sums the partials" counter are not races). That is
 the order of the one schedule the interpreter ran, as a dynamic race detector sees it: an atomic that
 orders nothing on a GPU (a counter no program's control flow reads) still counts as ordering there.
-Elements are compared by their first byte's address, so two accesses of different widths that
-overlap at another byte are not seen.
+Two programs storing the same bits to an element (the redundant programs of a grid larger than the
+kernel needs) leave memory the same in any order: no race. Elements are compared by their first
+byte's address, so two accesses of different widths that overlap at another byte are not seen.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ import numpy as np
 LOAD, STORE, ATOMIC = 0, 1, 2
 """Kinds of access: a plain load, a plain store, an atomic (or volatile) one."""
 _NAMES = {LOAD: "loads", STORE: "stores", ATOMIC: "updates atomically"}
-COMPACT_AT = 1 << 22
-"""Recorded accesses of one kind after which they are reduced to distinct (element, program) pairs."""
+COMPACT_AT = 1 << 20
+"""Recorded accesses of one kind after which they are reduced to distinct (element, program) pairs
+(40 bytes each until then)."""
 
 
 class DataRace(RuntimeError):
@@ -56,46 +58,42 @@ class GridAccesses:
         self._tick = 0
         """Accesses so far: the programs run one after another, so this orders every access of the grid."""
 
-    def record(self, kind: int, program: tuple, grid: tuple, pointers, mask=None) -> None:
-        """Note that ``program`` of ``grid`` accessed the elements at ``pointers`` (where ``mask`` is True)."""
+    def record(self, kind: int, program: tuple, grid: tuple, pointers, mask=None, values=None) -> None:
+        """Note that ``program`` of ``grid`` accessed the elements at ``pointers`` (where ``mask`` is True);
+        for a store, ``values`` are what it wrote there."""
         self.grid = tuple(int(n) for n in grid)
+        shape = np.shape(pointers)
         addresses = np.asarray(pointers, dtype=np.uint64).reshape(-1)
-        if mask is not None:
-            addresses = addresses[np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(pointers)).reshape(-1)]
+        keep = None if mask is None else np.broadcast_to(np.asarray(mask, dtype=bool), shape).reshape(-1)
+        if keep is not None:
+            addresses = addresses[keep]
         self._tick += 1
         if not addresses.size:
             return
+        n = addresses.size
+        bits = _bits(values, shape, keep, self._tick) if kind == STORE else np.zeros(n, dtype=np.uint64)
         x, y, z = program
-        linear = (x * self.grid[1] + y) * self.grid[2] + z
-        self._parts[kind].append((addresses, linear, self._tick))
-        self._counts[kind] += addresses.size
+        linear = np.full(n, (x * self.grid[1] + y) * self.grid[2] + z, dtype=np.int64)
+        tick = np.full(n, self._tick, dtype=np.int64)
+        self._parts[kind].append((addresses, linear, tick, tick, bits))
+        self._counts[kind] += n
         if self._counts[kind] >= COMPACT_AT:
             self._compact(kind)
 
-    def _compact(self, kind: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _compact(self, kind: int) -> tuple[np.ndarray, ...]:
         """The distinct (element, program) pairs of a kind, sorted by element then program, each with
-        the first and the last tick at which that program accessed that element so."""
+        the first and the last tick at which that program accessed that element so, and (stores) the
+        bits it left there."""
         parts = self._parts[kind]
         if not parts:
             empty = np.empty(0, dtype=np.int64)
-            return np.empty(0, dtype=np.uint64), empty, empty, empty
-        sizes = [len(part[0]) for part in parts]
-        addresses = np.concatenate([part[0] for part in parts])
-        if len(parts[0]) == 3:
-            programs = np.repeat(np.array([part[1] for part in parts], dtype=np.int64), sizes)
-            first = last = np.repeat(np.array([part[2] for part in parts], dtype=np.int64), sizes)
-        else:  # compacted before, and recorded to since
-            programs = np.concatenate([np.broadcast_to(np.int64(part[1]), n) if len(part) == 3 else part[1]
-                                       for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
-            first = np.concatenate([np.full(n, part[2]) if len(part) == 3 else part[2]
-                                    for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
-            last = np.concatenate([np.full(n, part[2]) if len(part) == 3 else part[3]
-                                   for part, n in zip(parts, sizes, strict=True)])  # fmt: skip
-        order = np.lexsort((programs, addresses))
-        addresses, programs, first, last = addresses[order], programs[order], first[order], last[order]
+            return np.empty(0, dtype=np.uint64), empty, empty, empty, np.empty(0, dtype=np.uint64)
+        addresses, programs, first, last, bits = (np.concatenate(column) for column in zip(*parts, strict=True))
+        order = np.lexsort((last, programs, addresses))
+        addresses, programs, first, last, bits = (a[order] for a in (addresses, programs, first, last, bits))
         starts = np.flatnonzero(np.r_[True, (addresses[1:] != addresses[:-1]) | (programs[1:] != programs[:-1])])
-        compacted = (addresses[starts], programs[starts], np.minimum.reduceat(first, starts),
-                     np.maximum.reduceat(last, starts))  # fmt: skip
+        ends = np.r_[starts[1:], addresses.size] - 1
+        compacted = (addresses[starts], programs[starts], np.minimum.reduceat(first, starts), last[ends], bits[ends])
         self._parts[kind] = [compacted]
         self._counts[kind] = starts.size
         return compacted
@@ -111,16 +109,18 @@ class GridAccesses:
         pending = MAX_PAIR_CHECKS
         for address in racing[:MAX_RACING_ELEMENTS]:
             events = []
-            for kind, (addresses, programs, first, last) in pairs.items():
+            for kind, (addresses, programs, first, last, bits) in pairs.items():
                 lo, hi = np.searchsorted(addresses, address), np.searchsorted(addresses, address, side="right")
-                events += [(int(first[i]), int(last[i]), int(programs[i]), kind) for i in range(lo, hi)]
+                events += [(int(first[i]), int(last[i]), int(programs[i]), kind, int(bits[i])) for i in range(lo, hi)]
             events.sort()
-            for j, (later_first, _, q, later_kind) in enumerate(events):
-                for _, earlier_last, p, earlier_kind in events[:j]:
+            for j, (later_first, _, q, later_kind, later_bits) in enumerate(events):
+                for _, earlier_last, p, earlier_kind, earlier_bits in events[:j]:
                     pending -= 1
                     if pending < 0:
                         return  # more than the check may cost: left unjudged
                     racy = p != q and (earlier_kind, later_kind) in RACING_KINDS
+                    if racy and earlier_kind == later_kind == STORE and earlier_bits == later_bits:
+                        racy = False  # the same value stored twice: the memory ends the same in any order
                     if racy and not _ordered(sync, p, earlier_last, q, later_first):
                         self._race(p, earlier_kind, q, later_kind)
 
@@ -164,12 +164,24 @@ def _shared_with_another(mine: tuple, theirs: tuple) -> np.ndarray:
     return shared & (other != programs)
 
 
+def _bits(values, shape: tuple, keep, tick: int) -> np.ndarray:
+    """The bit patterns of a store's values, one per element stored (where ``keep``); where they cannot
+    be read as such, a pattern no other store has (the tick, with the top bit set)."""
+    n = int(np.prod(shape)) if keep is None else int(keep.sum())
+    try:
+        flat = np.ascontiguousarray(np.broadcast_to(np.asarray(values), shape)).reshape(-1)
+        flat = flat if keep is None else flat[keep]
+        return flat.view(f"u{flat.dtype.itemsize}").astype(np.uint64)
+    except (TypeError, ValueError):
+        return np.full(n, (1 << 63) | tick, dtype=np.uint64)
+
+
 def _synchronisation(pairs: dict) -> dict[int, dict[int, tuple[int, int]]]:
     """program -> synchronisation element -> (its first, its last atomic tick there). A
     synchronisation element is one only atomics touched (a lock, a counter): a program's atomic there
     after an access, and a later program's atomic there before its own, order the two accesses (a
     release and an acquire: Triton's atomics are acq_rel by default)."""
-    addresses, programs, first, last = pairs[ATOMIC]
+    addresses, programs, first, last, _ = pairs[ATOMIC]
     plain = np.union1d(pairs[LOAD][0], pairs[STORE][0])
     only_atomic = ~np.isin(addresses, plain)
     sync: dict[int, dict[int, tuple[int, int]]] = {}
@@ -203,14 +215,15 @@ def recorded(name: str):
         _running[0] = outer
 
 
-def _note(builder, kind: int, pointers, mask=None) -> None:
+def _note(builder, kind: int, pointers, mask=None, values=None) -> None:
     accesses = _running[0]
     if accesses is None or getattr(builder, "grid_idx", None) is None:
         return
     if _inside_atomic[0]:
         kind = ATOMIC
     accesses.record(kind, builder.grid_idx, builder.grid_dim, getattr(pointers, "data", pointers),
-                    None if mask is None else getattr(mask, "data", mask))  # fmt: skip
+                    None if mask is None else getattr(mask, "data", mask),
+                    None if values is None else getattr(values, "data", values))  # fmt: skip
 
 
 def _load(original):
@@ -226,7 +239,7 @@ def _load(original):
 
 def _store(original):
     def create_masked_store(builder, ptrs, value, mask, *args, **kwargs):
-        _note(builder, STORE, ptrs, mask)
+        _note(builder, STORE, ptrs, mask, value)
         return original(builder, ptrs, value, mask, *args, **kwargs)
 
     return create_masked_store
