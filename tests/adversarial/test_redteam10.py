@@ -16,7 +16,7 @@ HERE = Path(__file__).parent / "redteam10"
 
 
 def config(**overrides) -> EvalConfig:
-    return EvalConfig(device="cpu", trials=2, torch_compute="forbid", **overrides)
+    return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
 
 
 @pytest.mark.parametrize("candidate", ["racy_reduction.py", "first_program_initialises.py"])
@@ -240,3 +240,29 @@ def test_accesses_compacted_while_the_grid_runs_are_judged_the_same(monkeypatch)
     accesses(*lock, *[(kind, 1, pointers) for kind, _, pointers in lock]).check()
     with pytest.raises(DataRace):
         accesses(*lock, (LOAD, 1, [8]), (ATOMIC, 1, [100])).check()
+
+
+def test_an_accumulator_never_zeroed_is_wrong_on_every_evaluation(judge):
+    """#5: an output made by ``torch.empty`` and only added to. A GPU's free memory holds the judge's
+    poison before every trial (NaN); a fresh small host allocation is often zeros, so on the CPU the
+    verdict was a coin flip (`ok` on 2 of 3 evaluations). What forward allocates with ``empty`` on the
+    CPU now holds the poison too."""
+    source = (HERE / "accumulates_into_empty.py").read_text()
+    result = judge(small_problem("12_mse_loss"), source, config(trials=5))
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert "got nan" in result.feedback
+
+
+def test_what_the_empty_family_returns_holds_the_poison_on_the_cpu():
+    import torch
+
+    from tritongym.evaluate.guards import POISON_BYTE, OpRecorder
+
+    x = torch.ones(3, 4)
+    with OpRecorder(poison_empty=True) as recorder:
+        made = [torch.empty(5), torch.empty_like(x), x.new_empty(2, 2), torch.empty_strided((2, 3), (1, 2))]
+        zeros, ones = torch.zeros(3), torch.ones(3, dtype=torch.int32)
+    for t in made:
+        assert bool(t.view(torch.uint8).eq(POISON_BYTE).all()) if t.is_contiguous() else bool(t.isnan().all())
+    assert zeros.eq(0).all() and ones.eq(1).all()  # what is written on allocation stays as written
+    assert not recorder.compute  # allocation and fills are glue

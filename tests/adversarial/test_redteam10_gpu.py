@@ -62,3 +62,11 @@ def test_a_kernel_that_ignores_its_inputs_strides_is_wrong_on_a_gpu():
     source = (HERE / "ignores_input_strides.py").read_text()
     result = evaluate(find_problem("10_transposed_broadcast_add").small(), source, config())
     assert result.verdict is Verdict.MISMATCH, result.feedback
+
+
+def test_an_accumulator_never_zeroed_is_wrong_on_a_gpu():
+    """#5: on a GPU the poison the judge fills free memory with makes the sum NaN (`mismatch`, or
+    `uninitialized_output` where the NaN keeps the poison's bits)."""
+    source = (HERE / "accumulates_into_empty.py").read_text()
+    result = evaluate(find_problem("12_mse_loss").small(), source, config())
+    assert result.verdict in (Verdict.MISMATCH, Verdict.UNINITIALIZED_OUTPUT), result.feedback

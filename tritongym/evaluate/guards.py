@@ -122,12 +122,19 @@ def current_stream_handle() -> int | None:
     return _current_stream().cuda_stream if _cuda_initialized() else None
 
 
+EMPTY_OPS = frozenset(["empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"])
+"""aten ops that allocate without writing: what they return holds whatever the memory held."""
+
+
 class OpRecorder(TorchDispatchMode):
-    def __init__(self) -> None:
+    def __init__(self, poison_empty: bool = False) -> None:
         super().__init__()
         self.compute: collections.Counter[str] = collections.Counter()
         self.off_stream: collections.Counter[str] = collections.Counter()
         self.stream = current_stream_handle()
+        self.poison_empty = poison_empty
+        """Fill what the ``empty`` family returns with POISON_BYTE (the CPU's stand-in for the poison a
+        GPU's free memory holds before every trial: red team 10 #5)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
@@ -135,7 +142,12 @@ class OpRecorder(TorchDispatchMode):
             self.compute[name] += 1
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        if self.poison_empty and name in EMPTY_OPS and type(out) is torch.Tensor and out.device.type == "cpu":
+            storage = out.untyped_storage()
+            if storage.nbytes():
+                torch.empty(0, dtype=torch.uint8).set_(storage).fill_(POISON_BYTE)
+        return out
 
 
 class OpWitness:

@@ -217,7 +217,9 @@ class Runner:
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
-        recorder, witness = OpRecorder(), OpWitness()
+        # on the CPU what forward allocates with empty holds the poison, as a GPU's free memory does (a
+        # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
+        recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
         try:
