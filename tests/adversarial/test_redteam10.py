@@ -266,3 +266,48 @@ def test_what_the_empty_family_returns_holds_the_poison_on_the_cpu():
         assert bool(t.view(torch.uint8).eq(POISON_BYTE).all()) if t.is_contiguous() else bool(t.isnan().all())
     assert zeros.eq(0).all() and ones.eq(1).all()  # what is written on allocation stays as written
     assert not recorder.compute  # allocation and fills are glue
+
+
+def test_a_kernel_that_reads_a_slice_as_contiguous_is_judged_on_the_slice(judge):
+    """#4b: a slice with gaps travelled as a contiguous copy, so a kernel that ignored its strides read
+    the right elements on the CPU. The judge's inputs now travel in their own layout (the storage they
+    cover), as a GPU's trial slots keep it; the same kernel on a contiguous copy of it is right."""
+    from tritongym.problems import Problem
+
+    problem = Problem(name="sliced_input", source=(HERE / "sliced_input_problem.py").read_text())
+    source = (HERE / "ignores_a_slices_strides.py").read_text()
+    assert judge(problem, source, config()).verdict is Verdict.MISMATCH
+    honest = source.replace("double_kernel[(", "x = x.contiguous()\n        double_kernel[(")
+    assert judge(problem, honest, config()).verdict is Verdict.OK
+
+
+def test_any_layout_travels_only_from_the_judge():
+    import torch
+
+    from tritongym.evaluate.judge import protocol as p
+
+    sliced, expanded = torch.randn(4, 6)[:, 1:4], torch.randn(3).expand(2, 3)
+    for value in (sliced, expanded):
+        got = p._build("call", *_call_frame(p, value), (p.Call,)).args[0]
+        assert got.stride() == value.stride() and torch.equal(got, value)
+        with pytest.raises(p.ProtocolError, match="layout"):  # a runner's answer may not claim one
+            p._build("output", *_output_frame(p, value), (p.Output,))
+    with pytest.raises(p.ProtocolError, match="layout"):  # an extent that is not the layout's
+        p._Decoder(memoryview(bytes(4 * 9)), any_layout=True).value({"T": [0, "float32", [2, 3], [4, 1], 9]})
+
+
+def _call_frame(p, value):
+    blobs: list = []
+    body = {"args": p.encode_tree([value], blobs, any_layout=True), "poison": False, "in_slots": False,
+            "out_slots": False}  # fmt: skip
+    return body, memoryview(b"".join(bytes(b) for b in blobs))
+
+
+def _output_frame(p, value):
+    blobs: list = []
+    tree = p.encode_tree(value, blobs, any_layout=True)
+    body = {f.name: None for f in p.fields(p.Output)} | {
+        "value": tree, "out_slots": False, "launches": 1, "off_stream": 0, "off_stream_ops": [], "compute": {},
+        "tampering": [], "threads": [], "alias": "", "strides": [],
+    }  # fmt: skip
+    return body, memoryview(b"".join(bytes(b) for b in blobs))
