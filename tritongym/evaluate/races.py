@@ -37,8 +37,8 @@ LOAD, STORE, ATOMIC = 0, 1, 2
 """Kinds of access: a plain load, a plain store, an atomic (or volatile) one."""
 _NAMES = {LOAD: "loads", STORE: "stores", ATOMIC: "updates atomically"}
 COMPACT_AT = 1 << 20
-"""Recorded accesses of one kind after which they are reduced to distinct (element, program) pairs
-(40 bytes each until then)."""
+"""Recorded accesses of one kind after which they are first reduced to distinct (element, program)
+pairs (40 bytes each until then)."""
 
 
 class DataRace(RuntimeError):
@@ -55,6 +55,10 @@ class GridAccesses:
         self._parts: dict[int, list[tuple]] = {LOAD: [], STORE: [], ATOMIC: []}
         """Per kind: (addresses, program, tick) of each access, or the compacted arrays (_compact)."""
         self._counts = dict.fromkeys(self._parts, 0)
+        self._compact_at = dict.fromkeys(self._parts, COMPACT_AT)
+        """Per kind, the count at which the record is compacted next: twice what it held after the last
+        compaction, at least COMPACT_AT (compacting at a fixed count would compact at every access once
+        the distinct pairs alone reach it)."""
         self._tick = 0
         """Accesses so far: the programs run one after another, so this orders every access of the grid."""
 
@@ -77,8 +81,9 @@ class GridAccesses:
         tick = np.full(n, self._tick, dtype=np.int64)
         self._parts[kind].append((addresses, linear, tick, tick, bits))
         self._counts[kind] += n
-        if self._counts[kind] >= COMPACT_AT:
+        if self._counts[kind] >= self._compact_at[kind]:
             self._compact(kind)
+            self._compact_at[kind] = max(COMPACT_AT, 2 * self._counts[kind])
 
     def _compact(self, kind: int) -> tuple[np.ndarray, ...]:
         """The distinct (element, program) pairs of a kind, sorted by element then program, each with
@@ -101,7 +106,12 @@ class GridAccesses:
     def check(self) -> None:
         """Raise :class:`DataRace` for the first element two programs raced on, if any."""
         pairs = {kind: self._compact(kind) for kind in self._parts}
-        racing = [pairs[a][0][_shared_with_another(pairs[a], pairs[b])] for a, b in CONFLICTS]
+        racing = []
+        for a, b in CONFLICTS:
+            shared = _shared_with_another(pairs[a], pairs[b])
+            if a == b == STORE:  # stores of one value by every program that stores there: no race
+                shared &= _values_differ(pairs[STORE])
+            racing.append(pairs[a][0][shared])
         racing = np.unique(np.concatenate(racing))
         if not racing.size:
             return
@@ -162,6 +172,18 @@ def _shared_with_another(mine: tuple, theirs: tuple) -> np.ndarray:
     shared = (at < unique.size) & (unique[at_clipped] == addresses)
     other = np.where(lowest[at_clipped] != programs, lowest[at_clipped], highest[at_clipped])
     return shared & (other != programs)
+
+
+def _values_differ(stores: tuple) -> np.ndarray:
+    """For each (element, program) store pair, whether the programs storing that element left
+    different bits there."""
+    addresses, bits = stores[0], stores[4]
+    if not addresses.size:
+        return np.zeros(0, dtype=bool)
+    starts = np.flatnonzero(np.r_[True, addresses[1:] != addresses[:-1]])
+    counts = np.diff(np.r_[starts, addresses.size])
+    lowest, highest = np.minimum.reduceat(bits, starts), np.maximum.reduceat(bits, starts)
+    return np.repeat(lowest != highest, counts)
 
 
 def _bits(values, shape: tuple, keep, tick: int) -> np.ndarray:
