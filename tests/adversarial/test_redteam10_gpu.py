@@ -70,3 +70,12 @@ def test_an_accumulator_never_zeroed_is_wrong_on_a_gpu():
     source = (HERE / "accumulates_into_empty.py").read_text()
     result = evaluate(find_problem("12_mse_loss").small(), source, config())
     assert result.verdict in (Verdict.MISMATCH, Verdict.UNINITIALIZED_OUTPUT), result.feedback
+
+
+def test_a_kernel_that_reads_a_slice_as_contiguous_is_wrong_on_a_gpu():
+    """#4b: a trial slot keeps a sliced input's layout on a GPU."""
+    from tritongym.problems import Problem
+
+    problem = Problem(name="sliced_input", source=(HERE / "sliced_input_problem.py").read_text())
+    result = evaluate(problem, (HERE / "ignores_a_slices_strides.py").read_text(), config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback
