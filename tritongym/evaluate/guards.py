@@ -648,9 +648,9 @@ class LaunchMonitor:
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.text = text
+        """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.host = host
         """Where given (the CPU), a launch with a tensor a GPU would hold in host memory fails as there."""
-        """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
