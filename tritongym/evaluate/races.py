@@ -9,9 +9,10 @@ The CPU verdict would be ``ok`` for a kernel whose GPU verdict is ``mismatch``, 
 would pay for it.
 
 :class:`GridAccesses` records, while one grid runs, the address of every element each program loads,
-stores or updates atomically (through the interpreter's builder: every load and store of a pointer,
-a block pointer or a tensor descriptor, and every atomic, goes through ``create_masked_load``,
-``create_masked_store``, ``create_atomic_rmw`` or ``create_atomic_cas``), and :meth:`GridAccesses.check`
+stores or updates atomically (through the interpreter's builder: in Triton 3.9 every load and store
+of a pointer or a tensor descriptor, and every atomic, goes through ``create_masked_load``,
+``create_masked_store``, ``create_atomic_rmw`` or ``create_atomic_cas``; the block pointers of older
+releases were not checked), and :meth:`GridAccesses.check`
 then finds an element that two programs touched where one of them stored it without an atomic, or
 one of them read it with a plain load while the other updated it atomically, and nothing ordered the
 two: a race on a GPU. Atomics and volatile loads (how a program polls a flag) among themselves are
@@ -53,7 +54,8 @@ class GridAccesses:
         self.grid = (1, 1, 1)
         """The grid's dimensions, as the interpreter's builder holds them while it runs."""
         self._parts: dict[int, list[tuple]] = {LOAD: [], STORE: [], ATOMIC: []}
-        """Per kind: (addresses, program, tick) of each access, or the compacted arrays (_compact)."""
+        """Per kind: (addresses, programs, first ticks, last ticks, stored bits) of each access, or of
+        the distinct (element, program) pairs once compacted (_compact)."""
         self._counts = dict.fromkeys(self._parts, 0)
         self._compact_at = dict.fromkeys(self._parts, COMPACT_AT)
         """Per kind, the count at which the record is compacted next: twice what it held after the last
