@@ -37,6 +37,18 @@ def test_programs_that_combine_with_atomics_do_not_race(judge, candidate):
     assert result.verdict is Verdict.OK, result.feedback
 
 
+def test_a_lock_of_relaxed_atomics_orders_nothing(judge):
+    """#1: the spin lock with ``sem="relaxed"`` atomics acquires and releases nothing on a GPU: the
+    read-modify-writes under it race."""
+    source = (HERE / "lock_accumulation.py").read_text()
+    for call in ("tl.atomic_cas(lock_ptr, 0, 1", "tl.atomic_xchg(lock_ptr, 0"):
+        source = source.replace(call + ")", call + ', sem="relaxed")')
+    assert source.count('sem="relaxed"') == 2
+    result = judge(small_problem("12_mse_loss"), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "data race in kernel" in result.feedback
+
+
 def test_programs_that_store_the_same_values_do_not_race(judge):
     """#1's control: a grid larger than the kernel needs, whose redundant programs store the same
     values to the same elements, ends the same in any order (`ok` on a GPU too)."""
@@ -311,3 +323,14 @@ def _output_frame(p, value):
         "tampering": [], "threads": [], "alias": "", "strides": [],
     }  # fmt: skip
     return body, memoryview(b"".join(bytes(b) for b in blobs))
+
+
+def test_a_relaxed_atomic_is_no_synchronisation():
+    """A counter updated with relaxed atomics orders nothing: the last program's reads race."""
+    grid = GridAccesses("k")
+    for program, pointers in ((0, [8]), (1, [16])):
+        grid.record(STORE, (program, 0, 0), (2, 1, 1), np.array(pointers, np.uint64), None, np.ones(1, np.float32))
+        grid.record(ATOMIC, (program, 0, 0), (2, 1, 1), np.array([100], np.uint64), ordering=False)
+    grid.record(LOAD, (1, 0, 0), (2, 1, 1), np.array([8, 16], np.uint64))
+    with pytest.raises(DataRace):
+        grid.check()

@@ -16,9 +16,10 @@ releases were not checked), and :meth:`GridAccesses.check`
 then finds an element that two programs touched where one of them stored it without an atomic, or
 one of them read it with a plain load while the other updated it atomically, and nothing ordered the
 two: a race on a GPU. Atomics and volatile loads (how a program polls a flag) among themselves are
-synchronisation, not a race, and they order plain accesses the way a lock or a counter does: an
-element only atomics touch (a lock, a counter) that the earlier program updated after its access and
-the later one before its own orders the two (Triton's atomics are acquire-release by default; the
+no race, and atomics order plain accesses the way a lock or a counter does: an element only ordering
+atomics touch (a lock, a counter; not ``sem="relaxed"`` ones, nor volatile loads) that the earlier
+program updated after its access and the later one before its own orders the two (Triton's atomics
+are acquire-release by default; the
 layer-norm tutorial's lock and a "last program sums the partials" counter are not races). That is
 the order of the one schedule the interpreter ran, as a dynamic race detector sees it: an atomic that
 orders nothing on a GPU (a counter no program's control flow reads) still counts as ordering there.
@@ -64,9 +65,12 @@ class GridAccesses:
         self._tick = 0
         """Accesses so far: the programs run one after another, so this orders every access of the grid."""
 
-    def record(self, kind: int, program: tuple, grid: tuple, pointers, mask=None, values=None) -> None:
+    def record(
+        self, kind: int, program: tuple, grid: tuple, pointers, mask=None, values=None, ordering: bool = True
+    ) -> None:
         """Note that ``program`` of ``grid`` accessed the elements at ``pointers`` (where ``mask`` is True);
-        for a store, ``values`` are what it wrote there."""
+        for a store, ``values`` are what it wrote there; an atomic is ``ordering`` unless its semantics
+        are relaxed (or it is a volatile load)."""
         self.grid = tuple(int(n) for n in grid)
         shape = np.shape(pointers)
         addresses = np.asarray(pointers, dtype=np.uint64).reshape(-1)
@@ -77,7 +81,10 @@ class GridAccesses:
         if not addresses.size:
             return
         n = addresses.size
-        bits = _bits(values, shape, keep, self._tick) if kind == STORE else np.zeros(n, dtype=np.uint64)
+        if kind == STORE:
+            bits = _bits(values, shape, keep, self._tick)
+        else:  # an atomic's: whether it orders (acquire, release); unused for a plain load
+            bits = np.full(n, int(kind == ATOMIC and ordering), dtype=np.uint64)
         x, y, z = program
         linear = np.full(n, (x * self.grid[1] + y) * self.grid[2] + z, dtype=np.int64)
         tick = np.full(n, self._tick, dtype=np.int64)
@@ -139,9 +146,10 @@ class GridAccesses:
     def _race(self, mine: int, kind: int, theirs: int, their_kind: int) -> None:
         raise DataRace(
             f"data race in kernel {self.name}: program {self._program(mine)} {_NAMES[kind]} an element that "
-            f"program {self._program(theirs)} {_NAMES[their_kind]} in the same launch, with no atomic between "
-            "them. The interpreter runs programs one after another, a GPU runs them at once in no order: use "
-            "tl.atomic_add (or another atomic) or a second kernel launch to combine the programs' results."
+            f"program {self._program(theirs)} {_NAMES[their_kind]} in the same launch, with no acquire-release "
+            "atomic ordering them. The interpreter runs programs one after another, a GPU runs them at once in "
+            "no order: use tl.atomic_add (or another atomic) or a second kernel launch to combine the programs' "
+            "results."
         )
 
     def _program(self, linear: int) -> str:
@@ -202,12 +210,17 @@ def _bits(values, shape: tuple, keep, tick: int) -> np.ndarray:
 
 def _synchronisation(pairs: dict) -> dict[int, dict[int, tuple[int, int]]]:
     """program -> synchronisation element -> (its first, its last atomic tick there). A
-    synchronisation element is one only atomics touched (a lock, a counter): a program's atomic there
-    after an access, and a later program's atomic there before its own, order the two accesses (a
-    release and an acquire: Triton's atomics are acq_rel by default)."""
-    addresses, programs, first, last, _ = pairs[ATOMIC]
+    synchronisation element is one only atomics that order touched (a lock, a counter): a program's
+    atomic there after an access, and a later program's atomic there before its own, order the two
+    accesses (a release and an acquire: Triton's atomics are acq_rel by default; ``sem="relaxed"``
+    ones and volatile loads order nothing)."""
+    addresses, programs, first, last, ordering = pairs[ATOMIC]
     plain = np.union1d(pairs[LOAD][0], pairs[STORE][0])
     only_atomic = ~np.isin(addresses, plain)
+    if addresses.size:  # and only ordering atomics: a relaxed one (or a volatile load) orders nothing
+        starts = np.flatnonzero(np.r_[True, addresses[1:] != addresses[:-1]])
+        counts = np.diff(np.r_[starts, addresses.size])
+        only_atomic &= np.repeat(np.minimum.reduceat(ordering, starts) == 1, counts)
     sync: dict[int, dict[int, tuple[int, int]]] = {}
     for i in np.flatnonzero(only_atomic)[:MAX_RACING_ELEMENTS]:
         sync.setdefault(int(programs[i]), {})[int(addresses[i])] = (int(first[i]), int(last[i]))
@@ -224,8 +237,8 @@ def _ordered(sync: dict, p: int, p_last: int, q: int, q_first: int) -> bool:
 
 _running: list[GridAccesses | None] = [None]
 """The grid being recorded (None: accesses are not recorded)."""
-_inside_atomic = [0]
-"""How deep the builder is inside an atomic load or store (which it makes of a plain one)."""
+_inside_atomic: list[bool] = []
+"""Whether each atomic load or store the builder is inside (it makes them of plain ones) orders."""
 
 
 @contextlib.contextmanager
@@ -239,15 +252,23 @@ def recorded(name: str):
         _running[0] = outer
 
 
-def _note(builder, kind: int, pointers, mask=None, values=None) -> None:
+def _note(builder, kind: int, pointers, mask=None, values=None, ordering: bool = True) -> None:
     accesses = _running[0]
     if accesses is None or getattr(builder, "grid_idx", None) is None:
         return
-    if _inside_atomic[0]:
-        kind = ATOMIC
+    if _inside_atomic:
+        kind, ordering = ATOMIC, _inside_atomic[-1]
     accesses.record(kind, builder.grid_idx, builder.grid_dim, getattr(pointers, "data", pointers),
                     None if mask is None else getattr(mask, "data", mask),
-                    None if values is None else getattr(values, "data", values))  # fmt: skip
+                    None if values is None else getattr(values, "data", values), ordering)  # fmt: skip
+
+
+def _orders(original, args: tuple, kwargs: dict) -> bool:
+    """Whether an atomic call's memory semantics order (anything but relaxed; acq_rel by default)."""
+    with contextlib.suppress(TypeError):
+        sem = inspect.signature(original).bind(*args, **kwargs).arguments.get("sem")
+        return str(getattr(sem, "name", sem)).upper() != "RELAXED"
+    return True
 
 
 def _load(original):
@@ -255,7 +276,7 @@ def _load(original):
 
     def create_masked_load(builder, ptrs, mask, *args, **kwargs):
         volatile = signature.bind(builder, ptrs, mask, *args, **kwargs).arguments.get("is_volatile")
-        _note(builder, ATOMIC if volatile else LOAD, ptrs, mask)
+        _note(builder, ATOMIC if volatile else LOAD, ptrs, mask, ordering=False)
         return original(builder, ptrs, mask, *args, **kwargs)
 
     return create_masked_load
@@ -271,7 +292,7 @@ def _store(original):
 
 def _rmw(original):
     def create_atomic_rmw(builder, op, ptr, val, mask, *args, **kwargs):
-        _note(builder, ATOMIC, ptr, mask)
+        _note(builder, ATOMIC, ptr, mask, ordering=_orders(original, (builder, op, ptr, val, mask, *args), kwargs))
         return original(builder, op, ptr, val, mask, *args, **kwargs)
 
     return create_atomic_rmw
@@ -279,7 +300,7 @@ def _rmw(original):
 
 def _cas(original):
     def create_atomic_cas(builder, ptr, *args, **kwargs):
-        _note(builder, ATOMIC, ptr)
+        _note(builder, ATOMIC, ptr, ordering=_orders(original, (builder, ptr, *args), kwargs))
         return original(builder, ptr, *args, **kwargs)
 
     return create_atomic_cas
@@ -289,11 +310,11 @@ def _atomic(original):
     """An atomic load or store, which the interpreter makes of a plain one: counted as atomic."""
 
     def atomic(builder, *args, **kwargs):
-        _inside_atomic[0] += 1
+        _inside_atomic.append(_orders(original, (builder, *args), kwargs))
         try:
             return original(builder, *args, **kwargs)
         finally:
-            _inside_atomic[0] -= 1
+            _inside_atomic.pop()
 
     return atomic
 
