@@ -11,10 +11,13 @@
   On request it makes every such launch fail, to expose forwards that route around a failed Triton
   path, or wraps each in a profiler annotation (profiling.py attributes GPU time by it). Under the
   interpreter it first runs Triton's frontend on every kernel launched (frontend.py): what Triton's
-  compiler rejects fails there as on a GPU. A kernel of the candidate's that reaches host code, or
-  reaches code by a route its names do not show (``getattr`` with a computed name, a namespace read
-  as a dict, data holding a callable, an object whose class runs Python), is not its own
-  (``HOST_CODE``: red team 8 #5).
+  compiler rejects fails there as on a GPU. It also records each interpreted grid's memory accesses
+  (races.py): programs that share an element without atomics, harmless when the interpreter runs them
+  one after another, race on a GPU, and the launch fails; and a ``tl.dot`` of float32 blocks in TF32
+  (Triton's default input precision) rounds its operands to TF32 as a GPU does (tf32.py). A kernel of
+  the candidate's that reaches host code, or reaches code by a route its names do not show
+  (``getattr`` with a computed name, a namespace read as a dict, data holding a callable, an object
+  whose class runs Python), is not its own (``HOST_CODE``: red team 8 #5).
 * OpRecorder (a TorchDispatchMode) records the aten ops that forward runs outside Triton launches.
   Allocation, views, copies and fills are glue; everything else is PyTorch doing compute. On a GPU
   it also counts ops issued on another stream than forward's.
@@ -45,8 +48,9 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend, triton_compat
+from tritongym.evaluate import frontend, races, tf32, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
+from tritongym.evaluate.placement import HostTensors
 
 GLUE_OPS = frozenset(
     [
@@ -121,12 +125,19 @@ def current_stream_handle() -> int | None:
     return _current_stream().cuda_stream if _cuda_initialized() else None
 
 
+EMPTY_OPS = frozenset(["empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"])
+"""aten ops that allocate without writing: what they return holds whatever the memory held."""
+
+
 class OpRecorder(TorchDispatchMode):
-    def __init__(self) -> None:
+    def __init__(self, poison_empty: bool = False) -> None:
         super().__init__()
         self.compute: collections.Counter[str] = collections.Counter()
         self.off_stream: collections.Counter[str] = collections.Counter()
         self.stream = current_stream_handle()
+        self.poison_empty = poison_empty
+        """Fill what the ``empty`` family returns with POISON_BYTE (the CPU's stand-in for the poison a
+        GPU's free memory holds before every trial: red team 10 #5)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
@@ -134,7 +145,12 @@ class OpRecorder(TorchDispatchMode):
             self.compute[name] += 1
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
-        return func(*args, **(kwargs or {}))
+        out = func(*args, **(kwargs or {}))
+        if self.poison_empty and name in EMPTY_OPS and type(out) is torch.Tensor and out.device.type == "cpu":
+            storage = out.untyped_storage()
+            if storage.nbytes():
+                torch.empty(0, dtype=torch.uint8).set_(storage).fill_(POISON_BYTE)
+        return out
 
 
 class OpWitness:
@@ -897,10 +913,13 @@ class LaunchMonitor:
         annotate: str = "",
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
+        host: HostTensors | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
+        self.host = host
+        """Where given (the CPU), a launch with a tensor a GPU would hold in host memory fails as there."""
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
         self.launches = 0
@@ -1008,6 +1027,8 @@ class LaunchMonitor:
         executor = triton_compat.executor_call_point() if INTERPRETED else None
         if executor is not None:
             points.append((*executor, self._wrap_executor))
+            points += races.builder_points()  # every grid's memory accesses, for its race check
+            points += tf32.builder_points()  # tl.dot of float32 in TF32 where a GPU would use it
         for cls, name, wrap in points:
             original = cls.__dict__[name]
             self._saved.append((cls, name, original))
@@ -1050,13 +1071,15 @@ class LaunchMonitor:
         def call(executor, *args, **kwargs):
             due = monitor._grid_due
             running = getattr(executor, "fn", None)
+            name = kernel_name(getattr(executor, "fn", executor))
             if due is not None and (running is due[1] or running is triton_compat.rewritten(due[0])):
                 monitor._grid_due = None
                 if executor.fn is not due[1]:  # the checked function's code, whatever the interpreter's cache holds
                     triton_compat.retarget(executor, due[1])
+            else:
+                monitor.foreign[f"{name} {BYPASS}"] += 1
+            with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
                 return original(executor, *args, **kwargs)
-            monitor.foreign[f"{kernel_name(getattr(executor, 'fn', executor))} {BYPASS}"] += 1
-            return original(executor, *args, **kwargs)
 
         return call
 
@@ -1070,6 +1093,8 @@ class LaunchMonitor:
             fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
+            if monitor.host is not None:  # a GPU's launcher refuses a tensor in host memory (placement.py)
+                monitor.host.refuse(kernel_name(kernel), args, kwargs)
             own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
             if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
                 raise RuntimeError("tritongym: the kernel's function was replaced during its launch")

@@ -2,7 +2,11 @@
 
 A frame is ``MAGIC``, the header's length (u32) and the payload's length (u64), a UTF-8 JSON
 header ``{"kind": ..., "fields": {...}}`` and the payload: the raw bytes of every tensor in the
-message, back to back. A tensor in the header is ``{"T": [blob, dtype, shape]}``; lists, tuples and
+message, back to back. A tensor in the header is ``{"T": [blob, dtype, shape]}`` (contiguous),
+``{"T": [blob, dtype, shape, strides]}`` where its layout is dense but not contiguous (a transposed
+input arrives transposed; its bytes are in storage order), or, in the judge's messages only
+(``Message.LAYOUTS``), ``{"T": [blob, dtype, shape, strides, extent]}`` for any other layout (a slice
+with gaps, an expanded view: the ``extent`` elements of storage it covers); lists, tuples and
 dicts are ``{"L": [...]}``, ``{"U": [...]}`` and ``{"D": [[key, value], ...]}``; other leaves are JSON
 scalars. A value that is none of these (a tensor subclass, an arbitrary object) travels as
 ``{"O": type name}`` and arrives as an :class:`Opaque`. Nothing is pickled.
@@ -76,6 +80,10 @@ Tree = Any
 @dataclass
 class Message:
     KIND: ClassVar[str] = ""
+    LAYOUTS: ClassVar[bool] = False
+    """Whether its tensors travel in any layout (the judge's inputs: a slice with gaps, an expanded
+    view, as a GPU's trial slots keep them), not only a dense one (everything a runner sends, whose
+    bytes must stay within the answer's bound)."""
 
 
 @dataclass
@@ -116,6 +124,7 @@ class Build(Message):
     """Judge -> runner: construct the model and copy the reference's state into it."""
 
     KIND: ClassVar[str] = "build"
+    LAYOUTS: ClassVar[bool] = True
     init_args: Tree = None
     init_kwargs: Tree = None
     state: Tree = None
@@ -143,6 +152,7 @@ class Call(Message):
     """Judge -> runner: one watched forward on these inputs."""
 
     KIND: ClassVar[str] = "call"
+    LAYOUTS: ClassVar[bool] = True
     args: Tree = None
     poison: bool = False
     """Fill the free GPU memory with the poison byte first (unwritten-output check)."""
@@ -183,6 +193,7 @@ class Fallback(Message):
     """Judge -> runner: one forward with every launch of the candidate's kernels made to fail."""
 
     KIND: ClassVar[str] = "fallback"
+    LAYOUTS: ClassVar[bool] = True
     args: Tree = None
     in_slots: bool = False
     """As for Call."""
@@ -201,6 +212,7 @@ class Hollow(Message):
     model's state (the buffers it would write) with poison."""
 
     KIND: ClassVar[str] = "hollow"
+    LAYOUTS: ClassVar[bool] = True
     args: Tree = None
     in_slots: bool = False
     """As for Call."""
@@ -225,6 +237,7 @@ class Profile(Message):
     """Judge -> runner (GPU): profile one forward and attribute its GPU time (profiling.py)."""
 
     KIND: ClassVar[str] = "profile"
+    LAYOUTS: ClassVar[bool] = True
     args: Tree = None
     in_slots: bool = False
     """As for Call: the inputs are in the input slots the runner maps now (the timing batch's call 0,
@@ -282,33 +295,80 @@ MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Fa
 # --- values -------------------------------------------------------------------------------------
 
 
-def _tensor_bytes(t: torch.Tensor) -> memoryview:
-    flat = t.detach().to("cpu").contiguous().reshape(-1)
+def dense(shape: tuple, stride: Any) -> bool:
+    """Whether ``stride`` is a layout of ``shape`` whose elements cover exactly ``numel`` places of
+    storage, each once (a permutation of a contiguous layout: non-overlapping and dense)."""
+    if not isinstance(stride, (list, tuple)) or len(stride) != len(shape):
+        return False
+    if not all(type(x) is int and 0 <= x < 1 << 62 for x in stride):
+        return False
+    expected = 1
+    for size, step in sorted(((s, st) for s, st in zip(shape, stride, strict=True) if s != 1), key=lambda d: d[1]):
+        if size == 0 or step != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _layout(t: torch.Tensor, any_layout: bool) -> tuple[list[int], int] | None:
+    """The strides a tensor travels with and the elements of storage it covers from its offset on:
+    its own where its layout is dense but not contiguous (a transposed or permuted tensor: the
+    problem's input may be one, and a kernel must be judged on it as it is; red team 10 #4), and with
+    ``any_layout`` any other layout too (a slice with gaps, an expanded view); else None (sent
+    contiguous)."""
+    shape, stride = tuple(t.shape), tuple(t.stride())
+    if not t.numel() or t.is_contiguous():
+        return None
+    if dense(shape, stride):
+        return list(stride), t.numel()
+    if not any_layout or any(st < 0 for st in stride):
+        return None
+    return list(stride), _extent(shape, stride)
+
+
+def _extent(shape, stride) -> int:
+    """Elements of storage a (non-empty) tensor of this shape and stride covers from its offset on."""
+    return 1 + sum((size - 1) * step for size, step in zip(shape, stride, strict=True))
+
+
+def _tensor_bytes(t: torch.Tensor, layout: tuple[list[int], int] | None) -> memoryview:
+    t = t.detach().to("cpu")
+    # with a layout, the storage it covers in storage order, from its offset on
+    flat = t.contiguous().reshape(-1) if layout is None else torch.as_strided(t, (layout[1],), (1,), t.storage_offset())
     if flat.dtype.is_complex:
         flat = torch.view_as_real(flat).reshape(-1)
     return memoryview(flat.view(torch.uint8).numpy()) if flat.numel() else memoryview(b"")
 
 
-def encode_tree(value: Any, blobs: list, depth: int = 0) -> Any:
+def encode_tree(value: Any, blobs: list, depth: int = 0, any_layout: bool = False) -> Any:
     if depth > MAX_DEPTH:
         raise ProtocolError("value nested too deeply")
     if type(value) is torch.Tensor or type(value) is torch.nn.Parameter:
         if value.dtype not in _DTYPE_NAMES:
             return {"O": f"tensor of dtype {value.dtype}"}
-        blobs.append(_tensor_bytes(value))
-        return {"T": [len(blobs) - 1, _DTYPE_NAMES[value.dtype], list(value.shape)]}
+        layout = _layout(value, any_layout)
+        blobs.append(_tensor_bytes(value, layout))
+        header = [len(blobs) - 1, _DTYPE_NAMES[value.dtype], list(value.shape)]
+        if layout is None:
+            return {"T": header}
+        stride, extent = layout
+        return {"T": [*header, stride] if extent == value.numel() else [*header, stride, extent]}
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return {"L" if type(value) is list else "U": [encode_tree(v, blobs, depth + 1) for v in value]}
+        items = [encode_tree(v, blobs, depth + 1, any_layout) for v in value]
+        return {"L" if type(value) is list else "U": items}
     if type(value) is dict:
-        return {"D": [[k, encode_tree(v, blobs, depth + 1)] for k, v in value.items() if type(k) in (str, int)]}
+        items = [[k, encode_tree(v, blobs, depth + 1, any_layout)] for k, v in value.items() if type(k) in (str, int)]
+        return {"D": items}
     if value is None or type(value) in (bool, int, float, str):
         return value
     return {"O": type(value).__name__[:100]}
 
 
 class _Decoder:
-    def __init__(self, payload: memoryview):
+    def __init__(self, payload: memoryview, any_layout: bool = False):
         self.payload, self.offset, self.nodes, self.blob = payload, 0, 0, 0
+        self.any_layout = any_layout
+        """Whether a tensor may come in any layout (a message of the judge's, ``Message.LAYOUTS``)."""
 
     def value(self, node: Any, depth: int = 0) -> Any:
         self.nodes += 1
@@ -331,28 +391,45 @@ class _Decoder:
             return out
         if tag == "O" and type(body) is str:
             return Opaque(body[:100])
-        if tag == "T" and type(body) is list and len(body) == 3:
+        if tag == "T" and type(body) is list and len(body) in (3, 4, 5):
             return self.tensor(*body)
         raise ProtocolError(f"unknown value tag {str(tag)[:20]!r}")
 
-    def tensor(self, index: Any, dtype_name: Any, shape: Any) -> torch.Tensor:
+    def tensor(self, index: Any, dtype_name: Any, shape: Any, stride: Any = None, extent: Any = None) -> torch.Tensor:
         if index != self.blob or dtype_name not in DTYPES or type(shape) is not list:
             raise ProtocolError("malformed tensor header")
         if len(shape) > 16 or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape):
             raise ProtocolError("malformed tensor shape")
-        self.blob += 1
-        dtype = DTYPES[dtype_name]
         numel = 1
         for s in shape:
             numel *= s
-        size = numel * torch.empty((), dtype=dtype).element_size()
+        if extent is None:
+            if stride is not None and (type(stride) is not list or not dense(tuple(shape), stride)):
+                raise ProtocolError("malformed tensor strides (only a dense layout travels)")
+            extent = numel
+        elif not (self.any_layout and numel and _any_layout(shape, stride, extent)):
+            raise ProtocolError("malformed tensor layout (only the judge's inputs travel in any layout)")
+        self.blob += 1
+        dtype = DTYPES[dtype_name]
+        size = extent * torch.empty((), dtype=dtype).element_size()
         if self.offset + size > len(self.payload):
             raise ProtocolError("tensor bytes exceed the payload")
         raw = bytearray(self.payload[self.offset : self.offset + size])
         self.offset += size
         if not numel:
             return torch.empty(shape, dtype=dtype)
-        return torch.frombuffer(raw, dtype=torch.uint8).view(dtype).reshape(shape)
+        flat = torch.frombuffer(raw, dtype=torch.uint8).view(dtype)
+        return flat.reshape(shape) if stride is None else torch.as_strided(flat, shape, stride)
+
+
+def _any_layout(shape: list, stride: Any, extent: Any) -> bool:
+    """Whether ``stride`` and ``extent`` describe a layout of ``shape`` (non-negative strides, the
+    storage it covers exactly ``extent`` elements)."""
+    if type(stride) is not list or len(stride) != len(shape) or type(extent) is not int:
+        return False
+    if not all(type(x) is int and 0 <= x < 1 << 40 for x in stride):
+        return False
+    return extent == _extent(shape, stride)
 
 
 # --- frames -------------------------------------------------------------------------------------
@@ -364,7 +441,7 @@ def encode(message: Message) -> list:
     body = {}
     for f in fields(message):
         value = getattr(message, f.name)
-        body[f.name] = encode_tree(value, blobs) if f.type == "Tree" else value
+        body[f.name] = encode_tree(value, blobs, any_layout=message.LAYOUTS) if f.type == "Tree" else value
     header = json.dumps({"kind": message.KIND, "fields": body}).encode()
     payload = sum(len(b) * b.itemsize for b in blobs)
     return [_PREFIX.pack(MAGIC, len(header), payload), header, *blobs]
@@ -425,7 +502,7 @@ def _build(kind: Any, body: Any, payload: memoryview, expect: tuple[type, ...]) 
         raise ProtocolError(f"expected a {names} message, got {str(kind)[:40]!r}")
     if type(body) is not dict or set(body) != {f.name for f in fields(cls)}:
         raise ProtocolError(f"malformed {cls.KIND} message")
-    decoder = _Decoder(payload)
+    decoder = _Decoder(payload, any_layout=cls.LAYOUTS)
     values = {}
     for f in fields(cls):
         value = body[f.name]

@@ -43,6 +43,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
+from tritongym.evaluate.placement import HostTensors
 from tritongym.evaluate.result import Verdict
 
 RUNNER_CPU_CORES = 2
@@ -132,6 +133,9 @@ class Runner:
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
+        self.host = HostTensors() if device.type == "cpu" else None
+        """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
+        memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
 
     def send(self, message: p.Message) -> None:
         if os.getpid() != self.pid:  # a fork of the candidate's that came back this far: not the runner
@@ -173,7 +177,8 @@ class Runner:
             spec = importlib.util.spec_from_file_location("candidate", job.candidate_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules["candidate"] = module
-            spec.loader.exec_module(module)
+            with self.host if self.host is not None else contextlib.nullcontext():  # a module's tensors too
+                spec.loader.exec_module(module)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
             where = candidate_location(exc, job.candidate_path)
             raise Failure(
@@ -241,10 +246,19 @@ class Runner:
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
         except BaseException as exc:  # the GPU is full: the solution's process holds what it allocated
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
-        recorder, witness = OpRecorder(), OpWitness()
+        # on the CPU what forward allocates with empty holds the poison, as a GPU's free memory does (a
+        # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
+        recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
+        host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
         try:
-            with witness, LaunchMonitor(self.path, recorder, text=self.text) as monitor, torch.no_grad(), recorder:
+            with (
+                witness,
+                LaunchMonitor(self.path, recorder, text=self.text, host=host) as monitor,
+                torch.no_grad(),
+                recorder,
+                host if host is not None else contextlib.nullcontext(),
+            ):
                 got = self.model(*given)
                 self.synchronize()
                 # Everything that reads the output or the model may run candidate code (an override of

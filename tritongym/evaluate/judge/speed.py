@@ -88,6 +88,7 @@ from tritongym.evaluate.judge import machine_lock
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
+from tritongym.evaluate.judge.protocol import dense
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
@@ -302,21 +303,6 @@ def slot_specs(inputs: list, outputs: Any, count: int, output_strides: Any = ())
     outs = [((count, *t.shape), (per_call(t, t.numel()), *out_stride(k, t)), t.dtype)
             for k, t in enumerate(tensor_leaves(outputs))]  # fmt: skip
     return ins, outs
-
-
-def dense(shape: tuple, stride: Any) -> bool:
-    """Whether ``stride`` is a layout of ``shape`` whose elements cover exactly ``numel`` places of
-    storage, each once (a permutation of a contiguous layout: non-overlapping and dense)."""
-    if not isinstance(stride, (list, tuple)) or len(stride) != len(shape):
-        return False
-    if not all(type(x) is int and 0 <= x < 1 << 62 for x in stride):
-        return False
-    expected = 1
-    for size, step in sorted(((s, st) for s, st in zip(shape, stride, strict=True) if s != 1), key=lambda d: d[1]):
-        if size == 0 or step != expected:
-            return False
-        expected *= size
-    return True
 
 
 class SharedArena:

@@ -1,0 +1,129 @@
+"""Tensors forward makes in host memory, seen on the CPU as a GPU would see them (red team 10 #3).
+
+On a GPU, forward's inputs are on the device, and a tensor forward makes with a factory function
+(``torch.empty(n)``, ``torch.zeros``, ``torch.arange``, ``torch.tensor``...) without ``device=`` is in
+host memory: Triton refuses to launch a kernel with it ("Pointer argument (at 2) cannot be accessed
+from Triton (cpu tensor?)"), a ``runtime_error``. Under the CPU judge every tensor is on the host, so
+the same forward ran and was `ok`: the CPU's verdict differed from the GPU's, and RL on the CPU never
+taught where a kernel's output must live.
+
+On the CPU a runner watches the candidate's import and every trial's forward with :class:`HostTensors`,
+a TorchFunctionMode that marks what a GPU would hold on the host (the constructor runs in a
+``torch.device`` context of the runner's device, on a GPU too): the result of a factory function
+called without a device (in a ``torch.device`` context or after ``torch.set_default_device`` the
+device is given: not marked), of ``torch.from_numpy``, and of any operation whose tensor arguments
+are all marked (``.float()``, ``.contiguous()``, arithmetic on them); ``.to`` with a device (or
+another tensor) places its result.
+The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
+Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
+a weak reference to the tensor that made it, so a storage freed and reused later is not marked.
+Mixing a marked tensor with a device tensor in a PyTorch op is not checked (a GPU accepts some
+mixes: a 0-dim host tensor, an index); only kernel arguments are.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+FACTORIES = frozenset(
+    getattr(torch, name)
+    for name in (
+        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
+        "logspace", "eye", "tensor", "as_tensor", "empty_strided", "scalar_tensor", "tril_indices",
+        "triu_indices", "from_numpy", "frombuffer",
+    )
+    if hasattr(torch, name)
+)  # fmt: skip
+"""Functions that make a tensor on the default device (the host) unless given one."""
+_ALWAYS_HOST = frozenset(getattr(torch, name) for name in ("from_numpy", "frombuffer") if hasattr(torch, name))
+
+
+def _tensors(value, found: list, depth: int = 0) -> list:
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)) and depth < 4:
+        for item in value[:64]:
+            _tensors(item, found, depth + 1)
+    elif isinstance(value, dict) and depth < 4:
+        for item in list(value.values())[:64]:
+            _tensors(item, found, depth + 1)
+    return found
+
+
+def _names_device(args: tuple, kwargs: dict) -> bool:
+    """Whether a ``Tensor.to`` call names a device (or a tensor whose device it takes)."""
+    if kwargs.get("device") is not None:
+        return True
+    return any(isinstance(a, (str, torch.device, torch.Tensor)) for a in args)
+
+
+class HostTensors(TorchFunctionMode):
+    """Marks the tensors forward makes where a GPU would make them in host memory (module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._marked: dict[int, tuple[weakref.ref, str]] = {}
+        """Storage address -> (a weak reference to the tensor that made it, how it was made)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in FACTORIES:
+            if func in _ALWAYS_HOST or (kwargs.get("device") is None and not _is_tensor_as_tensor(func, args)):
+                for t in _tensors(out, []):
+                    self._mark(t, f"torch.{func.__name__} without device=")
+        elif func is torch.Tensor.to and _names_device(args[1:], kwargs):
+            for t in _tensors(out, []):
+                self._marked.pop(_address(t), None)
+        else:
+            given = _tensors(args, []) + _tensors(kwargs, [])
+            made = [self.made(t) for t in given]
+            if given and all(made):
+                for t in _tensors(out, []):
+                    if not self.made(t):
+                        self._mark(t, made[0])
+        return out
+
+    def _mark(self, t: torch.Tensor, how: str) -> None:
+        address = _address(t)
+        if t.device.type == "cpu" and address:
+            self._marked[address] = (weakref.ref(t), how)
+
+    def made(self, t: torch.Tensor) -> str:
+        """How ``t``'s storage was made in host memory (a GPU's too), or ''."""
+        mark = self._marked.get(_address(t)) if self._marked else None
+        if mark is None:
+            return ""
+        maker = mark[0]()
+        if maker is None or _address(maker) != _address(t):  # freed: the address may be another's now
+            self._marked.pop(_address(t), None)
+            return ""
+        return mark[1]
+
+    def refuse(self, kernel_name: str, args: tuple, kwargs: dict) -> None:
+        """Raise Triton's own error for a launch argument a GPU would hold in host memory."""
+        named = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), v) for k, v in kwargs.items()]
+        for where, value in named:
+            if isinstance(value, torch.Tensor) and self.made(value):
+                raise ValueError(
+                    f"Pointer argument (at {where}) cannot be accessed from Triton (cpu tensor?): launching "
+                    f"{kernel_name} on a GPU fails, since that tensor would be in host memory (made by "
+                    f"{self.made(value)}, at import or in forward). Make it on the inputs' device: device=x.device, "
+                    "or torch.empty_like(x)."
+                )
+
+
+def _address(t: torch.Tensor) -> int:
+    """The address of ``t``'s storage; 0 for a tensor that has none to give (sparse, nested, meta)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except Exception:  # a layout without a plain storage: never marked, never refused
+        return 0
+
+
+def _is_tensor_as_tensor(func, args: tuple) -> bool:
+    """``torch.as_tensor`` of a tensor returns that tensor (on its own device), making nothing."""
+    return func is torch.as_tensor and bool(args) and isinstance(args[0], torch.Tensor)
