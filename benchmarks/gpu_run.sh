@@ -2,7 +2,8 @@
 # The GPU measurements, one stage per call (each fits a 10-minute call on one GPU; no package index is
 # needed there: torch, triton, transformers, rich and typer suffice). Results go to $OUT.
 #
-#   bash benchmarks/gpu_run.sh tests      # gpu-marked tests (judge, exploits, agent replay), three at once
+#   bash benchmarks/gpu_run.sh tests      # tests/gpu's gpu-marked tests (judge, pool, agent replay, Inductor), three at once
+#   bash benchmarks/gpu_run.sh exploits   # the exploit suite's and the red teams' GPU tests, three at once
 #   bash benchmarks/gpu_run.sh memory     # the memory and stream tests and red team 8's GPU hog, one at a time (each
 #        sizes from the GPU or takes it whole: never beside the three-at-once tests)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
@@ -26,8 +27,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch" >&2; exit 2 ;;
+  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -36,9 +37,12 @@ python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__ver
 case "${1:-}" in
   tests)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py \
-      tests/gpu tests/adversarial/test_gpu_exploits.py tests/adversarial/test_redteam4_gpu.py tests/adversarial/test_redteam6_gpu.py tests/adversarial/test_redteam7_gpu.py 2>&1 \
+      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py tests/gpu 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
+  exploits)
+    timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
+      --ignore=tests/adversarial/test_redteam8_gpu.py tests/adversarial 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu_exploits.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
       tests/gpu/test_memory_and_streams.py tests/adversarial/test_redteam8_gpu.py 2>&1 | grep -v -e UserWarning -e _warn_once \
