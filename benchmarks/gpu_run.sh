@@ -41,7 +41,7 @@ case "${1:-}" in
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   exploits)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      --ignore=tests/adversarial/test_redteam8_gpu.py tests/adversarial 2>&1 \
+      $(ls tests/adversarial/test_*gpu*.py | grep -v redteam8) 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu_exploits.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
