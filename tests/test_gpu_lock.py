@@ -409,33 +409,3 @@ def test_a_jobs_lock_waits_are_split_into_all_and_exclusive(lock):
         pass
     waited = [after - was for after, was in zip(speed.lock_waited, before, strict=True)]
     assert waited[1] >= 0.15 and waited[0] >= waited[1]
-
-
-def test_the_compile_ahead_runs_without_the_lock_and_the_model_is_built_again_under_it(lock, monkeypatch):
-    """judge.compile_ahead: the inputs go into the slots under the lock held shared, the runner
-    compiles while another judge may time (nothing of ours holds the lock), and the model it ran is
-    replaced by a fresh build under the shared lock; inputs that are not in the slots (which would be
-    copied to the GPU by the runner) are not compiled ahead at all."""
-    from tritongym.evaluate.judge import judge
-    from tritongym.evaluate.judge import protocol as p
-
-    fd, other = lock
-    asked = []
-
-    def ask(message, expect):
-        asked.append((type(message).__name__, can_take(other, exclusive=True), can_take(other, exclusive=False)))
-        return p.Compiled(launches=2) if isinstance(message, p.Compile) else p.Loaded()
-
-    slots = type("Slots", (), {})()
-    monkeypatch.setattr(judge, "share_inputs", lambda state, inputs, expected: asked.append("shared") or slots)
-    monkeypatch.setattr(judge, "inputs_message", lambda shared, cls, inputs: cls(args=None, in_slots=True))
-    state = _State(fd)
-    state.ask, state.shared = ask, None
-    trial = type("Trial", (), {"inputs": [1], "expected": 2})()
-    judge.compile_ahead(state, trial, p.Build())
-    assert asked == ["shared", ("Compile", True, True), ("Build", False, True)]
-    assert state.shared is slots and state.stages["compiled_ahead"] == 2
-    asked.clear()
-    monkeypatch.setattr(judge, "inputs_message", lambda shared, cls, inputs: cls(args=inputs))
-    judge.compile_ahead(state, trial, p.Build())
-    assert asked == ["shared"]

@@ -116,13 +116,13 @@ def test_map_tensors_and_leaves_walk_dicts_in_key_order():
     assert doubled["a"][1] == 3 and float(doubled["b"]) == 2.0
 
 
-@pytest.mark.parametrize("cls", [p.Call, p.Fallback, p.Hollow, p.Compile])
+@pytest.mark.parametrize("cls", [p.Call, p.Fallback, p.Hollow])
 def test_a_call_on_inputs_in_the_shared_slots_carries_no_inputs(cls):
     got = roundtrip(cls(args=None, in_slots=True))
     assert got.args is None and got.in_slots is True
     assert roundtrip(cls(args=[torch.ones(2)])).in_slots is False
     fields = {"args": None, "in_slots": "yes"} | ({"poison": False} if cls is p.Call else {})
-    fields |= {"out_slots": False} if cls not in (p.Fallback, p.Compile) else {}
+    fields |= {"out_slots": False} if cls is not p.Fallback else {}
     fields |= {"other_poison": False} if cls is p.Hollow else {}
     with pytest.raises(p.ProtocolError, match="wrong type"):
         raw({"kind": cls.KIND, "fields": fields}, expect=(cls,))
@@ -139,9 +139,3 @@ def test_a_call_may_ask_for_the_output_in_the_shared_slots_and_the_answer_says_i
     assert attach.output_layout == ({"slot": 0}, 2, {"k": {"slot": 1}})  # tuples stay tuples
     with pytest.raises(p.ProtocolError, match="wrong type"):
         raw({"kind": "output", "fields": output_fields(out_slots=1)})
-
-
-def test_the_compile_ahead_answer_counts_launches_and_nothing_else():
-    assert roundtrip(p.Compiled(launches=3)).launches == 3
-    with pytest.raises(p.ProtocolError, match="wrong type"):
-        raw({"kind": p.Compiled.KIND, "fields": {"launches": "3"}}, expect=(p.Compiled,))

@@ -414,25 +414,3 @@ def test_the_runner_profiles_forward_on_its_slots(monkeypatch):
     assert seen[-1][1] == 2 and seen[-1][0].data_ptr() == slot.data_ptr() and sent[-1].coverage == 0.25
     runner.profile(p.Profile(args=[torch.ones(2)]))
     assert torch.equal(seen[-1][0], torch.ones(2))
-
-
-def test_a_runner_that_cannot_capture_never_runs_forward_for_its_compile_ahead():
-    """The compile ahead runs forward only inside a CUDA graph's capture (nothing of it reaches the
-    GPU, so it may run while another judge times); where capture cannot start (here, no GPU), forward
-    is not run at all, and the runner still answers."""
-    from tritongym.evaluate.judge.runner import Runner
-
-    class Counted(torch.nn.Module):
-        calls = 0
-
-        def forward(self, x):
-            Counted.calls += 1
-            return x * 2
-
-    runner = Runner.__new__(Runner)
-    runner.device, runner.path, runner.text = torch.device("cpu"), "candidate.py", None
-    runner.slots, runner.model = None, Counted()
-    sent = []
-    runner.send = sent.append
-    runner.compile_ahead(p.Compile(args=[torch.ones(3)]))
-    assert sent == [p.Compiled(launches=0)] and Counted.calls == 0

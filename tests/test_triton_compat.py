@@ -216,17 +216,3 @@ def test_a_compile_errors_feedback_says_why_on_every_release(says_why):
         failure = classify_failure(exc, "candidate.py", "in forward")
     assert failure.verdict is Verdict.COMPILE_ERROR
     assert failure.feedback.count("range must be a power of 2") == 1, failure.feedback
-
-
-def test_a_compile_only_launch_of_an_own_kernel_runs_nothing(kernels, monkeypatch):
-    """The runner's compile ahead (protocol.Compile): each own launch through ``run`` is Triton's
-    warmup (compiled on a GPU, never launched), counted; the same launch outside it runs."""
-    monkeypatch.setattr(guards, "INTERPRETED", True)
-    x, out = tensors()
-    with LaunchMonitor(kernels.__file__, compile_only=True) as monitor:
-        kernels.add_one[(2,)](x, out, 12, BLOCK=8)
-        kernels.add_one.run(x, out, 12, BLOCK=8, grid=(2,), warmup=False)
-    assert monitor.launches == 2 and not out.any()
-    with LaunchMonitor(kernels.__file__) as monitor:
-        kernels.add_one[(2,)](x, out, 12, BLOCK=8)
-    assert monitor.launches == 1 and torch.equal(out, x + 1)

@@ -628,16 +628,12 @@ class LaunchMonitor:
         annotate: str = "",
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
-        compile_only: bool = False,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.skip = skip
         """If set, called with each own launch's arguments instead of running it (the launch returns None)."""
-        self.compile_only = compile_only
-        """Each own launch through Triton's ``JITFunction.run`` is compiled and not launched (Triton's
-        ``warmup``): the runner's compile ahead (protocol.Compile)."""
         self.launches = 0
         self.foreign: collections.Counter[str] = collections.Counter()
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
@@ -801,8 +797,6 @@ class LaunchMonitor:
             if monitor.skip is not None:
                 monitor.skip(args, kwargs)
                 return None
-            if monitor.compile_only and "warmup" in kwargs:
-                kwargs = {**kwargs, "warmup": True}
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
             monitor._launching = kernel

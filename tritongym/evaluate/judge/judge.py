@@ -283,26 +283,6 @@ def _check_text(source: str, path: str, static_checks: bool) -> SourceKernels:
     return found
 
 
-def compile_ahead(state: JobState, first: Trial, build: p.Build) -> None:
-    """On a GPU, have the runner compile what the first trial launches before that trial, without this
-    GPU's lock (protocol.Compile: nothing runs on the GPU, Triton's compiler and ptxas run on the
-    host), so that another judge's timing goes on while it compiles; then build the model again
-    (nothing of that forward reaches the trials). Only where the first trial's inputs are in the
-    shared slots (copying inputs from the message would be GPU work). Whatever the runner does
-    meanwhile on the GPU is what any runner can do at any time: the timing's contention checks see
-    it."""
-    ctx = state.ctx
-    with gpu_lock(ctx.gpu_lock, exclusive=False):
-        state.shared = share_inputs(state, first.inputs, first.expected)
-        message = inputs_message(state.shared, p.Compile, first.inputs)
-    if not message.in_slots:
-        return
-    compiled = state.ask(message, (p.Compiled,))
-    state.stages["compiled_ahead"] = compiled.launches if type(compiled.launches) is int else 0
-    with gpu_lock(ctx.gpu_lock, exclusive=False):
-        state.ask(build, (p.Loaded,))
-
-
 def run_trials(
     state: JobState, reference: Reference, first: list[Trial], tolerance: Tolerance
 ) -> tuple[TrialsOutcome, Trial]:
@@ -322,8 +302,7 @@ def run_trials(
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
             else:
-                if state.shared is None:  # not made for the compile ahead (the CPU)
-                    state.shared = share_inputs(state, trial.inputs, trial.expected)
+                state.shared = share_inputs(state, trial.inputs, trial.expected)
                 if state.ctx.gpu_lock >= 0:  # no spare could be forked at import (a timing): now, under this hold
                     replenish(state.ctx, wait=False)
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
@@ -475,9 +454,6 @@ def judge_candidate(
         state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
         build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(first[0].inputs))
         state.ask(build, (p.Loaded,))
-    if ctx.device.type == "cuda":
-        with state.timed("compile_ahead"):
-            compile_ahead(state, first[0], build)
     with state.timed("correctness"):
         outcome, trial = run_trials(state, reference, first, tolerance)
     if reference.float64_note:  # a trial without a float64 output is compared with fixed tolerances

@@ -221,28 +221,6 @@ class HollowResult(Message):
 
 
 @dataclass
-class Compile(Message):
-    """Judge -> runner (GPU): compile ahead what the first trial would, without running anything on the
-    GPU and without this GPU's lock held: one forward on these inputs captured into a CUDA graph that
-    is never launched, every launch of the candidate's kernels compiled by Triton without launching
-    (its ``warmup``). What fails (an op that waits for the GPU cannot be captured) ends it there: the
-    rest compiles in the first trial. The judge builds the model again before the trials, so that
-    nothing forward kept from this call (a buffer it fills on its first call) reaches them."""
-
-    KIND: ClassVar[str] = "compile"
-    args: Tree = None
-    in_slots: bool = False
-    """As for Call."""
-
-
-@dataclass
-class Compiled(Message):
-    KIND: ClassVar[str] = "compiled"
-    launches: int = 0
-    """Launches of the candidate's kernels compiled ahead (the runner's word, reported as a stage)."""
-
-
-@dataclass
 class Profile(Message):
     """Judge -> runner (GPU): profile one forward and attribute its GPU time (profiling.py)."""
 
@@ -297,8 +275,8 @@ class BatchQueued(Message):
 
 
 MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
-                                      FallbackResult, Hollow, HollowResult, Compile, Compiled, Profile, ProfileResult,
-                                      Attach, Batch, BatchQueued)}  # fmt: skip
+                                      FallbackResult, Hollow, HollowResult, Profile, ProfileResult, Attach, Batch,
+                                      BatchQueued)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------

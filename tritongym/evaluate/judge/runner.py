@@ -308,31 +308,6 @@ class Runner:
         size, given, got = _bytes(given), None, None
         self.release(size)
 
-    def compile_ahead(self, message: p.Compile) -> None:
-        """Compile what forward launches without running anything on the GPU (protocol.Compile): the
-        forward is captured into a CUDA graph on a stream of its own and the graph is dropped unlaunched;
-        each own launch through ``JITFunction.run`` is compiled only. Whatever it raises (an op that
-        waits for the GPU cannot be captured) ends it there, unreported: the first trial compiles the
-        rest, and runs every check. The judge builds the model again after it."""
-        monitor = LaunchMonitor(self.path, compile_only=True, text=self.text)
-        graph = None
-        try:
-            given = self.inputs(message)
-            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream(self.device)
-            with torch.cuda.stream(stream), torch.no_grad(), monitor:
-                graph.capture_begin(capture_error_mode="relaxed")
-                try:
-                    self.model(*given)
-                finally:
-                    graph.capture_end()
-        except BaseException:  # nothing of it is judged: the trials run forward for real
-            pass
-        given = None
-        if graph is not None:
-            with contextlib.suppress(BaseException):
-                graph.reset()
-        self.send(p.Compiled(launches=monitor.launches))
-
     def fallback(self, message: p.Fallback) -> None:
         given = None
         try:
@@ -384,8 +359,8 @@ class Runner:
 
     def serve(self) -> None:
         handlers = {p.Ping: self.ping, p.Load: self.load, p.Build: self.build, p.Call: self.call,
-                    p.Fallback: self.fallback, p.Hollow: self.hollow, p.Compile: self.compile_ahead,
-                    p.Profile: self.profile, p.Attach: self.attach, p.Batch: self.batch}  # fmt: skip
+                    p.Fallback: self.fallback, p.Hollow: self.hollow, p.Profile: self.profile, p.Attach: self.attach,
+                    p.Batch: self.batch}  # fmt: skip
         while True:
             message = p.receive(self.sock, tuple(handlers), float("inf"), MAX_INPUT_BYTES)
             try:
