@@ -18,7 +18,8 @@ verdicts are not what it was made for is reported, not hidden), the wall time fr
 creation to the last result, seconds per candidate amortised over the batch (and without the pool's
 start: until its last sandbox took its first task), the median and the sum
 over the batch of each evaluation stage (``gpu_lock_wait`` holds every wait for this GPU's lock,
-``gpu_lock_wait_exclusive`` the timings' own), the seconds the GPU was held exclusively (timing and
+``gpu_lock_wait_exclusive`` the timings' own; ``gpu_lock_cover_start`` and ``gpu_lock_cover_end`` the
+seconds runners' starts and ends held it shared), the seconds the GPU was held exclusively (timing and
 profiling, one candidate at a time) against the wall time, and what the timing's precision was: its
 stop reasons, repetitions, and the speedup's 95% interval half-width relative to the speedup.
 """
@@ -174,7 +175,8 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=200)
     parser.add_argument("--sandboxes", type=int, default=None, help="sandboxes per GPU (CPU: in all)")
     parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--timing-budget", type=float, default=0.3, help="seconds of timing per candidate")
+    parser.add_argument("--timing-budget", type=float, default=0.1,
+                        help="seconds of timing per candidate (an RL batch's; BENCHMARKS.md)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     report = run(args)

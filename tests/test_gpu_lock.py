@@ -330,7 +330,7 @@ def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
     libc = machine_lock._libc
     monkeypatch.setattr(machine_lock, "START_TIMEOUT_S", 0.1)
     never = f"test-gpu-lock-never-{os.getpid()}"
-    made = libc.semget(machine_lock.key(never), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
+    made = libc.semget(machine_lock.key(never), 2, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
     try:  # made and never started (its maker died): an error, not a lock that never lets anyone in
         with pytest.raises(SandboxError, match="never started"):
             machine_lock.open_lock(never, tmp_path / "unused.lock")
@@ -341,6 +341,13 @@ def test_a_set_that_is_not_this_users_lock_is_refused(tmp_path, monkeypatch):
     try:  # a set under this key that others may use: not this user's lock
         with pytest.raises(SandboxError, match="not this user's alone"):
             machine_lock.open_lock(foreign, tmp_path / "unused.lock")
+    finally:
+        removed(made)
+    single = f"test-gpu-lock-single-{os.getpid()}"
+    made = libc.semget(machine_lock.key(single), 1, machine_lock.IPC_CREAT | machine_lock.IPC_EXCL | 0o600)
+    try:  # this user's, but a set of one: no lock of this version (nothing waits on a semaphore it lacks)
+        with pytest.raises(SandboxError, match="1 semaphores"):
+            machine_lock.open_lock(single, tmp_path / "unused.lock")
     finally:
         removed(made)
 
@@ -388,11 +395,14 @@ def test_timing_prepares_under_the_shared_lock_and_measures_and_profiles_under_t
     assert seen["time"] == (False, False, ("prepared",))  # the prepared timing, alone on the GPU
     assert seen["profile"][:2] == (False, False)
     assert set(state.stages) == {"timing_setup", "timing", "profiling"}
+    assert can_take(other, exclusive=False) and not can_take(other, exclusive=True)  # kept for the runner's end
+    speed.let_go_kept(fd)
     assert can_take(other, exclusive=True)
     state.job.timing = False  # profiling alone: no preparation, still exclusive
     seen.clear()
     assert speed.speed_and_coverage(state, "reference") == {"coverage": 1.0}
     assert set(seen) == {"profile"} and seen["profile"][:2] == (False, False)
+    speed.let_go_kept(fd)
 
 
 def test_a_jobs_lock_waits_are_split_into_all_and_exclusive(lock):
@@ -409,3 +419,60 @@ def test_a_jobs_lock_waits_are_split_into_all_and_exclusive(lock):
         pass
     waited = [after - was for after, was in zip(speed.lock_waited, before, strict=True)]
     assert waited[1] >= 0.15 and waited[0] >= waited[1]
+
+
+@semaphores_only
+@pytest.mark.parametrize("lock", ["semaphore"], indirect=True)
+def test_a_timing_that_waited_is_not_kept_waiting_by_new_stages_but_by_what_already_holds(lock, monkeypatch):
+    """Within ``POLITE_AFTER_S`` shared holds go ahead of a waiting timing; past it the timing is
+    announced and a stage's (polite) shared hold, or a runner's start, waits, while a runner's end
+    (which cannot be put off) still covers; the timing gets the lock once the holds taken before it
+    are let go, and the stages go on after it."""
+    fd, other = lock
+    monkeypatch.setattr(speed, "POLITE_AFTER_S", 0.05)
+    stage = machine_lock.take(other, exclusive=False, polite=True)  # another judge's trial holds it
+    got = threading.Event()
+
+    def timing():
+        with speed.gpu_lock(fd, exclusive=True):
+            got.set()
+            time.sleep(0.2)
+
+    timer = threading.Thread(target=timing, daemon=True)
+    timer.start()
+    time.sleep(0.3)  # past POLITE_AFTER_S: announced
+    assert not got.is_set()
+    assert machine_lock.take(other, exclusive=False, wait=False, polite=True) is None  # a new stage waits
+    assert not speed.start_covered(other, lambda: None, wait=False)  # a runner's start is put off too
+    end = machine_lock.take(other, exclusive=False, wait=False)  # a runner's end is not
+    assert end is not None
+    end()
+    stage()  # the trial ends: the timing's turn
+    assert got.wait(2.0)
+    began = time.perf_counter()
+    after = machine_lock.take(other, exclusive=False, polite=True)  # the next stage waits for the timing
+    assert time.perf_counter() - began >= 0.1
+    after()
+    timer.join()
+    assert can_take(other, exclusive=False) and machine_lock.take(other, False, wait=False, polite=True) is not None
+
+
+@semaphores_only
+@pytest.mark.parametrize("lock", ["semaphore"], indirect=True)
+def test_a_timings_hold_becomes_shared_until_its_runner_is_gone(lock):
+    """``keep_shared``: when the timing and profiling end, no other judge's timing can start before
+    the runner just timed is gone (its end's cover is that hold), while other judges' stages can."""
+    fd, other = lock
+    with speed.gpu_lock(fd, exclusive=True, keep_shared=True):
+        assert not can_take(other, exclusive=False)
+    assert can_take(other, exclusive=False) and not can_take(other, exclusive=True)
+    gone = threading.Event()
+    speed.end_covered(fd, lambda: lambda timeout_s: gone.wait(timeout_s))
+    assert not can_take(other, exclusive=True)  # the kept hold covers the runner's end
+    before = speed.covered["end"]
+    gone.set()
+    assert freed(other) and speed.covered["end"] > before
+    with speed.gpu_lock(fd, exclusive=True, keep_shared=True):
+        pass
+    speed.let_go_kept(fd)  # a job whose runner never ended lets it go at its end
+    assert can_take(other, exclusive=True)

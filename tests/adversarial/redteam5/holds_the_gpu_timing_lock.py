@@ -52,7 +52,7 @@ def take_the_semaphores():
     libc = ctypes.CDLL(None, use_errno=True)
 
     for name in NAMES:
-        digest = hashlib.blake2b(f"tritongym-lock\0{name}\0{os.geteuid()}".encode(), digest_size=4).digest()
+        digest = hashlib.blake2b(f"tritongym-lock-2\0{name}\0{os.geteuid()}".encode(), digest_size=4).digest()
         key = int.from_bytes(digest, "little") & 0x7FFFFFFF or 1
         semid = libc.semget(key, 1, 0)
         take = ctypes.create_string_buffer(struct.pack("<Hhh", 0, -VALUE, 0o4000))  # IPC_NOWAIT, and no SEM_UNDO

@@ -525,7 +525,7 @@ def versions() -> dict[str, str]:
 def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     state = JobState(job, ctx, time.monotonic() + job.timeout_s)
-    start, waited = time.perf_counter(), list(speed.lock_waited)
+    start, waited, covered = time.perf_counter(), list(speed.lock_waited), dict(speed.covered)
     try:
         result = evaluate(state)
     except Failure as failure:
@@ -553,6 +553,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+    speed.let_go_kept(ctx.gpu_lock)  # a timing's hold kept for a runner's end that did not come
     for key in ("feedback", "detail"):
         if isinstance(result.get(key), str):
             result[key] = bounded(result[key])
@@ -565,6 +566,8 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     if ctx.gpu_lock >= 0:  # of the total, waiting for this GPU's lock (other judges' timing, runner starts)
         state.stages["gpu_lock_wait"] = round(speed.lock_waited[0] - waited[0], 4)
         state.stages["gpu_lock_wait_exclusive"] = round(speed.lock_waited[1] - waited[1], 4)
+        for kind, before in covered.items():  # runners' starts and ends that held it shared meanwhile
+            state.stages[f"gpu_lock_cover_{kind}"] = round(speed.covered[kind] - before, 4)
     result["stage_seconds"] = state.stages
     return json_safe(result)  # runner-derived text (feedback, output) may not even encode as UTF-8
 

@@ -134,6 +134,19 @@ _covers: dict[int, list[Cover]] = {}
 COVER_S = 10.0
 """The longest a cover keeps this GPU's lock shared, and timing waits for it (making a CUDA context
 takes well under a second; a stopped or stuck spare does not hold the lock longer)."""
+POLITE_AFTER_S = 0.1
+"""An exclusive hold (a timing) that waited this long for this GPU's lock announces itself
+(machine_lock.announce): from then on no judge's stage and no runner's start takes a new shared hold
+until it had its turn, and it waits only for the holds already taken (and runners' ends). Shorter
+waits let shared holds go ahead of it, as before: the stages of the other judges are not held up for
+every timing, and a stream of them cannot keep a timing waiting for more than this and their length."""
+covered = {"start": 0.0, "end": 0.0}
+"""Seconds this process's covers held this GPU's lock shared, by kind (a runner's start, a killed
+runner's end): a job reads them before and after (its ``gpu_lock_cover_start`` and
+``gpu_lock_cover_end`` stages: covers that ended while it ran, whichever job they were for)."""
+_kept: dict[int, Any] = {}
+"""Lock -> the shared hold an exclusive one became when it ended (``gpu_lock(..., keep_shared=True)``),
+kept until the job's runner is gone (``end_covered``) or the job ends (``let_go_kept``)."""
 
 
 class Cover:
@@ -142,8 +155,9 @@ class Cover:
     thread of its own lets it go as soon as ``over`` (which waits at most the seconds it is given)
     says that work is over, or after ``COVER_S``: an idle judge never keeps it."""
 
-    def __init__(self, hold, over):
-        self.hold, self.over = hold, over
+    def __init__(self, hold, over, kind: str):
+        self.hold, self.over, self.kind = hold, over, kind
+        self.began = time.perf_counter()
         self.released = threading.Event()
         self._guard = threading.Lock()
         threading.Thread(target=self._watch, name="tritongym-gpu-lock-cover", daemon=True).start()
@@ -160,23 +174,37 @@ class Cover:
             self.released.set()
         if self.hold is not None:
             self.hold()
+            covered[self.kind] += time.perf_counter() - self.began
 
 
 @contextlib.contextmanager
-def gpu_lock(fd: int, exclusive: bool):
+def gpu_lock(fd: int, exclusive: bool, keep_shared: bool = False):
     """This GPU's lock (``fd``: machine_lock.open_lock's answer), shared by every judge of this user on
     the machine: what runs work on the GPU outside timing holds it shared (the reference, the
     candidate's import, build, trials and guards, a runner's start and its end, the timing's
     preparation, which measures nothing), timing's measured repetitions and profiling hold it
-    exclusively, so nothing else of ours runs on the GPU while a candidate is timed. A no-op on
-    the CPU (fd < 0) and inside an exclusive hold of the same lock; an exclusive hold first waits for
-    the covered work to end (``settle``)."""
+    exclusively, so nothing else of ours runs on the GPU while a candidate is timed. A stage's shared
+    hold is polite (machine_lock.take): it waits while an exclusive hold that waited
+    ``POLITE_AFTER_S`` is announced. With ``keep_shared``, the exclusive hold becomes a shared one
+    when it ends (machine_lock.downgrade), kept until the job's runner is gone (``end_covered``): no
+    other judge's timing starts while the runner just timed ends. A no-op on the CPU (fd < 0) and
+    inside an exclusive hold of the same lock; an exclusive hold first waits for the covered work to
+    end (``settle``)."""
     asked = time.perf_counter()
     settle(fd, block=exclusive)
     if fd < 0 or fd in _exclusive:
         yield
         return
-    release = machine_lock.take(fd, exclusive)
+    if exclusive:
+        release = machine_lock.take(fd, exclusive=True, timeout_s=POLITE_AFTER_S)
+        if release is None:
+            withdraw = machine_lock.announce(fd)
+            try:
+                release = machine_lock.take(fd, exclusive=True)
+            finally:
+                withdraw()
+    else:
+        release = machine_lock.take(fd, exclusive=False, polite=True)
     lock_waited[0] += time.perf_counter() - asked
     if exclusive:
         lock_waited[1] += time.perf_counter() - asked
@@ -185,7 +213,20 @@ def gpu_lock(fd: int, exclusive: bool):
         yield
     finally:
         _exclusive.discard(fd)
-        release()
+        if exclusive and keep_shared:
+            let_go_kept(fd)
+            kept = machine_lock.downgrade(fd, release)
+            if kept is not None:
+                _kept[fd] = kept
+        else:
+            release()
+
+
+def let_go_kept(fd: int) -> None:
+    """Let go the shared hold an exclusive one became (``gpu_lock(..., keep_shared=True)``), if any."""
+    kept = _kept.pop(fd, None)
+    if kept is not None:
+        kept()
 
 
 def start_covered(fd: int, start, wait: bool = True) -> bool:
@@ -200,7 +241,7 @@ def start_covered(fd: int, start, wait: bool = True) -> bool:
         return True
     hold = None
     if fd not in _exclusive:
-        hold = machine_lock.take(fd, exclusive=False, wait=wait)
+        hold = machine_lock.take(fd, exclusive=False, wait=wait, polite=True)
         if hold is None:
             return False
     sock = None
@@ -211,23 +252,24 @@ def start_covered(fd: int, start, wait: bool = True) -> bool:
             if hold is not None:
                 hold()
         else:
-            _covers.setdefault(fd, []).append(Cover(hold, lambda timeout_s: _said(sock, timeout_s)))
+            _covers.setdefault(fd, []).append(Cover(hold, lambda timeout_s: _said(sock, timeout_s), "start"))
     return True
 
 
 def end_covered(fd: int, end) -> None:
     """Call ``end``, which kills a runner and returns a function that says, waiting at most the
     seconds given, whether it is gone (its CUDA context with it); then hold this GPU's lock shared
-    until it is, where no judge times now (the kill never waits for the lock: a runner that may keep
-    the GPU busy ends at once; a timing it overlaps sees its company in its fixed workloads)."""
+    until it is: the hold the job's timing became (``gpu_lock(..., keep_shared=True)``), else a new
+    one where no judge times now (the kill never waits for the lock: a runner that may keep the GPU
+    busy ends at once; a timing it overlaps sees its company in its fixed workloads)."""
     over = end()
     if fd < 0 or fd in _exclusive:
         if fd >= 0:
-            _covers.setdefault(fd, []).append(Cover(None, over))
+            _covers.setdefault(fd, []).append(Cover(None, over, "end"))
         return
-    hold = machine_lock.take(fd, exclusive=False, wait=False)
+    hold = _kept.pop(fd, None) or machine_lock.take(fd, exclusive=False, wait=False)
     if hold is not None:
-        _covers.setdefault(fd, []).append(Cover(hold, over))
+        _covers.setdefault(fd, []).append(Cover(hold, over, "end"))
 
 
 def settle(fd: int, block: bool, timeout_s: float = COVER_S) -> None:
@@ -1083,7 +1125,7 @@ def speed_and_coverage(state, reference) -> dict:
     if state.job.timing:
         with state.timed("timing_setup"), gpu_lock(state.ctx.gpu_lock, exclusive=False):
             prepared = prepare_timing(state, reference)
-    with gpu_lock(state.ctx.gpu_lock, exclusive=True):
+    with gpu_lock(state.ctx.gpu_lock, exclusive=True, keep_shared=True):  # shared until the runner is gone
         if prepared is not None:
             with state.timed("timing"):
                 result |= time_candidate(state, reference, prepared)
