@@ -1067,10 +1067,12 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
+            kwargs = _grid_resolved(kernel, args, kwargs)  # forward's host code, before any check
             fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
-            own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
+            passed = {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYWORDS}
+            own = monitor._own(kernel) and monitor._arguments_own(args, passed)
             if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
                 raise RuntimeError("tritongym: the kernel's function was replaced during its launch")
             if not own:
@@ -1100,6 +1102,41 @@ class LaunchMonitor:
                 monitor._launching = outer
 
         return run
+
+
+LAUNCH_KEYWORDS = ("grid", "warmup")
+"""Keywords of a JIT function's ``run`` that are the launch's, not the kernel's arguments: the grid
+(resolved on the host by ``_grid_resolved`` before the launch) and the compile-only flag."""
+
+
+def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
+    """A JIT function's launch keywords with its grid resolved on the host now, as a tuple of ints:
+    a callable grid (``lambda meta: (triton.cdiv(n, meta["BLOCK"]),)``, a ``functools.partial``) is
+    called with the launch's arguments by name, constexpr defaults included, as Triton calls it.
+    The grid is forward's host code, not the kernel's: resolved here it runs outside the own launch
+    (and in the fallback check's skipped or blocked launches too, so that work done in it shows
+    there as work done without the kernels), and before the checks of the launch (nothing it
+    changes can follow them). Each of its items is read through ``operator.index``: Triton indexes
+    the grid inside the launch, where an object's ``__index__`` would be host code. A compile-only
+    launch (``warmup``) and a launcher's run (Inductor's) are left as they are."""
+    import operator
+
+    if kwargs.get("warmup") or "grid" not in kwargs or not isinstance(kernel, _jit_classes()):
+        return kwargs
+    grid = kwargs["grid"]
+    if callable(grid):
+        fn = getattr(kernel, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if not isinstance(fn, types.FunctionType) or code is None:
+            return kwargs  # not a launch Triton could run either: its own error follows
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        defaults = fn.__defaults__ or ()
+        meta = dict(zip(names[code.co_argcount - len(defaults) : code.co_argcount], defaults, strict=True))
+        meta |= fn.__kwdefaults__ or {}
+        meta |= dict(zip(names, args, strict=False))
+        meta |= {k: v for k, v in kwargs.items() if k in names}
+        grid = grid({name: meta[name] for name in names if name in meta})
+    return {**kwargs, "grid": tuple(operator.index(size) for size in grid)}
 
 
 def _interpreted_call(kernel, *args, **kwargs):
