@@ -103,6 +103,7 @@ GLUE_OPS = frozenset(
         "numpy_T",
         "movedim",
         "unfold",
+        "_local_scalar_dense",
     ]
 )
 """aten ops that move, shape or allocate memory: allowed glue around the candidate's kernels."""
