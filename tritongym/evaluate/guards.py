@@ -419,11 +419,61 @@ def _passable(value) -> bool:
         return frontend.library_function(value)
     if isinstance(value, type):  # what the class's metaclass does (``K[0]``, ``K + 1``) runs too
         return _constructs_no_code(value) and _runs_no_python(type(value))
-    if isinstance(value, _jit_classes()) or _library_class(type(value)):
+    if isinstance(value, _jit_classes()) or _library_class(type(value)) or _plain_enum_member(value):
         return True
     # an object's class decides what a kernel's operations on it run (``HELD[0]``: its ``__getitem__``;
     # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code
     return not callable(value) and _runs_no_python(type(value))
+
+
+def _plain_enum_member(value) -> bool:
+    """Whether ``value`` is a member of an enum class of the candidate's that holds nothing of its own
+    but its members and the bookkeeping ``enum`` gives every such class (an ``IntEnum`` flag passed as
+    a ``tl.constexpr``): what a kernel does with it (compare it, do arithmetic, hash it) runs
+    ``enum``'s or the mixed-in data type's code only. Every class of its method resolution order is
+    ``enum``'s own, a data type or such a class, whose Python functions (``__new__``,
+    ``_generate_next_value_``) are the very ones an ``enum`` base holds under that name, and the
+    member's own attributes (``_value_``, ``_name_``) are plain values. Read statically."""
+    import enum
+
+    cls = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if type(cls) is not enum.EnumType:
+        return False
+    try:
+        mro = type.__dict__["__mro__"].__get__(cls)
+        bases = [k for k in mro if _enum_class(k)]
+        own = [k for k in mro if not (k is object or k in _DATA_TYPES or _enum_class(k))]
+        namespaces = [(k, type.__dict__["__dict__"].__get__(k)) for k in own]
+    except Exception:  # not a class of CPython's making
+        return False
+    for k, namespace in namespaces:
+        if type(k) is not enum.EnumType:
+            return False  # a mixin of the candidate's
+        for name, attr in list(namespace.items()):
+            if type(attr) is k or type(attr) in (str, int, bool, type(None), list, dict):
+                continue  # a member; enum's bookkeeping (names, maps of members)
+            if isinstance(attr, type) and (attr is object or attr in _DATA_TYPES):
+                continue  # ``_member_type_``
+            if isinstance(attr, types.FunctionType) and any(vars(b).get(name) is attr for b in bases):
+                continue
+            if _type_slot(attr) or (
+                isinstance(attr, types.MethodDescriptorType) and any(attr.__objclass__ is t for t in _DATA_TYPES)
+            ):
+                continue  # a data type's own method (``_value_repr_``, ``__format__``)
+            return False
+    plain = (str, int, float, bool, type(None))
+    try:
+        held = list(vars(value).values())
+    except TypeError:  # no instance dict (``__slots__``)
+        return False
+    return all(type(v) in plain or v is cls for v in held)
+
+
+def _enum_class(cls: type) -> bool:
+    """Whether ``cls`` is one of the ``enum`` module's own classes (``Enum``, ``IntEnum``, ...)."""
+    import enum
+
+    return vars(enum).get(type.__dict__["__qualname__"].__get__(cls)) is cls
 
 
 def _runs_no_python(cls: type, depth: int = 0) -> bool:
