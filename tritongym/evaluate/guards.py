@@ -1118,7 +1118,9 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
-            kwargs = _grid_resolved(kernel, args, kwargs)  # forward's host code, before any check
+            hollow = monitor.skip is not None  # the grid runs after the skipped launch's poison
+            if not hollow:
+                kwargs = _grid_resolved(kernel, args, kwargs)  # forward's host code, before any check
             fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
@@ -1130,6 +1132,8 @@ class LaunchMonitor:
                 tag = FOREIGN if monitor.refusal is None else HOST_CODE.format(monitor.refusal)
                 monitor.foreign[f"{kernel_name(kernel)} {tag}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
+                if hollow:
+                    kwargs = _grid_resolved(kernel, args, kwargs)
                 try:
                     return monitor._run(original, kernel, args, kwargs, fn)
                 finally:
@@ -1139,6 +1143,7 @@ class LaunchMonitor:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
             if monitor.skip is not None:
                 monitor.skip(args, kwargs)
+                _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output
                 return None
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
@@ -1164,10 +1169,11 @@ def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
     """A JIT function's launch keywords with its grid resolved on the host now, as a tuple of ints:
     a callable grid (``lambda meta: (triton.cdiv(n, meta["BLOCK"]),)``, a ``functools.partial``) is
     called with the launch's arguments by name, constexpr defaults included, as Triton calls it.
-    The grid is forward's host code, not the kernel's: resolved here it runs outside the own launch
-    (and in the fallback check's skipped or blocked launches too, so that work done in it shows
-    there as work done without the kernels), and before the checks of the launch (nothing it
-    changes can follow them). Each of its items is read through ``operator.index``: Triton indexes
+    The grid is forward's host code, not the kernel's: resolved here it runs outside the own launch,
+    before the checks of the launch (nothing it changes can follow them), and in the fallback
+    check's blocked launches and the hollow forward's skipped ones too, there after the launch's
+    buffers are poisoned, so that work done in it shows as work done without the kernels (a grid
+    writing the answer with NumPy beside a kernel that does nothing). Each of its items is read through ``operator.index``: Triton indexes
     the grid inside the launch, where an object's ``__index__`` would be host code. A compile-only
     launch (``warmup``) and a launcher's run (Inductor's) are left as they are."""
     import operator
