@@ -454,8 +454,8 @@ def _plain_enum_member(value) -> bool:
                 continue  # a member; enum's bookkeeping (names, maps of members)
             if isinstance(attr, type) and (attr is object or attr in _DATA_TYPES):
                 continue  # ``_member_type_``
-            if isinstance(attr, types.FunctionType) and any(vars(b).get(name) is attr for b in bases):
-                continue
+            if isinstance(attr, types.FunctionType) and any(_unwrapped(vars(b).get(name)) is attr for b in bases):
+                continue  # ``enum`` sets ``Enum.__new__`` (its static method's function) on every enum class
             if _type_slot(attr) or (
                 isinstance(attr, types.MethodDescriptorType) and any(attr.__objclass__ is t for t in _DATA_TYPES)
             ):
@@ -467,6 +467,10 @@ def _plain_enum_member(value) -> bool:
     except TypeError:  # no instance dict (``__slots__``)
         return False
     return all(type(v) in plain or v is cls for v in held)
+
+
+def _unwrapped(attr):
+    return attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
 
 
 def _enum_class(cls: type) -> bool:
@@ -1173,9 +1177,10 @@ def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
     before the checks of the launch (nothing it changes can follow them), and in the fallback
     check's blocked launches and the hollow forward's skipped ones too, there after the launch's
     buffers are poisoned, so that work done in it shows as work done without the kernels (a grid
-    writing the answer with NumPy beside a kernel that does nothing). Each of its items is read through ``operator.index``: Triton indexes
-    the grid inside the launch, where an object's ``__index__`` would be host code. A compile-only
-    launch (``warmup``) and a launcher's run (Inductor's) are left as they are."""
+    writing the answer with NumPy beside a kernel that does nothing). Each of its items is read
+    through ``operator.index``: Triton indexes the grid inside the launch, where an object's
+    ``__index__`` would be host code. A compile-only launch (``warmup``) and a launcher's run
+    (Inductor's) are left as they are."""
     import operator
 
     if kwargs.get("warmup") or "grid" not in kwargs or not isinstance(kernel, _jit_classes()):

@@ -1,6 +1,7 @@
 # problem: 12_mse_loss
 """A reduction by tl.atomic_add into a zero-initialised output, @triton.autotune with one Config,
 reset_to_zero and a pre_hook, forward under @torch.no_grad()."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,7 +1,9 @@
 # problem: 04_softmax
-"""@triton.autotune over several triton.Config with key=, prune_configs_by and restore_value, the
+# device: gpu
+"""@triton.autotune over several triton.Config with key= and prune_configs_by, the
 grid a lambda of meta['BLOCK_M']. Several configs are benchmarked with the GPU's driver: under
 Triton 3.9's interpreter with no GPU the autotuner finds no active driver, so this one runs on a GPU."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -18,9 +20,7 @@ def _prune(configs, named_args, **kwargs):
 
 @triton.autotune(configs=_configs(), key=["n_rows", "n_cols"], prune_configs_by={"early_config_prune": _prune})
 @triton.jit
-def softmax_kernel(
-    x_ptr, out_ptr, stride_x, stride_out, n_rows, n_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
-):
+def softmax_kernel(x_ptr, out_ptr, stride_x, stride_out, n_rows, n_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
@@ -35,8 +35,6 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n_rows, n_cols = x.shape
         out = torch.empty_like(x)
-        grid = lambda meta: (triton.cdiv(n_rows, meta["BLOCK_M"]),)  # noqa: E731
-        softmax_kernel[grid](
-            x, out, x.stride(0), out.stride(0), n_rows, n_cols, BLOCK_N=triton.next_power_of_2(n_cols)
-        )
+        grid = lambda meta: (triton.cdiv(n_rows, meta["BLOCK_M"]),)
+        softmax_kernel[grid](x, out, x.stride(0), out.stride(0), n_rows, n_cols, BLOCK_N=triton.next_power_of_2(n_cols))
         return out

@@ -1,6 +1,7 @@
 # problem: 01_vector_add
 """A preallocated output buffer the module caches between calls (reallocated when the shape, dtype
 or device changes), rewritten in full by the kernel at every call."""
+
 import torch
 import torch.nn as nn
 import triton

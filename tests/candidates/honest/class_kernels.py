@@ -1,6 +1,7 @@
 # problem: 05_layernorm
 """Kernels held as class attributes and a staticmethod launcher, reached through self; nn.Module
 state (the LayerNorm's parameters, a buffer) passed to the kernel; eps from a module attribute."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,6 +1,7 @@
 # problem: 09_rmsnorm_fp16
 """Constexpr branching on the pointer's dtype and on flags, a dict of torch dtypes to tl dtypes, and
 getattr(tl, "...") lookups on the host and in the kernel."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -26,7 +27,7 @@ def rmsnorm_kernel(
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
     if x_ptr.dtype.element_ty != tl.float32:
-        x = x.to(getattr(tl, "float32"))
+        x = x.to(getattr(tl, "float32"))  # noqa: B009
     var = tl.sum(x * x, axis=0) / n_cols
     y = (x * tl.rsqrt(var + eps)).to(OUT_DTYPE)
     if HAS_WEIGHT:

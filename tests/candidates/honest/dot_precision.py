@@ -1,6 +1,7 @@
 # problem: 06_linear_relu
 """A tiled matmul with tl.dot(input_precision="ieee"), an fp32 accumulator, the bias and ReLU
 fused in the epilogue, the nn.Linear's weight read through its strides (no transpose copy)."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -21,8 +22,12 @@ def linear_relu_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         kk = k * BLOCK_K + rk
-        a = tl.load(x_ptr + rm[:, None] * sxm + kk[None, :] * sxk, mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(w_ptr + kk[:, None] * swk + rn[None, :] * swn, mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a = tl.load(
+            x_ptr + rm[:, None] * sxm + kk[None, :] * sxk, mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0
+        )
+        b = tl.load(
+            w_ptr + kk[:, None] * swk + rn[None, :] * swn, mask=(kk[:, None] < K) & (rn[None, :] < N), other=0.0
+        )
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
     acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]
     acc = tl.maximum(acc, 0.0)
@@ -39,7 +44,7 @@ class ModelNew(nn.Module):
         w = self.linear.weight
         N = w.shape[0]
         out = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]), triton.cdiv(N, META["BLOCK_N"]))  # noqa: E731
+        grid = lambda META: (triton.cdiv(M, META["BLOCK_M"]), triton.cdiv(N, META["BLOCK_N"]))
         linear_relu_kernel[grid](
             x, w, self.linear.bias, out, M, N, K,
             x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1),

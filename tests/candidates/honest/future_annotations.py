@@ -2,6 +2,7 @@
 """``from __future__ import annotations`` (constexpr annotations are strings), a constexpr default
 left to its default, a module-level tl.dtype global, tl.static_assert, an IntEnum flag passed as a
 constexpr, tl.reduce with a combine function of the solution's."""
+
 from __future__ import annotations
 
 import enum

@@ -1,5 +1,6 @@
 # problem: 02_silu
 """A @triton.jit helper called from the kernel, and one passed to it as a constexpr argument."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,6 +1,7 @@
 # problem: 04_softmax
 """JIT helpers taking a constexpr, a string constexpr choosing the variant, a dict of kernels
 dispatched on the host, tl.range with num_stages, tl.multiple_of and tl.max_contiguous."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -48,5 +49,7 @@ class ModelNew(nn.Module):
         staged = torch.empty_like(x)
         KERNELS["copy"][(triton.cdiv(rows, 4),)](x, staged, rows, cols, x.stride(0), BLOCK_M=4, BLOCK_N=32)
         out = torch.empty_like(x)
-        KERNELS["softmax"][(rows,)](staged, out, cols, staged.stride(0), VARIANT="fast", BLOCK=triton.next_power_of_2(cols))
+        KERNELS["softmax"][(rows,)](
+            staged, out, cols, staged.stride(0), VARIANT="fast", BLOCK=triton.next_power_of_2(cols)
+        )
         return out

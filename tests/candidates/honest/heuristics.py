@@ -1,5 +1,6 @@
 # problem: 01_vector_add
 """@triton.heuristics deriving constexprs from the arguments (an EVEN flag, the block size)."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,11 +1,11 @@
 # problem: 01_vector_add
 """Imports real solutions carry (triton.testing, torch.nn.functional, torch.nn.init, numpy,
 typing, math, functools, warnings), a seed set at import and in __init__, warnings silenced, logging."""
+
 import functools
 import logging
 import math
 import warnings
-from typing import Optional
 
 import numpy as np
 import torch
@@ -14,7 +14,7 @@ import torch.nn.functional as F  # noqa: F401
 import torch.nn.init as init
 import triton
 import triton.language as tl
-import triton.testing  # noqa: F401
+import triton.testing
 
 warnings.filterwarnings("ignore", category=UserWarning)
 logger = logging.getLogger(__name__)
@@ -22,9 +22,9 @@ torch.manual_seed(0)
 np.random.seed(0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _block_for(n: int) -> int:
-    return min(1024, max(16, 1 << int(math.ceil(math.log2(max(n, 1))))))
+    return min(1024, max(16, 1 << math.ceil(math.log2(max(n, 1)))))
 
 
 @triton.jit
@@ -35,7 +35,7 @@ def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
-    def __init__(self, scale: Optional[float] = None):
+    def __init__(self, scale: float | None = None):
         super().__init__()
         torch.manual_seed(1234)
         self.unused = nn.Parameter(torch.empty(4))

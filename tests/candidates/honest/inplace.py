@@ -1,6 +1,7 @@
 # problem: inplace_relu
 """In-place semantics where the reference is in place: the kernel writes the input and forward
 returns it."""
+
 import torch.nn as nn
 import triton
 import triton.language as tl

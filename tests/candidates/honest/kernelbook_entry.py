@@ -2,6 +2,7 @@
 """KernelBook's form: the class named by the entry point (ScaledShiftNew), init inputs as [args,
 kwargs], a parameter and a buffer of the module, an optional clamp passed as None or a float, a kernel
 assigned to the module in __init__ and launched through self."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -9,7 +10,9 @@ import triton.language as tl
 
 
 @triton.jit
-def scaled_shift_kernel(x_ptr, s_ptr, o_ptr, out_ptr, n, features, shift, clamp, HAS_CLAMP: tl.constexpr, BLOCK: tl.constexpr):
+def scaled_shift_kernel(
+    x_ptr, s_ptr, o_ptr, out_ptr, n, features, shift, clamp, HAS_CLAMP: tl.constexpr, BLOCK: tl.constexpr
+):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     f = offsets % features

@@ -1,5 +1,6 @@
 # problem: 01_vector_add
 """Grids as a lambda of meta['BLOCK'] and as a functools.partial of a module-level function."""
+
 import functools
 
 import torch
@@ -30,7 +31,7 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         n = a.numel()
         half = torch.empty_like(a)
-        grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+        grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
         add_kernel[grid](a, b, half, n, BLOCK=512)
         out = torch.empty_like(a)
         scale_kernel[functools.partial(_grid, n)](half, out, n, 1.0, BLOCK=256)

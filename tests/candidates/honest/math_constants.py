@@ -1,6 +1,7 @@
 # problem: 07_scale_tanh_clamp_mean
 """Module-level constexpr constants computed with math.*, math.* read in the kernel, tanh written
 with exp2 and log2(e), and parameters of the module passed to the kernel."""
+
 import math
 
 import torch

@@ -1,6 +1,7 @@
 # problem: 12_mse_loss
 """Two kernels per forward (per-block partial sums, then a final reduction), a namedtuple and a
 frozen dataclass of launch settings on the host, num_warps given at launch."""
+
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ Launch = namedtuple("Launch", ["block", "num_warps"])
 
 @dataclass(frozen=True)
 class Config:
-    partial: Launch = Launch(block=256, num_warps=4)
+    partial: Launch = Launch(block=256, num_warps=4)  # noqa: RUF009
     final_block: int = 1024
 
 

@@ -2,6 +2,7 @@
 """A kernel defined in the class body and launched as self.kernel, a kernel made by a factory
 function (defined inside it, a JIT helper of the module reached as a global), and a tuple argument
 (Triton 3's tuple parameters) holding sizes, read by index in the kernel."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,6 @@
 # problem: 11_roll
 """An integer argument of forward used on the host (modulo) and passed to the kernel; do_not_specialize."""
+
 import torch
 import torch.nn as nn
 import triton

@@ -1,5 +1,6 @@
 # problem: 08_row_min_max
 """tl.static_range over a constexpr number of chunks, a tuple output, a module-level block size."""
+
 import torch
 import torch.nn as nn
 import triton

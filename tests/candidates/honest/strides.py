@@ -1,5 +1,6 @@
 # problem: 10_transposed_broadcast_add
 """Strides passed to the kernel for non-contiguous (transposed) inputs, 2D blocks, broadcasting."""
+
 import torch
 import torch.nn as nn
 import triton
@@ -7,9 +8,7 @@ import triton.language as tl
 
 
 @triton.jit
-def add_kernel(
-    a_ptr, b_ptr, out_ptr, M, N, sa0, sa1, sb0, sb1, so0, so1, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
-):
+def add_kernel(a_ptr, b_ptr, out_ptr, M, N, sa0, sa1, sb0, sb1, so0, so1, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)

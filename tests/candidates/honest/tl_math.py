@@ -1,6 +1,7 @@
 # problem: 02_silu
 """tl.math calls (exp, div_rn, fma, rsqrt, erf) imported under the names real code uses. (libdevice's
 functions, ``triton.language.extra.libdevice``, do not run under Triton 3.9's interpreter at all.)"""
+
 import torch
 import torch.nn as nn
 import triton

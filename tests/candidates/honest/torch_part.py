@@ -1,6 +1,8 @@
 # problem: 06_linear_relu
+# findings: torch_compute
 """The matmul left to PyTorch (torch.matmul) and the bias + ReLU epilogue in a Triton kernel: honest
 code that uses PyTorch for part of the work (the torch_compute policy's finding, verdict ok)."""
+
 import torch
 import torch.nn as nn
 import triton

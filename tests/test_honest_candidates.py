@@ -1,0 +1,165 @@
+"""Honest candidates in the idioms real solutions are written in (tests/candidates/honest/, one file
+per idiom) must be judged ``ok`` with the default settings: every hardening of the guards risks
+refusing honest code, and an environment that refuses honest kernels trains models away from good
+solutions. Each file's header names its problem (a bundled one at its small sizes, or a
+purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
+where it legitimately leaves part of the work to PyTorch, and ``# device: gpu`` where Triton's
+interpreter cannot run it (several autotuning configs are benchmarked through the GPU's driver), and
+``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
+
+The guards' fixes that these found are tested here too, with the attack each guard was built for
+kept closed: a launch's grid is forward's host code (a grid that writes the answer is caught), and
+a member of a plain enum is data (an enum of the candidate's holding Python is not)."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import DEVICE, run_candidate
+from tritongym.evaluate import EvalConfig, Verdict, guards
+from tritongym.problems import Problem, find_problem
+
+HONEST = Path(__file__).parent / "candidates" / "honest"
+ADVERSARIAL = Path(__file__).parent / "adversarial" / "candidates"
+
+
+def _header(text: str, key: str) -> str | None:
+    found = re.search(rf"^# {key}: (.+)$", text, re.M)
+    return found.group(1).strip() if found else None
+
+
+def _problem(name: str) -> Problem:
+    reference = HONEST / "problems" / f"{name}.py"
+    if not reference.exists():
+        return find_problem(name).small()
+    source = reference.read_text()
+    return Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
+
+
+def _marks(text: str) -> list:
+    marks = [pytest.mark.gpu] if _header(text, "device") == "gpu" else []
+    if _header(text, "open"):  # a refusal of honest code that no fix yet removes without reopening an attack
+        marks.append(pytest.mark.xfail(strict=True, reason=_header(text, "open")))
+    return marks
+
+
+def _cases() -> list:
+    return [pytest.param(path.stem, marks=_marks(path.read_text())) for path in sorted(HONEST.glob("*.py"))]
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_honest_candidate_is_judged_ok(warm_env, name):
+    source = (HONEST / f"{name}.py").read_text()
+    problem = _header(source, "problem")
+    assert problem, f"{name}.py names no problem"
+    result = warm_env.submit(_problem(problem), source, EvalConfig(device=DEVICE)).result()
+    assert result.verdict is Verdict.OK, result.feedback + result.detail
+    expected = sorted((_header(source, "findings") or "").split(", ")) if _header(source, "findings") else []
+    assert sorted(f.check for f in result.findings) == expected, result.findings
+
+
+def test_the_corpus_covers_purpose_written_problems():
+    """Every purpose-written reference is some candidate's problem (none is left unused)."""
+    named = {_header(p.read_text(), "problem") for p in HONEST.glob("*.py")}
+    assert {p.stem for p in (HONEST / "problems").glob("*.py")} <= named
+
+
+def test_a_grid_that_writes_the_answer_is_host_code(warm_env):
+    """The grid is resolved outside the own launch and, in the hollow forward, after the launch's
+    buffers are poisoned: a grid computing the output with NumPy beside an idle kernel is caught."""
+    run = functools.partial(run_candidate, directory=ADVERSARIAL, env=warm_env)
+    result = run("grid_does_the_work", "vector_add")
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "even when none of the solution's Triton kernels ran" in result.feedback
+
+
+class _Kernel:
+    """Stands for a JIT function: ``_grid_resolved`` only reads its ``fn`` (``isinstance`` patched)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _kernel_fn(x_ptr, n, ACT, BLOCK=64, *, STAGES=2):
+    pass
+
+
+def test_a_callable_grid_is_resolved_with_the_launch_arguments_by_name(monkeypatch):
+    monkeypatch.setattr(guards, "_jit_classes", lambda: (_Kernel,))
+    kernel, seen = _Kernel(_kernel_fn), []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return [-(-meta["n"] // meta["BLOCK"]), True]
+
+    resolved = guards._grid_resolved(kernel, ("x", 130), {"ACT": "relu", "grid": grid, "warmup": False})
+    assert resolved["grid"] == (3, 1) and type(resolved["grid"][1]) is int
+    assert seen == [{"x_ptr": "x", "n": 130, "ACT": "relu", "BLOCK": 64, "STAGES": 2}]
+    partial = functools.partial(lambda n, meta: (n // meta["BLOCK"],), 256)
+    assert guards._grid_resolved(kernel, ("x", 1), {"ACT": 0, "BLOCK": 32, "grid": partial})["grid"] == (8,)
+    held = {"grid": grid, "warmup": True}  # compile only: Triton never calls the grid
+    assert guards._grid_resolved(kernel, (), held) is held
+    with pytest.raises(TypeError):  # an item that is not an integer fails before the launch, as in Triton
+        guards._grid_resolved(kernel, (), {"grid": (1.5,)})
+
+
+class _Mode(enum.IntEnum):
+    SUM = 0
+    MEAN = 1
+
+
+class _Activation(enum.Enum):
+    RELU = "relu"
+    GELU = "gelu"
+
+
+class _Hooked(enum.IntEnum):
+    A = 0
+
+    def __eq__(self, other):  # Python of the candidate's, run by a kernel's comparison
+        return int(self) == other
+
+    __hash__ = int.__hash__
+
+
+class _Mixin:
+    def double(self):
+        return 2
+
+
+class _Mixed(_Mixin, enum.IntEnum):
+    A = 0
+
+
+def test_a_plain_enum_member_is_data():
+    assert guards._passable(_Mode.MEAN) and guards._passable(_Activation.GELU)
+
+
+def test_an_enum_holding_python_of_its_own_is_not():
+    assert not guards._passable(_Hooked.A)
+    assert not guards._passable(_Mixed.A)
+
+
+def test_an_enum_member_holding_an_object_is_not():
+    class Held(enum.IntEnum):
+        A = 0
+
+    class Payload:
+        def __getitem__(self, index):
+            return index
+
+    Held.A._value_ = Payload()  # ``MODE.value[0]`` in a kernel would run its ``__getitem__``
+    assert not guards._passable(Held.A)
+
+
+def test_an_enum_whose_machinery_was_replaced_is_not():
+    class Replaced(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Replaced, "_generate_next_value_", lambda *args: 0)
+    assert not guards._passable(Replaced.A)
