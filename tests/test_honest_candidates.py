@@ -4,12 +4,12 @@ refusing honest code, and an environment that refuses honest kernels trains mode
 solutions. Each file's header names its problem (a bundled one at its small sizes, or a
 purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
 where it legitimately leaves part of the work to PyTorch, and ``# device: gpu`` where Triton's
-interpreter cannot run it (several autotuning configs are benchmarked through the GPU's driver), and
-``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
+interpreter cannot run it, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
 
 The guards' fixes that these found are tested here too, with the attack each guard was built for
 kept closed: a launch's grid is forward's host code (a grid that writes the answer is caught), and
-a member of a plain enum is data (an enum of the candidate's holding Python is not)."""
+a member of a plain enum is data (an enum of the candidate's holding Python is not); and several
+autotuning configs run under the interpreter with no GPU."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers import DEVICE, run_candidate
 from tritongym.evaluate import EvalConfig, Verdict, guards
@@ -163,3 +164,50 @@ def test_an_enum_whose_machinery_was_replaced_is_not():
 
     type.__setattr__(Replaced, "_generate_next_value_", lambda *args: 0)
     assert not guards._passable(Replaced.A)
+
+
+AUTOTUNED = """
+import torch, triton, triton.language as tl
+from tritongym.evaluate import triton_compat
+
+assert triton_compat.interpreter_autotuning()
+runs = []
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (16, 32, 64)], key=["n"])
+@triton.jit
+def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+def timed(kernel_call, quantiles):
+    runs.append(1)
+    kernel_call()
+    return [float(len(runs) == 1)] * len(quantiles)  # the first config is the slowest
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (16, 32)], key=["n"], do_bench=timed)
+@triton.jit
+def triple(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, 3 * tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+x, out = torch.randn(100), torch.empty(100)
+double[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+assert torch.equal(out, 2 * x) and double.best_config.kwargs == {"BLOCK": 16}
+triple[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+assert torch.equal(out, 3 * x) and len(runs) == 2 and triple.best_config.kwargs == {"BLOCK": 32}
+print("ok")
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU's driver benchmarks the configs itself")
+def test_several_autotuning_configs_run_under_the_interpreter_without_a_gpu():
+    """Triton's autotuner asks the GPU's driver for its benchmark once several configs remain (on the
+    CPU: "0 active drivers"); the zygote gives it one that runs each config once and picks the first,
+    and an autotuner's own ``do_bench`` is still used."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    done = subprocess.run([sys.executable, "-c", AUTOTUNED], env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -1,6 +1,7 @@
 # problem: 03_row_sum
 """A @triton.constexpr_function computing a compile-time value from constexprs, builtins (min, max,
 len, isinstance, int) in a kernel, a scale computed with numpy, tl.device_print behind a debug flag."""
+
 import math
 
 import numpy as np
