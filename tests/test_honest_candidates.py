@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,66 @@ def test_several_autotuning_configs_run_under_the_interpreter_without_a_gpu():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(Path(__file__).parent.parent)}
     done = subprocess.run([sys.executable, "-c", AUTOTUNED], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+KEEPER = """
+import torch
+import triton
+import triton.language as tl
+
+TABLE = torch.arange(8.0)
+
+
+@triton.jit
+def lookup_kernel(x_ptr, lut_ptr, cache_ptr, table_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets) + tl.load(lut_ptr + offsets) + tl.load(cache_ptr + offsets)
+    tl.store(out_ptr + offsets, x + tl.load(table_ptr + offsets))
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("lut", torch.full((8,), 2.0), persistent=False)
+        self.cache = [torch.full((8,), 3.0)]
+        self.seen = None
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        lookup_kernel[(1,)](x, self.lut, self.cache[0], TABLE, out, 8, BLOCK=8)
+        self.seen = (self.lut.clone(), self.cache[0].clone(), TABLE.clone())
+        return out
+"""
+
+
+def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeypatch):
+    """A non-persistent buffer (a lookup table), a tensor held as a plain attribute (a cache) and one
+    held as a global, read by a kernel: the hollow forward poisons them while its launches are skipped,
+    as any buffer a launch would write, and puts them back once its answer is sent, so that the calls
+    after it (timing, on a GPU) do not read NaN and fail as a mismatch."""
+    import importlib.util
+    import socket
+
+    from tritongym.evaluate.judge import protocol as p
+    from tritongym.evaluate.judge.runner import Runner
+
+    path = tmp_path / "keeper.py"
+    path.write_text(KEEPER)
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "candidate", module)
+    spec.loader.exec_module(module)
+    ours, theirs = socket.socketpair()
+    runner, sent = Runner(ours, torch.device("cpu"), [0.0]), []
+    runner.model, runner.cls, runner.path, runner.send = module.ModelNew(), module.ModelNew, str(path), sent.append
+    x = torch.ones(8)
+    try:
+        runner.hollow(p.Hollow(args=[x]))
+    finally:
+        ours.close()
+        theirs.close()
+    assert torch.isnan(sent[0].value).all()  # the output's launch was skipped
+    assert all(torch.isnan(t).all() for t in runner.model.seen)  # poisoned during the hollow forward
+    assert torch.equal(runner.model.lut, torch.full((8,), 2.0))
+    assert torch.equal(runner.model.cache[0], torch.full((8,), 3.0))
+    assert torch.equal(module.TABLE, torch.arange(8.0)) and torch.equal(x, torch.ones(8))

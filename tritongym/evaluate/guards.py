@@ -104,6 +104,7 @@ GLUE_OPS = frozenset(
         "movedim",
         "unfold",
         "_local_scalar_dense",
+        "arange",
     ]
 )
 """aten ops that move, shape or allocate memory: allowed glue around the candidate's kernels."""
