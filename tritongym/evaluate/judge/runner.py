@@ -439,10 +439,12 @@ def kept_tensors(model: torch.nn.Module, cls: type | None) -> list[torch.Tensor]
         namespaces.append(vars(module))
     for namespace in namespaces:
         for value in list(namespace.values()):
-            items = (
-                value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
-            )
-            found += [t for t in list(items)[:1024] if isinstance(t, torch.Tensor)]
+            items = [value]  # read through the C types' own methods: no subclass's runs here
+            if isinstance(value, dict):
+                items = list(dict.values(value))
+            elif isinstance(value, (list, tuple)):
+                items = list((list if isinstance(value, list) else tuple).__iter__(value))
+            found += [t for t in items[:1024] if isinstance(t, torch.Tensor)]
     return found
 
 
