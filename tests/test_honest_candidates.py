@@ -263,7 +263,7 @@ def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeyp
     spec.loader.exec_module(module)
     ours, theirs = socket.socketpair()
     runner, sent = Runner(ours, torch.device("cpu"), [0.0]), []
-    runner.model, runner.cls, runner.path, runner.send = module.ModelNew(), module.ModelNew, str(path), sent.append
+    runner.model, runner.path, runner.send = module.ModelNew(), str(path), sent.append
     x = torch.ones(8)
     try:
         runner.hollow(p.Hollow(args=[x]))

@@ -331,7 +331,7 @@ class Runner:
             given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
             keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
-            held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model, self.cls)}
+            held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model)}
             with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
@@ -424,7 +424,7 @@ def clipped_counts(names) -> dict[str, int]:
     return dict(counts)
 
 
-def kept_tensors(model: torch.nn.Module, cls: type | None) -> list[torch.Tensor]:
+def kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     """The tensors a solution keeps between calls beyond its state dict: every parameter and buffer
     of its modules (non-persistent buffers too: a rotary table, a lookup table), the tensors its
     modules hold as plain attributes (a cached transposed weight, a workspace, an output buffer it
@@ -434,7 +434,7 @@ def kept_tensors(model: torch.nn.Module, cls: type | None) -> list[torch.Tensor]
     what an honest solution left there, not the poison."""
     found: list[torch.Tensor] = [*model.parameters(), *model.buffers()]
     namespaces = [vars(m) for m in model.modules()]
-    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    module = sys.modules.get(getattr(type(model), "__module__", None) or "")  # the solution's file
     if module is not None:
         namespaces.append(vars(module))
     for namespace in namespaces:
