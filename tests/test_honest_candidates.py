@@ -99,9 +99,11 @@ def test_a_callable_grid_is_resolved_with_the_launch_arguments_by_name(monkeypat
         seen.append(dict(meta))
         return [-(-meta["n"] // meta["BLOCK"]), True]
 
-    resolved = guards._grid_resolved(kernel, ("x", 130), {"ACT": "relu", "grid": grid, "warmup": False})
+    launch = {"ACT": "relu", "grid": grid, "warmup": False, "num_warps": 4}
+    resolved = guards._grid_resolved(kernel, ("x", 130), launch)
     assert resolved["grid"] == (3, 1) and type(resolved["grid"][1]) is int
-    assert seen == [{"x_ptr": "x", "n": 130, "ACT": "relu", "BLOCK": 64, "STAGES": 2}]
+    assert seen == [{"x_ptr": "x", "n": 130, "ACT": "relu", "BLOCK": 64, "STAGES": 2, "num_warps": 4}]
+    assert list(seen[0])[:5] == ["x_ptr", "n", "ACT", "BLOCK", "STAGES"]  # the parameters' order first
     partial = functools.partial(lambda n, meta: (n // meta["BLOCK"],), 256)
     assert guards._grid_resolved(kernel, ("x", 1), {"ACT": 0, "BLOCK": 32, "grid": partial})["grid"] == (8,)
     held = {"grid": grid, "warmup": True}  # compile only: Triton never calls the grid

@@ -1173,7 +1173,8 @@ LAUNCH_KEYWORDS = ("grid", "warmup")
 def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
     """A JIT function's launch keywords with its grid resolved on the host now, as a tuple of ints:
     a callable grid (``lambda meta: (triton.cdiv(n, meta["BLOCK"]),)``, a ``functools.partial``) is
-    called with the launch's arguments by name, constexpr defaults included, as Triton calls it.
+    called with the launch's arguments by name, constexpr defaults included, as Triton calls it (and
+    the launch's options, ``num_warps`` say, which some releases pass too).
     The grid is forward's host code, not the kernel's: resolved here it runs outside the own launch,
     before the checks of the launch (nothing it changes can follow them), and in the fallback
     check's blocked launches and the hollow forward's skipped ones too, there after the launch's
@@ -1197,8 +1198,8 @@ def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
         meta = dict(zip(names[code.co_argcount - len(defaults) : code.co_argcount], defaults, strict=True))
         meta |= fn.__kwdefaults__ or {}
         meta |= dict(zip(names, args, strict=False))
-        meta |= {k: v for k, v in kwargs.items() if k in names}
-        grid = grid({name: meta[name] for name in names if name in meta})
+        meta |= {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYWORDS}  # options too (``num_warps``)
+        grid = grid({name: meta.pop(name) for name in names if name in meta} | meta)
     return {**kwargs, "grid": tuple(operator.index(size) for size in grid)}
 
 
