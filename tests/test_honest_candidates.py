@@ -80,6 +80,27 @@ def test_a_grid_that_writes_the_answer_is_host_code(warm_env):
     assert "even when none of the solution's Triton kernels ran" in result.feedback
 
 
+@pytest.mark.parametrize("name", ["defaultdict_factory_does_the_work", "mapping_proxy_does_the_work"])
+def test_a_c_wrapper_handing_the_kernels_operation_on_is_host_code(warm_env, name):
+    """A constexpr whose C type holds no Python but hands the kernel's indexing on to what it holds (a
+    defaultdict's factory, a mapping proxy's mapping) ran NumPy inside an own launch: judged ok before."""
+    result = run_candidate(name, "vector_add", directory=ADVERSARIAL, env=warm_env)
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "runs host code: its launch passes an object of" in result.feedback
+
+
+def test_only_plain_layouts_are_data():
+    import collections
+    import types
+
+    import triton.language as tl
+
+    plain = [1, 2.0, "relu", None, (1, 2), [1], {"a": 1}, torch.ones(1), torch.float16, tl.float16, tl, torch.Size([2])]
+    assert all(guards._passable(v) for v in plain)
+    wrappers = [collections.defaultdict(int), types.MappingProxyType({}), map(int, []), collections.OrderedDict()]
+    assert not any(guards._passable(v) for v in wrappers)
+
+
 class _Kernel:
     """Stands for a JIT function: ``_grid_resolved`` only reads its ``fn`` (``isinstance`` patched)."""
 

@@ -423,8 +423,9 @@ def _passable(value) -> bool:
     if isinstance(value, _jit_classes()) or _library_class(type(value)) or _plain_enum_member(value):
         return True
     # an object's class decides what a kernel's operations on it run (``HELD[0]``: its ``__getitem__``;
-    # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code
-    return not callable(value) and _runs_no_python(type(value))
+    # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code,
+    # and so is one whose C type hands the operation on to what it holds (``_plain_layout``)
+    return not callable(value) and _runs_no_python(type(value)) and _plain_layout(value)
 
 
 def _plain_enum_member(value) -> bool:
@@ -479,6 +480,27 @@ def _enum_class(cls: type) -> bool:
     import enum
 
     return vars(enum).get(type.__dict__["__qualname__"].__get__(cls)) is cls
+
+
+@functools.cache
+def _plain_layouts() -> tuple[type, ...]:
+    """C types whose operations work on the value itself: data, a module (a namespace read by name)."""
+    return (object, *_DATA_TYPES, type(None), slice, range, type(Ellipsis), type(NotImplemented), types.ModuleType)
+
+
+def _plain_layout(value) -> bool:
+    """Whether the C type an object is laid out as (its class's first base that is not a Python class)
+    is plain data, a module, or PyTorch's or a library's own: not a C wrapper that hands a kernel's
+    operation on to an object or a callable it holds, which ``_runs_no_python`` never sees (a
+    ``types.MappingProxyType`` over a mapping whose ``__getitem__`` is Python; a
+    ``collections.defaultdict`` whose ``default_factory``, a ``functools.partial`` of NumPy's, runs
+    on a missing key; ``map`` and ``itertools`` iterators; weak proxies)."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(type(value))
+    except Exception:  # not a class of CPython's making
+        return False
+    layout = next((k for k in mro if not type.__dict__["__flags__"].__get__(k) & _HEAP_TYPE), object)
+    return layout in _plain_layouts() or _trusted_class(layout)
 
 
 def _runs_no_python(cls: type, depth: int = 0) -> bool:
@@ -707,6 +729,8 @@ def _describe(value) -> str:
     kind = type.__dict__["__qualname__"].__get__(type(value))
     if callable(value):
         return f"a callable {kind} (not device code)"
+    if not _plain_layout(value):
+        return f"an object of {kind} (a C type that hands operations on to what it holds)"
     return f"an object of {kind} (a class that runs Python)"
 
 
@@ -1051,8 +1075,8 @@ class LaunchMonitor:
             if looked > ITEMS_CHECKED:
                 self.refusal = f"its launch passes more than {ITEMS_CHECKED} values"
                 return False
-            if isinstance(value, (tuple, list, dict, set, frozenset)):  # a kernel indexes what it is given
-                todo += _items(value)
+            if isinstance(value, (tuple, list, dict, set, frozenset)) and _plain_layout(value):
+                todo += _items(value)  # a kernel indexes what it is given
                 continue
             if not (_passable(value) and self._callable_own(value, seen)):
                 self.refusal = self.refusal or f"its launch passes {_describe(value)}"
