@@ -107,6 +107,8 @@ GLUE_OPS = frozenset(
         "numpy_T",
         "movedim",
         "unfold",
+        "_local_scalar_dense",
+        "arange",
     ]
 )
 """aten ops that move, shape or allocate memory: allowed glue around the candidate's kernels."""
@@ -434,11 +436,87 @@ def _passable(value) -> bool:
         return frontend.library_function(value)
     if isinstance(value, type):  # what the class's metaclass does (``K[0]``, ``K + 1``) runs too
         return _constructs_no_code(value) and _runs_no_python(type(value))
-    if isinstance(value, _jit_classes()) or _library_class(type(value)):
+    if isinstance(value, _jit_classes()) or _library_class(type(value)) or _plain_enum_member(value):
         return True
     # an object's class decides what a kernel's operations on it run (``HELD[0]``: its ``__getitem__``;
-    # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code
-    return not callable(value) and _runs_no_python(type(value))
+    # ``if HELD``, ``HELD + 1``, a property read): an object of a class with Python of its own is host code,
+    # and so is one whose C type hands the operation on to what it holds (``_plain_layout``)
+    return not callable(value) and _runs_no_python(type(value)) and _plain_layout(value)
+
+
+def _plain_enum_member(value) -> bool:
+    """Whether ``value`` is a member of an enum class of the candidate's that holds nothing of its own
+    but its members and the bookkeeping ``enum`` gives every such class (an ``IntEnum`` flag passed as
+    a ``tl.constexpr``): what a kernel does with it (compare it, do arithmetic, hash it) runs
+    ``enum``'s or the mixed-in data type's code only. Every class of its method resolution order is
+    ``enum``'s own, a data type or such a class, whose Python functions (``__new__``,
+    ``_generate_next_value_``) are the very ones an ``enum`` base holds under that name, and the
+    member's own attributes (``_value_``, ``_name_``) are plain values. Read statically."""
+    import enum
+
+    cls = type(value)  # never ``__class__``, which an object of the candidate's may fake
+    if type(cls) is not enum.EnumType:
+        return False
+    try:
+        mro = type.__dict__["__mro__"].__get__(cls)
+        bases = [k for k in mro if _enum_class(k)]
+        own = [k for k in mro if not (k is object or k in _DATA_TYPES or _enum_class(k))]
+        namespaces = [(k, type.__dict__["__dict__"].__get__(k)) for k in own]
+    except Exception:  # not a class of CPython's making
+        return False
+    for k, namespace in namespaces:
+        if type(k) is not enum.EnumType:
+            return False  # a mixin of the candidate's
+        for name, attr in list(namespace.items()):
+            if type(attr) is k or type(attr) in (str, int, bool, type(None), list, dict):
+                continue  # a member; enum's bookkeeping (names, maps of members)
+            if isinstance(attr, type) and (attr is object or attr in _DATA_TYPES):
+                continue  # ``_member_type_``
+            if isinstance(attr, types.FunctionType) and any(_unwrapped(vars(b).get(name)) is attr for b in bases):
+                continue  # ``enum`` sets ``Enum.__new__`` (its static method's function) on every enum class
+            if _type_slot(attr) or (
+                isinstance(attr, types.MethodDescriptorType) and any(attr.__objclass__ is t for t in _DATA_TYPES)
+            ):
+                continue  # a data type's own method (``_value_repr_``, ``__format__``)
+            return False
+    plain = (str, int, float, bool, type(None))
+    try:
+        held = list(vars(value).values())
+    except TypeError:  # no instance dict (``__slots__``)
+        return False
+    return all(type(v) in plain or v is cls for v in held)
+
+
+def _unwrapped(attr):
+    return attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+
+
+def _enum_class(cls: type) -> bool:
+    """Whether ``cls`` is one of the ``enum`` module's own classes (``Enum``, ``IntEnum``, ...)."""
+    import enum
+
+    return vars(enum).get(type.__dict__["__qualname__"].__get__(cls)) is cls
+
+
+@functools.cache
+def _plain_layouts() -> tuple[type, ...]:
+    """C types whose operations work on the value itself: data, a module (a namespace read by name)."""
+    return (object, *_DATA_TYPES, type(None), slice, range, type(Ellipsis), type(NotImplemented), types.ModuleType)
+
+
+def _plain_layout(value) -> bool:
+    """Whether the C type an object is laid out as (its class's first base that is not a Python class)
+    is plain data, a module, or PyTorch's or a library's own: not a C wrapper that hands a kernel's
+    operation on to an object or a callable it holds, which ``_runs_no_python`` never sees (a
+    ``types.MappingProxyType`` over a mapping whose ``__getitem__`` is Python; a
+    ``collections.defaultdict`` whose ``default_factory``, a ``functools.partial`` of NumPy's, runs
+    on a missing key; ``map`` and ``itertools`` iterators; weak proxies)."""
+    try:
+        mro = type.__dict__["__mro__"].__get__(type(value))
+    except Exception:  # not a class of CPython's making
+        return False
+    layout = next((k for k in mro if not type.__dict__["__flags__"].__get__(k) & _HEAP_TYPE), object)
+    return layout in _plain_layouts() or _trusted_class(layout)
 
 
 def _runs_no_python(cls: type, depth: int = 0) -> bool:
@@ -667,6 +745,8 @@ def _describe(value) -> str:
     kind = type.__dict__["__qualname__"].__get__(type(value))
     if callable(value):
         return f"a callable {kind} (not device code)"
+    if not _plain_layout(value):
+        return f"an object of {kind} (a C type that hands operations on to what it holds)"
     return f"an object of {kind} (a class that runs Python)"
 
 
@@ -1014,8 +1094,8 @@ class LaunchMonitor:
             if looked > ITEMS_CHECKED:
                 self.refusal = f"its launch passes more than {ITEMS_CHECKED} values"
                 return False
-            if isinstance(value, (tuple, list, dict, set, frozenset)):  # a kernel indexes what it is given
-                todo += _items(value)
+            if isinstance(value, (tuple, list, dict, set, frozenset)) and _plain_layout(value):
+                todo += _items(value)  # a kernel indexes what it is given
                 continue
             if not (_passable(value) and self._callable_own(value, seen)):
                 self.refusal = self.refusal or f"its launch passes {_describe(value)}"
@@ -1090,18 +1170,24 @@ class LaunchMonitor:
             outer = monitor._launching
             if outer is not None and getattr(outer, "fn", None) is kernel:
                 return monitor._run(original, kernel, args, kwargs)  # Inductor's launcher running its own kernel
+            hollow = monitor.skip is not None  # the grid runs after the skipped launch's poison
+            if not hollow:
+                kwargs = _grid_resolved(kernel, args, kwargs)  # forward's host code, before any check
             fn = getattr(kernel, "fn", None) if INTERPRETED else None
             if INTERPRETED:  # Triton's frontend first, as a GPU's first launch compiles (frontend.py)
                 frontend.check(kernel, args, kwargs)
             if monitor.host is not None:  # a GPU's launcher refuses a tensor in host memory (placement.py)
                 monitor.host.refuse(kernel_name(kernel), args, kwargs)
-            own = monitor._own(kernel) and monitor._arguments_own(args, kwargs)
+            passed = {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYWORDS}
+            own = monitor._own(kernel) and monitor._arguments_own(args, passed)
             if fn is not None and getattr(kernel, "fn", None) is not fn:  # code run by the checks changed it
                 raise RuntimeError("tritongym: the kernel's function was replaced during its launch")
             if not own:
                 tag = FOREIGN if monitor.refusal is None else HOST_CODE.format(monitor.refusal)
                 monitor.foreign[f"{kernel_name(kernel)} {tag}"] += 1
                 monitor._launching = kernel  # its launcher's own kernel run inside it is this launch
+                if hollow:
+                    kwargs = _grid_resolved(kernel, args, kwargs)
                 try:
                     return monitor._run(original, kernel, args, kwargs, fn)
                 finally:
@@ -1111,6 +1197,7 @@ class LaunchMonitor:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
             if monitor.skip is not None:
                 monitor.skip(args, kwargs)
+                _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output
                 return None
             if monitor.stream is not None and current_stream_handle() != monitor.stream:
                 monitor.off_stream += 1
@@ -1125,6 +1212,44 @@ class LaunchMonitor:
                 monitor._launching = outer
 
         return run
+
+
+LAUNCH_KEYWORDS = ("grid", "warmup")
+"""Keywords of a JIT function's ``run`` that are the launch's, not the kernel's arguments: the grid
+(resolved on the host by ``_grid_resolved`` before the launch) and the compile-only flag."""
+
+
+def _grid_resolved(kernel, args: tuple, kwargs: dict) -> dict:
+    """A JIT function's launch keywords with its grid resolved on the host now, as a tuple of ints:
+    a callable grid (``lambda meta: (triton.cdiv(n, meta["BLOCK"]),)``, a ``functools.partial``) is
+    called with the launch's arguments by name, constexpr defaults included, as Triton calls it (and
+    the launch's options, ``num_warps`` say, which some releases pass too).
+    The grid is forward's host code, not the kernel's: resolved here it runs outside the own launch,
+    before the checks of the launch (nothing it changes can follow them), and in the fallback
+    check's blocked launches and the hollow forward's skipped ones too, there after the launch's
+    buffers are poisoned, so that work done in it shows as work done without the kernels (a grid
+    writing the answer with NumPy beside a kernel that does nothing). Each of its items is read
+    through ``operator.index``: Triton indexes the grid inside the launch, where an object's
+    ``__index__`` would be host code. A compile-only launch (``warmup``) and a launcher's run
+    (Inductor's) are left as they are."""
+    import operator
+
+    if kwargs.get("warmup") or "grid" not in kwargs or not isinstance(kernel, _jit_classes()):
+        return kwargs
+    grid = kwargs["grid"]
+    if callable(grid):
+        fn = getattr(kernel, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if not isinstance(fn, types.FunctionType) or code is None:
+            return kwargs  # not a launch Triton could run either: its own error follows
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        defaults = fn.__defaults__ or ()
+        meta = dict(zip(names[code.co_argcount - len(defaults) : code.co_argcount], defaults, strict=True))
+        meta |= fn.__kwdefaults__ or {}
+        meta |= dict(zip(names, args, strict=False))
+        meta |= {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYWORDS}  # options too (``num_warps``)
+        grid = grid({name: meta.pop(name) for name in names if name in meta} | meta)
+    return {**kwargs, "grid": tuple(operator.index(size) for size in grid)}
 
 
 def _interpreted_call(kernel, *args, **kwargs):

@@ -236,3 +236,37 @@ def definition_line(jit_fn) -> int:
     except (OSError, TypeError):
         return jit_fn.fn.__code__.co_firstlineno
     return start + next((i for i, text in enumerate(lines) if text.strip().startswith("def ")), 0)
+
+
+def _run_once(kernel_call, quantiles=None, **_):
+    """An autotuner's benchmark under the interpreter: the config's launch runs once (one that fails to
+    compile fails here, as it would on a GPU); no time is measured, so every config ties."""
+    kernel_call()
+    return [0.0] * len(quantiles) if quantiles else 0.0
+
+
+def interpreter_autotuning() -> bool:
+    """Let ``@triton.autotune`` choose among several configs under the interpreter with no GPU. Triton's
+    ``Autotuner`` asks the GPU driver for its benchmark (``driver.active.get_benchmarker()``) as soon
+    as more than one config remains, which fails with "0 active drivers" where there is none: an
+    honest autotuned kernel could not run on the CPU. There, an autotuner given no benchmark of its
+    own (``do_bench=``) gets ``_run_once``: every config runs once and the first that runs is chosen
+    (the CPU measures no speed anyway). Returns whether it was installed: not where a driver is active
+    or Triton's autotuner reads its benchmark another way. Installed once, in the zygote."""
+    from triton.runtime import autotuner, driver
+
+    try:
+        driver.active  # noqa: B018  (a GPU's driver: its own benchmark)
+        return False
+    except RuntimeError:
+        pass
+    cls = getattr(autotuner, "Autotuner", None)
+    if not isinstance(cls, type) or "do_bench" not in cls.__dict__:
+        return False
+
+    def do_bench(tuner):
+        own = tuner.__dict__.get("_do_bench")
+        return own if own is not None else _run_once
+
+    cls.do_bench = property(do_bench)
+    return True
