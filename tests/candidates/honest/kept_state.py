@@ -1,14 +1,21 @@
 # problem: 05_layernorm
 """State kept between calls beyond the state dict: the affine parameters packed once into a cached
 tensor (a plain attribute, made at the first call), a non-persistent buffer of the row indices, and a
-module-level table; all read by the kernel at every call."""
+module-level table made once per device (a table made at import without ``device=`` would be in host
+memory on a GPU, where a launch refuses it); all read by the kernel at every call."""
 
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
-SIGNS = torch.ones(2)
+SIGNS: dict = {}
+
+
+def signs_on(device: torch.device) -> torch.Tensor:
+    if device not in SIGNS:
+        SIGNS[device] = torch.ones(2, device=device)
+    return SIGNS[device]
 
 
 @triton.jit
@@ -39,6 +46,6 @@ class ModelNew(nn.Module):
             self.rows = torch.arange(x.shape[0], device=x.device)
         out = torch.empty_like(x)
         layernorm_kernel[(x.shape[0],)](
-            x, self._packed, self.rows, SIGNS, out, x.stride(0), x.shape[1], self.norm.eps, BLOCK=triton.next_power_of_2(x.shape[1])
+            x, self._packed, self.rows, signs_on(x.device), out, x.stride(0), x.shape[1], self.norm.eps, BLOCK=triton.next_power_of_2(x.shape[1])
         )  # fmt: skip
         return out
