@@ -18,7 +18,8 @@ VERSIONS="${VERSIONS:-3.4.0 3.5.0 3.6.0 3.7.0 3.8.0 installed}"
 CACHE="${CACHE:-${TMPDIR:-/tmp}/tritongym-triton-versions}"
 OUT="${OUT:-$ROOT/benchmarks/results/triton_versions_cpu.txt}"
 TESTS=(tests/test_frontend.py tests/test_bundled.py tests/test_verdicts.py tests/test_profiling.py
-       tests/adversarial/test_isolation.py tests/test_triton_compat.py tests/adversarial/test_redteam10.py)
+       tests/adversarial/test_isolation.py tests/test_triton_compat.py tests/adversarial/test_redteam10.py
+       tests/test_honest_candidates.py)
 
 PROBE='
 from tritongym.evaluate import EvalConfig, evaluate

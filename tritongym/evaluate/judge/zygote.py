@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import logging
 import os
 import resource
@@ -221,6 +222,18 @@ def warm(capability: int) -> None:
         return
     with contextlib.suppress(Exception):  # the child compiled the same: nothing is expected here
         warm_compiler(capability)
+    settle_heap()
+
+
+def settle_heap() -> None:
+    """Collect the zygote's garbage, then freeze what is left, before it forks runners. A compiler
+    context (MLIR's, with its thread pool) left in a reference cycle by the warm-up would otherwise
+    be collected in a runner, where its threads do not exist: LLVM aborts the runner at the join
+    ("pthread_join failed: Invalid argument", seen with Triton 3.5 under the interpreter), whenever
+    the runner's collector happens to run. Frozen objects are never collected in the children (nor
+    their pages touched by the collector)."""
+    gc.collect()
+    gc.freeze()
 
 
 def main() -> None:
@@ -263,6 +276,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
     tools = compiler_helper.compiler_tools() if device != "cpu" else {}  # ptxas --version once, cached
     assert not torch.cuda.is_initialized(), "the zygote must not initialise CUDA"
     del triton
+    settle_heap()
     control = socket.socket(fileno=control_fd)
     me = os.getpid()
     runners: set[int] = set()
