@@ -1010,6 +1010,11 @@ class LaunchMonitor:
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
         solution)``."""
         self.off_stream = 0
+        self.race: races.DataRace | None = None
+        """The first data race a grid run under this monitor raised (races.py). It holds whether or not
+        forward caught it: on a GPU nothing raises, and the racy kernel's answer is what forward gets
+        (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the CPU: red team 11
+        #1), so the runner fails the call with it once forward returned."""
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, str, object]] = []
         """(class, attribute, what it held) for each launch point wrapped while active."""
@@ -1158,8 +1163,12 @@ class LaunchMonitor:
                     triton_compat.retarget(executor, due[1])
             else:
                 monitor.foreign[f"{name} {BYPASS}"] += 1
-            with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
-                return original(executor, *args, **kwargs)
+            try:
+                with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
+                    return original(executor, *args, **kwargs)
+            except races.DataRace as race:
+                monitor.race = monitor.race or race
+                raise
 
         return call
 

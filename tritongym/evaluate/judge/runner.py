@@ -206,8 +206,11 @@ class Runner:
         args, kwargs = self.to_device(args), self.to_device(kwargs)
         try:
             # launches in the constructor pass Triton's frontend too (under the interpreter), counted nowhere
-            with torch.device(self.device), LaunchMonitor(self.path, text=self.text):
+            monitor = LaunchMonitor(self.path, text=self.text)
+            with torch.device(self.device), monitor:
                 model = cls(*args, **kwargs)
+            if monitor.race is not None:  # caught in the constructor: what it made is the GPU's racy result
+                raise monitor.race
             model = model.to(self.device).eval()
         except BaseException as exc:
             raise classify_failure(exc, self.path, f"while constructing {name}") from None
@@ -251,10 +254,11 @@ class Runner:
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
+        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
         try:
             with (
                 witness,
-                LaunchMonitor(self.path, recorder, text=self.text, host=host) as monitor,
+                monitor,
                 torch.no_grad(),
                 recorder,
                 host if host is not None else contextlib.nullcontext(),
@@ -269,7 +273,9 @@ class Runner:
                 strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
-            raise classify_failure(exc, self.path, IN_FORWARD) from None
+            raise classify_failure(monitor.race or exc, self.path, IN_FORWARD) from None
+        if monitor.race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
+            raise classify_failure(monitor.race, self.path, IN_FORWARD)
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
