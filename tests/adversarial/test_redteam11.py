@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 
@@ -21,3 +23,46 @@ def test_a_data_race_caught_by_forward_still_fails(judge):
     result = judge(small_problem("12_mse_loss"), (HERE / "race_fallback.py").read_text(), config())
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
     assert "data race in kernel" in result.feedback
+
+
+@pytest.mark.parametrize(
+    ("candidate", "maker"),
+    [("output_from_numpy.py", "torch.from_numpy"), ("output_from_asarray.py", "torch.asarray")],
+)
+def test_an_output_a_gpu_would_hold_in_host_memory_fails_whatever_made_it(judge, candidate, maker):
+    """#2: an output made by ``torch.from_numpy`` (no torch function sees it) or ``torch.asarray`` (not
+    among the factories red team 10 listed) was unmarked: `ok` on the CPU, a refused launch on a GPU."""
+    result = judge(small_problem("vector_add"), (HERE / candidate).read_text(), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "cannot be accessed from Triton (cpu tensor?)" in result.feedback
+    assert maker in result.feedback
+
+
+def test_an_output_moved_by_type_as_is_on_the_device(judge):
+    """#2's control: ``torch.empty(n).type_as(a)`` is on ``a``'s device on a GPU (`ok` there)."""
+    result = judge(small_problem("vector_add"), (HERE / "output_type_as_input.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_host_tensors_knows_factories_by_what_they_are_given():
+    import numpy as np
+    import torch
+
+    from tritongym.evaluate.placement import HostTensors
+
+    given = torch.ones(4)
+    host = HostTensors()
+    with host:
+        from torch import from_numpy  # as a candidate's import binds it
+
+        made = [torch.normal(0.0, 1.0, (3,)), torch.hann_window(4), torch.empty_permuted((2, 3), (1, 0))]
+        wrapped = torch.from_numpy(np.zeros(3, dtype=np.float32))
+        buffered = torch.frombuffer(bytearray(8), dtype=torch.float32)
+        derived = wrapped * 2
+        placed = [torch.zeros(4, device=given.device), torch.ones(4).type_as(given), given[1:], torch.as_tensor(given)]
+    assert torch.from_numpy is not from_numpy  # put back on leaving; the import's binding stays watched
+    with host:
+        bound = from_numpy(np.zeros(2, dtype=np.float32))
+    unwatched = from_numpy(np.zeros(2, dtype=np.float32))
+    assert all(host.made(t) for t in [*made, wrapped, buffered, derived, bound]), [host.made(t) for t in made]
+    assert not any(host.made(t) for t in [*placed, unwatched]), [host.made(t) for t in placed]
