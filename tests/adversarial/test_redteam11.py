@@ -66,3 +66,15 @@ def test_host_tensors_knows_factories_by_what_they_are_given():
     unwatched = from_numpy(np.zeros(2, dtype=np.float32))
     assert all(host.made(t) for t in [*made, wrapped, buffered, derived, bound]), [host.made(t) for t in made]
     assert not any(host.made(t) for t in [*placed, unwatched]), [host.made(t) for t in placed]
+
+
+def test_every_autotuning_config_is_judged(judge):
+    """#3: the CPU's autotuner chose the first config every time, so a kernel right under that config
+    only (a grid sized for it) was `ok`; a GPU chooses the fastest, here the wrong one. Each call now
+    chooses the next config; the bundled solution, autotuned honestly, stays `ok`."""
+    problem = small_problem("vector_add")
+    source = (HERE / "autotuned_grid_for_one_block.py").read_text()
+    result = judge(problem, source, config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    honest = source.replace("(triton.cdiv(n, 1024),)", 'lambda meta: (triton.cdiv(n, meta["BLOCK"]),)')
+    assert judge(problem, honest, config()).verdict is Verdict.OK
