@@ -78,3 +78,37 @@ def test_every_autotuning_config_is_judged(judge):
     assert result.verdict is Verdict.MISMATCH, result.feedback
     honest = source.replace("(triton.cdiv(n, 1024),)", 'lambda meta: (triton.cdiv(n, meta["BLOCK"]),)')
     assert judge(problem, honest, config()).verdict is Verdict.OK
+
+
+@pytest.mark.parametrize(
+    "allocation",
+    [
+        "torch.empty_permuted((1,), (0,), device=prediction.device, dtype=torch.float32)[0]",
+        "torch.zeros(0, device=prediction.device, dtype=torch.float32).resize_(())",
+    ],
+)
+def test_an_accumulator_allocated_unwritten_by_any_op_holds_the_poison(judge, allocation):
+    """#4: red team 10 #5's accumulator never zeroed, made by an op the CPU's poison did not list
+    (``empty_permuted``, or grown by ``resize_``): the memory was the host allocator's, often zeros
+    (`ok` by chance); a GPU's holds the judge's poison (`mismatch`). Every ``empty`` op by its name,
+    and what ``resize_`` adds, now hold the poison."""
+    source = (Path(__file__).parent / "redteam10" / "accumulates_into_empty.py").read_text()
+    made = "torch.empty((), device=prediction.device, dtype=torch.float32)"
+    assert made in source
+    result = judge(small_problem("12_mse_loss"), source.replace(made, allocation), config(trials=3))
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert "got nan" in result.feedback
+
+
+def test_what_an_op_leaves_unwritten_holds_the_poison_and_what_it_kept_does_not():
+    import torch
+
+    from tritongym.evaluate.guards import POISON_BYTE, OpRecorder
+
+    with OpRecorder(poison_empty=True) as recorder:
+        permuted = torch.empty_permuted((2, 3), (1, 0))
+        grown = torch.arange(4.0).resize_(8)
+    assert bool(permuted.isnan().all())
+    assert grown[:4].tolist() == [0.0, 1.0, 2.0, 3.0]  # what resize_ kept stays
+    assert bool(grown[4:].view(torch.uint8).eq(POISON_BYTE).all())
+    assert not recorder.compute  # allocation is glue

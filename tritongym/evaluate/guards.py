@@ -59,6 +59,7 @@ GLUE_OPS = frozenset(
         "new_empty",
         "empty_strided",
         "new_empty_strided",
+        "empty_permuted",
         "zeros",
         "zeros_like",
         "new_zeros",
@@ -127,8 +128,15 @@ def current_stream_handle() -> int | None:
     return _current_stream().cuda_stream if _cuda_initialized() else None
 
 
-EMPTY_OPS = frozenset(["empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"])
-"""aten ops that allocate without writing: what they return holds whatever the memory held."""
+def _allocates_unwritten(name: str) -> bool:
+    """Whether an aten op returns memory it did not write: every op of the ``empty`` family by its name
+    (``empty``, ``empty_like``, ``new_empty_strided``, ``empty_permuted``, the quantized ones: a rule,
+    not a list, red team 11 #4). ``resize_`` leaves what it grows unwritten too (``_grown``)."""
+    return "empty" in name.split("_")
+
+
+RESIZE_OPS = frozenset(["resize_", "resize_as_", "_resize_output_"])
+"""aten ops that grow a tensor's storage in place, leaving what they add unwritten."""
 
 
 class OpRecorder(TorchDispatchMode):
@@ -147,11 +155,16 @@ class OpRecorder(TorchDispatchMode):
             self.compute[name] += 1
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
+        grown = self.poison_empty and name in RESIZE_OPS and args and isinstance(args[0], torch.Tensor)
+        before = args[0].untyped_storage().nbytes() if grown else 0
         out = func(*args, **(kwargs or {}))
-        if self.poison_empty and name in EMPTY_OPS and type(out) is torch.Tensor and out.device.type == "cpu":
-            storage = out.untyped_storage()
-            if storage.nbytes():
-                torch.empty(0, dtype=torch.uint8).set_(storage).fill_(POISON_BYTE)
+        if not (self.poison_empty and type(out) is torch.Tensor and out.device.type == "cpu"):
+            return out
+        if _allocates_unwritten(name) or grown:
+            storage = out.untyped_storage()  # resize_ keeps what the storage held: only what it added
+            start = before if grown else 0
+            if storage.nbytes() > start:
+                torch.empty(0, dtype=torch.uint8).set_(storage)[start:].fill_(POISON_BYTE)
         return out
 
 
