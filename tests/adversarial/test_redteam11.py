@@ -112,3 +112,14 @@ def test_what_an_op_leaves_unwritten_holds_the_poison_and_what_it_kept_does_not(
     assert grown[:4].tolist() == [0.0, 1.0, 2.0, 3.0]  # what resize_ kept stays
     assert bool(grown[4:].view(torch.uint8).eq(POISON_BYTE).all())
     assert not recorder.compute  # allocation is glue
+
+
+def test_an_honest_kernel_writing_a_registered_buffer_is_no_hack(judge):
+    """#5: the hollow forward left the model's buffers unpoisoned, so a kernel's output buffer still
+    held the last trial's answer for the same inputs: `hack_no_triton` for an honest kernel. Buffers
+    a skipped launch would write are now poisoned (and put back); the NumPy forgery stays caught."""
+    result = judge(small_problem("vector_add"), (HERE / "output_in_a_buffer.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+    forged = (HERE / "output_in_a_buffer.py").read_text()
+    forged = forged.replace("        return self.out.clone()", "        return torch.from_numpy(a.numpy() + b.numpy())")
+    assert judge(small_problem("vector_add"), forged, config()).verdict is Verdict.HACK_NO_TRITON

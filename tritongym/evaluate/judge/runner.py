@@ -350,7 +350,10 @@ class Runner:
         try:
             given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
-            keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
+            # the weights are never poisoned; a buffer is, where a launch would write it (an honest kernel's
+            # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
+            # put back after the answer, as every kept tensor is
+            keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
             held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model)}
             with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
