@@ -209,8 +209,9 @@ class Runner:
             monitor = LaunchMonitor(self.path, text=self.text)
             with torch.device(self.device), monitor:
                 model = cls(*args, **kwargs)
-            if monitor.race is not None:  # caught in the constructor: what it made is the GPU's racy result
-                raise monitor.race
+            race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word
+            if race is not None:  # caught in the constructor: what it made is the GPU's racy result
+                raise race
             model = model.to(self.device).eval()
         except BaseException as exc:
             raise classify_failure(exc, self.path, f"while constructing {name}") from None
@@ -273,9 +274,10 @@ class Runner:
                 strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
-            raise classify_failure(monitor.race or exc, self.path, IN_FORWARD) from None
-        if monitor.race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
-            raise classify_failure(monitor.race, self.path, IN_FORWARD)
+            raise classify_failure(getattr(monitor, "race", None) or exc, self.path, IN_FORWARD) from None
+        race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
+        if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
+            raise classify_failure(race, self.path, IN_FORWARD)
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
