@@ -17,6 +17,13 @@ def config(**overrides) -> EvalConfig:
     return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
 
 
+def test_a_data_race_caught_in_the_constructor_still_fails(judge):
+    """#1b: the same in ``__init__``: what the constructor made is the racy kernel's on a GPU."""
+    result = judge(small_problem("vector_add"), (HERE / "race_in_constructor.py").read_text(), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "data race in kernel racy_sum" in result.feedback and "while constructing" in result.feedback
+
+
 def test_a_data_race_caught_by_forward_still_fails(judge):
     """#1: the race check raises at the racy grid's end; forward catching it and running an atomic kernel
     was `ok`, where a GPU raises nothing and returns the racy kernel's lost updates (`mismatch`)."""
