@@ -130,3 +130,27 @@ def test_an_honest_kernel_writing_a_registered_buffer_is_no_hack(judge):
     forged = (HERE / "output_in_a_buffer.py").read_text()
     forged = forged.replace("        return self.out.clone()", "        return torch.from_numpy(a.numpy() + b.numpy())")
     assert judge(small_problem("vector_add"), forged, config()).verdict is Verdict.HACK_NO_TRITON
+
+
+def test_a_host_tensor_inside_a_tuple_argument_fails_the_launch(judge):
+    """#6: a tuple argument's tensors are pointers to a GPU's launcher too; the check read only the
+    top-level arguments (`ok` on the CPU, a refused launch on a GPU)."""
+    result = judge(small_problem("vector_add"), (HERE / "host_output_in_a_tuple.py").read_text(), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "Pointer argument (at 0[2])" in result.feedback
+
+
+def test_a_tensor_descriptor_over_host_memory_is_refused():
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from tritongym.evaluate.placement import HostTensors
+
+    placed = torch.ones(16, 16)
+    with HostTensors() as host:
+        made = torch.zeros(16, 16)
+    host.refuse("k", (TensorDescriptor.from_tensor(placed, [8, 8]), [placed, (placed,)]), {})
+    with pytest.raises(ValueError, match=r"Pointer argument \(at 'out'\.base\)"):
+        host.refuse("k", (placed,), {"out": TensorDescriptor.from_tensor(made, [8, 8])})
+    with pytest.raises(ValueError, match=r"Pointer argument \(at 1\[1\]\[0\]\)"):
+        host.refuse("k", (placed, [placed, (made,)]), {})

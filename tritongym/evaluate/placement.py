@@ -26,6 +26,7 @@ mixes: a 0-dim host tensor, an index); only kernel arguments are.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
@@ -144,14 +145,41 @@ class HostTensors(TorchFunctionMode):
     def refuse(self, kernel_name: str, args: tuple, kwargs: dict) -> None:
         """Raise Triton's own error for a launch argument a GPU would hold in host memory."""
         named = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), v) for k, v in kwargs.items()]
-        for where, value in named:
-            if isinstance(value, torch.Tensor) and self.made(value):
+        for where, value in _pointers(named):
+            if self.made(value):
                 raise ValueError(
                     f"Pointer argument (at {where}) cannot be accessed from Triton (cpu tensor?): launching "
                     f"{kernel_name} on a GPU fails, since that tensor would be in host memory (made by "
                     f"{self.made(value)}, at import or in forward). Make it on the inputs' device: device=x.device, "
                     "or torch.empty_like(x)."
                 )
+
+
+def _pointers(named: list, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
+    """(where, tensor) for every tensor a GPU's launcher turns into a pointer: an argument, one inside
+    a tuple or list argument (Triton flattens them: red team 11 #6), a tensor descriptor's base."""
+    found = []
+    for where, value in named:
+        if isinstance(value, torch.Tensor):
+            found.append((where, value))
+        elif isinstance(value, (tuple, list)) and depth < 4:
+            found += _pointers([(f"{where}[{i}]", v) for i, v in enumerate(value[:256])], depth + 1)
+        elif type(value) in _descriptor_types():
+            base = vars(value).get("base")
+            if isinstance(base, torch.Tensor):
+                found.append((f"{where}.base", base))
+    return found
+
+
+@functools.cache
+def _descriptor_types() -> tuple[type, ...]:
+    """Triton's host-side tensor descriptor (its launcher passes its base as a pointer); none where
+    this Triton has none."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return ()
+    return (TensorDescriptor,)
 
 
 def _address(t: torch.Tensor) -> int:
