@@ -219,6 +219,14 @@ double[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
 assert torch.equal(out, 2 * x) and double.best_config.kwargs == {"BLOCK": 16}
 triple[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
 assert torch.equal(out, 3 * x) and len(runs) == 2 and triple.best_config.kwargs == {"BLOCK": 32}
+chosen = []
+for _ in range(3):  # later calls: each config in turn, without a benchmark (red team 11 #3)
+    double[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+    chosen.append(double.best_config.kwargs["BLOCK"])
+    assert torch.equal(out, 2 * x)
+assert chosen == [32, 64, 16], chosen
+triple[lambda meta: (triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)  # its own benchmark: its choice kept
+assert len(runs) == 2 and triple.best_config.kwargs == {"BLOCK": 32}
 print("ok")
 """
 
@@ -226,7 +234,8 @@ print("ok")
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU's driver benchmarks the configs itself")
 def test_several_autotuning_configs_run_under_the_interpreter_without_a_gpu():
     """Triton's autotuner asks the GPU's driver for its benchmark once several configs remain (on the
-    CPU: "0 active drivers"); the zygote gives it one that runs each config once and picks the first,
+    CPU: "0 active drivers"); the zygote gives it one that runs each config once and picks the first
+    (each later call the next, in turn),
     and an autotuner's own ``do_bench`` is still used."""
     import os
     import subprocess

@@ -59,6 +59,7 @@ GLUE_OPS = frozenset(
         "new_empty",
         "empty_strided",
         "new_empty_strided",
+        "empty_permuted",
         "zeros",
         "zeros_like",
         "new_zeros",
@@ -127,8 +128,15 @@ def current_stream_handle() -> int | None:
     return _current_stream().cuda_stream if _cuda_initialized() else None
 
 
-EMPTY_OPS = frozenset(["empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"])
-"""aten ops that allocate without writing: what they return holds whatever the memory held."""
+def _allocates_unwritten(name: str) -> bool:
+    """Whether an aten op returns memory it did not write: every op of the ``empty`` family by its name
+    (``empty``, ``empty_like``, ``new_empty_strided``, ``empty_permuted``, the quantized ones: a rule,
+    not a list, red team 11 #4). ``resize_`` leaves what it grows unwritten too (``_grown``)."""
+    return "empty" in name.split("_")
+
+
+RESIZE_OPS = frozenset(["resize_", "resize_as_", "_resize_output_"])
+"""aten ops that grow a tensor's storage in place, leaving what they add unwritten."""
 
 
 class OpRecorder(TorchDispatchMode):
@@ -147,11 +155,16 @@ class OpRecorder(TorchDispatchMode):
             self.compute[name] += 1
         if self.stream is not None and current_stream_handle() != self.stream:
             self.off_stream[name] += 1
+        grown = self.poison_empty and name in RESIZE_OPS and args and isinstance(args[0], torch.Tensor)
+        before = args[0].untyped_storage().nbytes() if grown else 0
         out = func(*args, **(kwargs or {}))
-        if self.poison_empty and name in EMPTY_OPS and type(out) is torch.Tensor and out.device.type == "cpu":
-            storage = out.untyped_storage()
-            if storage.nbytes():
-                torch.empty(0, dtype=torch.uint8).set_(storage).fill_(POISON_BYTE)
+        if not (self.poison_empty and type(out) is torch.Tensor and out.device.type == "cpu"):
+            return out
+        if _allocates_unwritten(name) or grown:
+            storage = out.untyped_storage()  # resize_ keeps what the storage held: only what it added
+            start = before if grown else 0
+            if storage.nbytes() > start:
+                torch.empty(0, dtype=torch.uint8).set_(storage)[start:].fill_(POISON_BYTE)
         return out
 
 
@@ -1010,6 +1023,11 @@ class LaunchMonitor:
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
         solution)``."""
         self.off_stream = 0
+        self.race: races.DataRace | None = None
+        """The first data race a grid run under this monitor raised (races.py). It holds whether or not
+        forward caught it: on a GPU nothing raises, and the racy kernel's answer is what forward gets
+        (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the CPU: red team 11
+        #1), so the runner fails the call with it once forward returned."""
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, str, object]] = []
         """(class, attribute, what it held) for each launch point wrapped while active."""
@@ -1158,8 +1176,12 @@ class LaunchMonitor:
                     triton_compat.retarget(executor, due[1])
             else:
                 monitor.foreign[f"{name} {BYPASS}"] += 1
-            with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
-                return original(executor, *args, **kwargs)
+            try:
+                with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
+                    return original(executor, *args, **kwargs)
+            except races.DataRace as race:
+                monitor.race = monitor.race or race
+                raise
 
         return call
 

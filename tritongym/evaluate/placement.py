@@ -9,11 +9,14 @@ taught where a kernel's output must live.
 
 On the CPU a runner watches the candidate's import and every trial's forward with :class:`HostTensors`,
 a TorchFunctionMode that marks what a GPU would hold on the host (the constructor runs in a
-``torch.device`` context of the runner's device, on a GPU too): the result of a factory function
-called without a device (in a ``torch.device`` context or after ``torch.set_default_device`` the
-device is given: not marked), of ``torch.from_numpy``, and of any operation whose tensor arguments
-are all marked (``.float()``, ``.contiguous()``, arithmetic on them); ``.to`` with a device (or
-another tensor) places its result.
+``torch.device`` context of the runner's device, on a GPU too): the result of any call given no
+tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, ``normal``,
+``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
+given: not marked), and of any operation whose tensor arguments are all marked (``.float()``,
+``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
+place their result. ``torch.from_numpy``, ``torch.frombuffer`` and DLPack's ``from_dlpack`` reach no
+TorchFunctionMode: while it watches, they are wrapped (red team 11 #2), and what they return is
+marked (the legacy constructors, ``torch.Tensor(n)``, ``torch.FloatTensor(n)``, are not seen).
 The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
 Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
 a weak reference to the tensor that made it, so a storage freed and reused later is not marked.
@@ -23,22 +26,34 @@ mixes: a 0-dim host tensor, an index); only kernel arguments are.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
+import torch.utils.dlpack
 from torch.overrides import TorchFunctionMode
 
-FACTORIES = frozenset(
-    getattr(torch, name)
-    for name in (
-        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange", "range", "linspace",
-        "logspace", "eye", "tensor", "as_tensor", "empty_strided", "scalar_tensor", "tril_indices",
-        "triu_indices", "from_numpy", "frombuffer",
-    )
-    if hasattr(torch, name)
-)  # fmt: skip
-"""Functions that make a tensor on the default device (the host) unless given one."""
-_ALWAYS_HOST = frozenset(getattr(torch, name) for name in ("from_numpy", "frombuffer") if hasattr(torch, name))
+_WRAPPING = [(torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"), (torch.utils.dlpack, "from_dlpack")]
+"""Functions that wrap memory PyTorch did not allocate, whatever the default device: never placed."""
+_watching: list[HostTensors] = []
+"""The HostTensors watching now, innermost last."""
+
+
+def _host_memory(original, name: str):
+    def wrapped(*args, **kwargs):
+        out = original(*args, **kwargs)
+        if _watching and isinstance(out, torch.Tensor):
+            _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")
+        return out
+
+    wrapped._tritongym_host = True
+    wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
+    wrapped.__doc__ = getattr(original, "__doc__", None)
+    return wrapped
+
+
+_PLACING = frozenset([torch.Tensor.to, torch.Tensor.type_as])
+"""Methods whose result is on the device they name, or of the tensor they are given."""
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -67,19 +82,43 @@ class HostTensors(TorchFunctionMode):
         super().__init__()
         self._marked: dict[int, tuple[weakref.ref, str]] = {}
         """Storage address -> (a weak reference to the tensor that made it, how it was made)."""
+        self._saved: list[tuple[object, str, object]] = []
+
+    def __enter__(self):
+        """Watch too what wraps memory PyTorch did not allocate (``torch.from_numpy``,
+        ``torch.frombuffer``, DLPack): host memory on every machine, made by calls that reach no
+        TorchFunctionMode (red team 11 #2). Their wrappers stay where the candidate's import put
+        them; they mark for the HostTensors watching when they run."""
+        _watching.append(self)
+        for owner, name in _WRAPPING:
+            original = getattr(owner, name, None)
+            if original is not None and not getattr(original, "_tritongym_host", False):
+                self._saved.append((owner, name, original))
+                setattr(owner, name, _host_memory(original, f"{owner.__name__}.{name}"))
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            for owner, name, original in reversed(self._saved):
+                setattr(owner, name, original)
+            self._saved.clear()
+            _watching.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func in FACTORIES:
-            if func in _ALWAYS_HOST or (kwargs.get("device") is None and not _is_tensor_as_tensor(func, args)):
-                for t in _tensors(out, []):
-                    self._mark(t, f"torch.{func.__name__} without device=")
-        elif func is torch.Tensor.to and _names_device(args[1:], kwargs):
+        given = _tensors(args, []) + _tensors(kwargs, [])
+        if not given and kwargs.get("device") is None:
+            # made from no tensor and on no device named: a factory of any name (torch.empty, asarray,
+            # normal, hann_window...), whose result is on the default device, the host (red team 11 #2)
+            for t in _tensors(out, []):
+                self._mark(t, f"{_name(func)} without device=")
+        elif func in _PLACING and _names_device(args[1:], kwargs):
             for t in _tensors(out, []):
                 self._marked.pop(_address(t), None)
         else:
-            given = _tensors(args, []) + _tensors(kwargs, [])
             made = [self.made(t) for t in given]
             if given and all(made):
                 for t in _tensors(out, []):
@@ -106,14 +145,41 @@ class HostTensors(TorchFunctionMode):
     def refuse(self, kernel_name: str, args: tuple, kwargs: dict) -> None:
         """Raise Triton's own error for a launch argument a GPU would hold in host memory."""
         named = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), v) for k, v in kwargs.items()]
-        for where, value in named:
-            if isinstance(value, torch.Tensor) and self.made(value):
+        for where, value in _pointers(named):
+            if self.made(value):
                 raise ValueError(
                     f"Pointer argument (at {where}) cannot be accessed from Triton (cpu tensor?): launching "
                     f"{kernel_name} on a GPU fails, since that tensor would be in host memory (made by "
                     f"{self.made(value)}, at import or in forward). Make it on the inputs' device: device=x.device, "
                     "or torch.empty_like(x)."
                 )
+
+
+def _pointers(named: list, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
+    """(where, tensor) for every tensor a GPU's launcher turns into a pointer: an argument, one inside
+    a tuple or list argument (Triton flattens them: red team 11 #6), a tensor descriptor's base."""
+    found = []
+    for where, value in named:
+        if isinstance(value, torch.Tensor):
+            found.append((where, value))
+        elif isinstance(value, (tuple, list)) and depth < 4:
+            found += _pointers([(f"{where}[{i}]", v) for i, v in enumerate(value[:256])], depth + 1)
+        elif type(value) in _descriptor_types():
+            base = vars(value).get("base")
+            if isinstance(base, torch.Tensor):
+                found.append((f"{where}.base", base))
+    return found
+
+
+@functools.cache
+def _descriptor_types() -> tuple[type, ...]:
+    """Triton's host-side tensor descriptor (its launcher passes its base as a pointer); none where
+    this Triton has none."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        return ()
+    return (TensorDescriptor,)
 
 
 def _address(t: torch.Tensor) -> int:
@@ -124,6 +190,11 @@ def _address(t: torch.Tensor) -> int:
         return 0
 
 
-def _is_tensor_as_tensor(func, args: tuple) -> bool:
-    """``torch.as_tensor`` of a tensor returns that tensor (on its own device), making nothing."""
-    return func is torch.as_tensor and bool(args) and isinstance(args[0], torch.Tensor)
+def _name(func) -> str:
+    """How a torch function is written: ``torch.empty``, ``torch.Tensor.new_empty``."""
+    name = getattr(func, "__name__", repr(func))
+    owner = getattr(func, "__objclass__", None) or getattr(func, "__self__", None)
+    if owner is torch.Tensor or owner is torch._C.TensorBase:
+        return f"torch.Tensor.{name}"
+    module = getattr(func, "__module__", None) or "torch"
+    return f"{'torch' if module.startswith('torch._C') else module}.{name}"

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import types
 
 RUN = "_tritongym_run"
@@ -240,9 +241,16 @@ def definition_line(jit_fn) -> int:
 
 def _run_once(kernel_call, quantiles=None, **_):
     """An autotuner's benchmark under the interpreter: the config's launch runs once (one that fails to
-    compile fails here, as it would on a GPU); no time is measured, so every config ties."""
+    compile fails here, as it would on a GPU); no time is measured, so every config ties and the first
+    is chosen at the first call."""
     kernel_call()
     return [0.0] * len(quantiles) if quantiles else 0.0
+
+
+def _ran(timing) -> bool:
+    """Whether a config's benchmark timing is one of a config that ran (a failed one's is infinite)."""
+    values = timing if isinstance(timing, (list, tuple)) else [timing]
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
 
 
 def interpreter_autotuning() -> bool:
@@ -250,9 +258,14 @@ def interpreter_autotuning() -> bool:
     ``Autotuner`` asks the GPU driver for its benchmark (``driver.active.get_benchmarker()``) as soon
     as more than one config remains, which fails with "0 active drivers" where there is none: an
     honest autotuned kernel could not run on the CPU. There, an autotuner given no benchmark of its
-    own (``do_bench=``) gets ``_run_once``: every config runs once and the first that runs is chosen
-    (the CPU measures no speed anyway). Returns whether it was installed: not where a driver is active
-    or Triton's autotuner reads its benchmark another way. Installed once, in the zygote."""
+    own (``do_bench=``) gets ``_run_once``: at its first call for a key every config runs once and the
+    first is chosen; at each later call the next config that ran is, in turn, with no benchmark run
+    (as on a GPU, where only the chosen config runs once the key is tuned). A GPU picks the config it
+    measures fastest, which the CPU cannot know: a kernel right under its first config only (a grid
+    sized for one ``BLOCK`` of several) was ``ok`` on the CPU and wrong wherever a GPU chose another
+    (red team 11 #3); now the trials see every config where they are at least as many.
+    Returns whether it was installed: not where a driver is active or Triton's autotuner reads its
+    benchmark another way. Installed once, in the zygote."""
     from triton.runtime import autotuner, driver
 
     try:
@@ -261,12 +274,37 @@ def interpreter_autotuning() -> bool:
     except RuntimeError:
         pass
     cls = getattr(autotuner, "Autotuner", None)
-    if not isinstance(cls, type) or "do_bench" not in cls.__dict__:
+    if not isinstance(cls, type) or "do_bench" not in cls.__dict__ or not callable(cls.__dict__.get("run")):
         return False
+    if getattr(cls.run, "_tritongym_in_turn", False):
+        return True
 
     def do_bench(tuner):
         own = tuner.__dict__.get("_do_bench")
         return own if own is not None else _run_once
 
+    original_run = cls.run
+
+    def run(tuner, *args, **kwargs):
+        state = tuner.__dict__
+        cache, ours = state.get("cache"), state.get("_do_bench") is None
+        if not (ours and isinstance(cache, dict)):
+            return original_run(tuner, *args, **kwargs)
+        choices = state.setdefault("_tritongym_choices", {})
+        turn = state["_tritongym_turn"] = state.get("_tritongym_turn", -1) + 1
+        for key, ran in choices.items():  # tuned keys: the next config in turn, as if a GPU chose it
+            if key in cache and ran:
+                cache[key] = ran[turn % len(ran)]
+        tuned = set(cache)
+        try:
+            return original_run(tuner, *args, **kwargs)
+        finally:
+            timings = state.get("configs_timings")
+            for key in set(cache) - tuned:
+                ran = [c for c, t in timings.items() if _ran(t)] if isinstance(timings, dict) else []
+                choices[key] = ran or [cache[key]]
+
+    run._tritongym_in_turn = True
     cls.do_bench = property(do_bench)
+    cls.run = run
     return True

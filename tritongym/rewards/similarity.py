@@ -69,10 +69,8 @@ def _matched(program: str, solution: str, limit: int) -> tuple[int, int]:
         for i in range(alo, ahi):
             here: dict[int, int] = {}
             js = where.get(program[i])
-            if js:
-                for j in js[bisect.bisect_left(js, blo) :]:
-                    if j >= bhi:
-                        break
+            if js:  # only the occurrences in [blo, bhi): a slice to the end would copy uncounted ones
+                for j in js[bisect.bisect_left(js, blo) : bisect.bisect_left(js, bhi)]:
                     k = here[j] = ending.get(j - 1, 0) + 1
                     if k > best_k:
                         best_i, best_j, best_k = i - k + 1, j - k + 1, k

@@ -206,8 +206,12 @@ class Runner:
         args, kwargs = self.to_device(args), self.to_device(kwargs)
         try:
             # launches in the constructor pass Triton's frontend too (under the interpreter), counted nowhere
-            with torch.device(self.device), LaunchMonitor(self.path, text=self.text):
+            monitor = LaunchMonitor(self.path, text=self.text)
+            with torch.device(self.device), monitor:
                 model = cls(*args, **kwargs)
+            race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word
+            if race is not None:  # caught in the constructor: what it made is the GPU's racy result
+                raise race
             model = model.to(self.device).eval()
         except BaseException as exc:
             raise classify_failure(exc, self.path, f"while constructing {name}") from None
@@ -251,10 +255,11 @@ class Runner:
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
+        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
         try:
             with (
                 witness,
-                LaunchMonitor(self.path, recorder, text=self.text, host=host) as monitor,
+                monitor,
                 torch.no_grad(),
                 recorder,
                 host if host is not None else contextlib.nullcontext(),
@@ -269,7 +274,10 @@ class Runner:
                 strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
                 answered = message.out_slots and self.output_in_slots(got)
         except BaseException as exc:
-            raise classify_failure(exc, self.path, IN_FORWARD) from None
+            raise classify_failure(getattr(monitor, "race", None) or exc, self.path, IN_FORWARD) from None
+        race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
+        if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
+            raise classify_failure(race, self.path, IN_FORWARD)
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -344,7 +352,10 @@ class Runner:
         try:
             given = self.inputs(message)
             keep |= {t.untyped_storage().data_ptr() for t in tensor_leaves(given)}
-            keep |= {t.untyped_storage().data_ptr() for t in self.model.state_dict().values()}
+            # the weights are never poisoned; a buffer is, where a launch would write it (an honest kernel's
+            # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
+            # put back after the answer, as every kept tensor is
+            keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
             held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model)}
             with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
