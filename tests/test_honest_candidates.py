@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
 
 from helpers import DEVICE, run_candidate
 from tritongym.evaluate import EvalConfig, Verdict, guards
@@ -43,8 +44,15 @@ def _problem(name: str) -> Problem:
     return Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+
+
 def _marks(text: str) -> list:
     marks = [pytest.mark.gpu] if _header(text, "device") == "gpu" else []
+    needs = _header(text, "triton")  # the first Triton release with the API the idiom uses
+    if needs and _release(triton.__version__) < _release(needs):
+        marks.append(pytest.mark.skip(reason=f"needs Triton {needs} or later (here {triton.__version__})"))
     if _header(text, "open"):  # a refusal of honest code that no fix yet removes without reopening an attack
         marks.append(pytest.mark.xfail(strict=True, reason=_header(text, "open")))
     return marks
@@ -248,6 +256,7 @@ def test_several_autotuning_configs_run_under_the_interpreter_without_a_gpu():
 
 KEEPER = """
 import torch
+import triton
 import triton
 import triton.language as tl
 

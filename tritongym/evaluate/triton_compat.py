@@ -268,8 +268,8 @@ def interpreter_autotuning() -> bool:
     benchmark another way. Installed once, in the zygote."""
     from triton.runtime import autotuner, driver
 
-    try:
-        driver.active  # noqa: B018  (a GPU's driver: its own benchmark)
+    try:  # a GPU's driver: its own benchmark (3.4's driver is made when an attribute is first read)
+        driver.active.get_current_target  # noqa: B018
         return False
     except RuntimeError:
         pass

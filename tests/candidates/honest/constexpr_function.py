@@ -1,4 +1,5 @@
 # problem: 03_row_sum
+# triton: 3.5
 """A @triton.constexpr_function computing a compile-time value from constexprs, builtins (min, max,
 len, isinstance, int) in a kernel, a scale computed with numpy, tl.device_print behind a debug flag."""
 
