@@ -1,5 +1,7 @@
 # problem: 03_row_sum
-# triton: 3.5
+# triton: 3.6
+# (3.4 has no triton.constexpr_function; 3.5's frontend makes min/max of constexprs a tensor, which a
+# shape refuses: a compile_error there on a GPU too)
 """A @triton.constexpr_function computing a compile-time value from constexprs, builtins (min, max,
 len, isinstance, int) in a kernel, a scale computed with numpy, tl.device_print behind a debug flag."""
 
