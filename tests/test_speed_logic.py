@@ -2,7 +2,6 @@
 
 import dataclasses
 from types import SimpleNamespace
-from typing import ClassVar
 
 import pytest
 import torch
@@ -246,74 +245,6 @@ def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off()
     assert speed.grown_count(long, 100, 0.3e-3, limit=4096) == 100
     lost = dataclasses.replace(short, candidate=0.39e-3)  # no signal at all: as far as allowed
     assert speed.grown_count(lost, 100, 0.3e-3, limit=4096) == 4096
-
-
-class GrowBench:
-    """Stands in for speed.Bench in ``grow``: what it was made with, its holds, untimed repetitions."""
-
-    made: ClassVar[list] = []
-
-    def __init__(self, state, reference, sample_inputs, sample_output, count, mutates, persistent=False):
-        self.count, self.shared_in, self.shape = count, [], None
-        self.hold_s = dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S)
-        self.untimed = 0
-        GrowBench.made.append(self)
-
-
-def prepared_for_growth(monkeypatch, count=100):
-    GrowBench.made = []
-    warmed = []
-    monkeypatch.setattr(speed, "Bench", GrowBench)
-    monkeypatch.setattr(speed, "available_bytes", lambda device: 1 << 40)
-    monkeypatch.setattr(speed, "warm_up", lambda bench, model: warmed.append(bench) or None)
-    state = SimpleNamespace(ctx=SimpleNamespace(hand_off_s=0.3e-3, device="cpu"), shared=None)
-    footprint = speed.Footprint(1 << 10, 1 << 10, 0, False)
-    old = GrowBench(state, None, [], None, count, False)
-    old.hold_s = {"local": 0.008, "remote": 0.016, "twin": 0.001, "runner": 0.004}
-    prepared = speed.Prepared("model", old, count, footprint, [], None, 4096, 1e-6, 2048, False, False)
-    return state, prepared, warmed
-
-
-def test_a_batch_grown_in_the_preparation_keeps_the_holds_learned_and_is_warmed_up(monkeypatch):
-    state, prepared, warmed = prepared_for_growth(monkeypatch)
-    short = timing.Rep(reference=10.1e-3, candidate=0.6e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
-    holds = dict(prepared.bench.hold_s)
-    assert speed.grow(state, "reference", prepared, short)
-    assert prepared.count == 620 and prepared.bench.count == 620 and prepared.bench is GrowBench.made[-1]
-    assert prepared.bench.hold_s == holds  # a longer batch starts from the shorter one's holds, never shorter
-    assert warmed == [prepared.bench]
-    assert state.shared is not None  # the runner maps the longer batch's slots
-
-
-def test_a_batch_long_enough_is_not_grown_again(monkeypatch):
-    state, prepared, warmed = prepared_for_growth(monkeypatch)
-    before = prepared.bench
-    long = timing.Rep(reference=10.1e-3, candidate=2.5e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
-    assert not speed.grow(state, "reference", prepared, long)
-    assert prepared.bench is before and prepared.count == 100 and not warmed and state.shared is None
-
-
-def test_the_exclusive_hold_starts_from_the_preparations_holds_and_checks_them_once(monkeypatch):
-    state, prepared, _ = prepared_for_growth(monkeypatch, count=1000)
-    learned = dict(prepared.bench.hold_s)
-    prepared.bench.scratch, prepared.bench.late = torch.empty(8), 0
-    rep = timing.Rep(reference=10.1e-3, candidate=5.1e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
-    warmed = []
-
-    def warm_up(bench, model):
-        warmed.append(dict(bench.hold_s))
-        bench.untimed += 1
-        return rep
-
-    monkeypatch.setattr(speed, "warm_up", warm_up)
-    monkeypatch.setattr(speed, "repetition", lambda *args: rep)
-    state.ctx = SimpleNamespace(hand_off_s=0.3e-3, device="cpu", flush_s=0.0, probe_s=0.0, copy_bandwidth=0.0)
-    state.job = SimpleNamespace(timing_budget_s=0.0, timing_target=0.01, baseline="eager")
-    state.deadline, state.stages = float("inf"), {}
-    result = speed.time_candidate(state, "reference", prepared)
-    assert warmed == [learned]  # not found again from the shortest: the host queues as fast as in the preparation
-    assert state.stages["timing_untimed_reps"] == 1 and state.stages["timing_grown"] == 0
-    assert result["speedup"] == pytest.approx(10.0 / 4.7, rel=1e-3)  # the measured repetitions, as they came
 
 
 def _untrusted_result(reps, stopped):

@@ -972,12 +972,10 @@ def prepare_timing(state, reference) -> Prepared:
     """What a timing needs before its measured repetitions, none of which is a measurement: a sample
     input set of its own (the trials' are gone: their memory is the batch's), the model timed against,
     the batch's size and slots (the runner maps them), and untimed repetitions (autotuning, caches,
-    holds long enough to queue each bracket), the first of which says whether the batch must be
-    longer for the candidate's signal to dominate the hand-off (``grow``: a longer one is made and
-    warmed up here). Run under this GPU's lock held shared: another judge's work beside it changes no
-    measurement; under the exclusive hold one more untimed repetition checks the holds and the batch
-    (``time_candidate``). Beside other work the batch's first size, from the reference's time of one
-    call, can come out smaller, and its growth too: the exclusive hold's check grows it then."""
+    holds long enough to queue each bracket). Run under this GPU's lock held shared: another judge's
+    work beside it changes no measurement (the holds start again, and whether the batch must be longer
+    is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
+    the reference's time of one call, comes out smaller."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     model = _baseline(reference, state.job.baseline, sample_inputs)
@@ -989,57 +987,39 @@ def prepare_timing(state, reference) -> Prepared:
     count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
-    prepared = Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
-                        nbytes(sample_inputs), mutates, persistent)  # fmt: skip
-    first = warm_up(bench, model)
-    untimed, grown = bench.untimed, 0
-    if first is not None and grow(state, reference, prepared, first):
-        untimed, grown = untimed + prepared.bench.untimed, 1
-    state.stages |= {"timing_setup_untimed_reps": untimed, "timing_setup_grown": grown}
-    return prepared
-
-
-def grow(state, reference, prepared: Prepared, first: timing.Rep) -> bool:
-    """Lengthen the prepared batch where ``first`` (one of its repetitions, queued in time) says the
-    candidate's signal does not dominate the hand-off (``grown_count``, within ``MAX_GROWN_BATCH``,
-    ``MAX_BATCH_S`` of the reference's time and ``SLOT_BYTES``): a new ``Bench`` of the longer batch,
-    whose slots the runner maps, its holds starting from the shorter one's (a longer batch takes
-    longer to queue), warmed up. Returns whether it was made."""
-    ctx, count = state.ctx, prepared.count
-    limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
-                max(1, SLOT_BYTES // max(prepared.sample_bytes, 1)))  # fmt: skip
-    wanted = grown_count(first, count, ctx.hand_off_s, limit)
-    if wanted <= count:
-        return False
-    holds = prepared.bench.hold_s
-    prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
-    prepared.count = timing_batch(prepared.footprint, available_bytes(ctx.device) + prepared.sample_bytes, wanted)
-    bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, prepared.count, prepared.mutates,
-                  prepared.persistent)  # fmt: skip
-    bench.hold_s = dict(holds)
-    state.shared = SharedInputs(bench.shared_in, bench.shape)
-    prepared.bench = bench
-    warm_up(bench, model=prepared.model)
-    return True
+    warm_up(bench, model)
+    state.stages["timing_setup_untimed_reps"] = bench.untimed
+    return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
+                    nbytes(sample_inputs), mutates, persistent)  # fmt: skip
 
 
 def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
-    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively. The holds
-    are the preparation's: they cover the host's queueing of a bracket, which the exclusive hold does
-    not change (another context's work beside a hold only lengthens it). One untimed repetition, the
-    first queued in time, checks them and says whether the batch is long enough for the candidate's
-    signal to dominate the hand-off, measured alone on the GPU now; a longer one is made and warmed
-    up where it is not (``grow``)."""
+    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
+    start again from the shortest (the preparation's may have grown beside other work), and the first
+    repetition queued in time (untimed) says whether the batch is long enough for the candidate's
+    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
-    warming, untimed, grown = time.perf_counter(), prepared.bench.untimed, 0
-    first = warm_up(prepared.bench, prepared.model)
-    untimed = prepared.bench.untimed - untimed
-    if first is not None and grow(state, reference, prepared, first):
-        untimed, grown = untimed + prepared.bench.untimed, 1
-    model, bench, count, bytes_read = prepared.model, prepared.bench, prepared.count, prepared.bytes_read
+    model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
+    sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
+    warming, untimed, grown = time.perf_counter(), bench.untimed, 0
+    first = warm_up(bench, model)
+    untimed = bench.untimed - untimed
+    if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
+        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
+                    max(1, SLOT_BYTES // max(sample_bytes, 1)))  # fmt: skip
+        wanted = grown_count(first, count, ctx.hand_off_s, limit)
+        if wanted > count:
+            bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
+            count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
+            bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
+                          prepared.persistent)  # fmt: skip
+            state.shared = SharedInputs(bench.shared_in, bench.shape)
+            warm_up(bench, model)
+            untimed, grown = untimed + bench.untimed, 1
     # the exclusive hold's parts before the measured repetitions (BENCHMARKS.md, the RL-shaped batch)
     state.stages |= {"timing_warm_up": round(time.perf_counter() - warming, 4), "timing_untimed_reps": untimed,
                      "timing_grown": grown}  # fmt: skip
