@@ -247,25 +247,6 @@ def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off()
     assert speed.grown_count(lost, 100, 0.3e-3, limit=4096) == 4096
 
 
-def test_the_exclusive_hold_starts_from_half_the_preparations_holds(monkeypatch):
-    bench = SimpleNamespace(hold_s={"local": 0.008, "remote": 0.016, "twin": speed.MIN_HOLD_S, "runner": 0.004},
-                            scratch=torch.empty(8), late=0, untimed=4)  # fmt: skip
-    footprint = speed.Footprint(1 << 10, 1 << 10, 0, False)
-    prepared = speed.Prepared("model", bench, 1000, footprint, [], None, 4096, 1e-6, 2048, False, False)
-    rep = timing.Rep(reference=10.1e-3, candidate=5.1e-3, empty=0.1e-3, remote_empty=0.4e-3, hand_off=0.3e-3)
-    warmed = []
-    monkeypatch.setattr(speed, "warm_up", lambda bench, model: warmed.append(dict(bench.hold_s)) or rep)
-    monkeypatch.setattr(speed, "repetition", lambda *args: rep)
-    ctx = SimpleNamespace(hand_off_s=0.3e-3, device="cpu", flush_s=0.0, probe_s=0.0, copy_bandwidth=0.0)
-    job = SimpleNamespace(timing_budget_s=0.0, timing_target=0.01, baseline="eager")
-    state = SimpleNamespace(ctx=ctx, job=job, deadline=float("inf"), stages={}, shared=None)
-    result = speed.time_candidate(state, "reference", prepared)
-    # the host queues faster while the other judges wait: half, never below the shortest
-    assert warmed == [{"local": 0.004, "remote": 0.008, "twin": speed.MIN_HOLD_S, "runner": 0.002}]
-    assert state.stages["timing_untimed_reps"] == 0 and state.stages["timing_grown"] == 0
-    assert result["speedup"] == pytest.approx(10.0 / 4.7, rel=1e-3)  # the measured repetitions, as they came
-
-
 def _untrusted_result(reps, stopped):
     bench = SimpleNamespace(scratch=torch.empty(8), late=0)
     ctx = SimpleNamespace(hand_off_s=0.3e-3, copy_bandwidth=0.0)

@@ -997,17 +997,14 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
     before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
-    start again from half the preparation's (which grew beside other work), and the first
+    start again from the shortest (the preparation's may have grown beside other work), and the first
     repetition queued in time (untimed) says whether the batch is long enough for the candidate's
     signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
-    # the holds start again from half the preparation's: under the exclusive hold the other judges' stages
-    # wait, and the host queues a bracket about twice as fast (on an H200 the preparation's untimed
-    # repetitions doubled them to 8 ms, the exclusive hold's from the shortest to 4 ms: BENCHMARKS.md)
-    bench.hold_s = {kind: max(MIN_HOLD_S, held / 2) for kind, held in bench.hold_s.items()}
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
     warming, untimed, grown = time.perf_counter(), bench.untimed, 0
     first = warm_up(bench, model)
     untimed = bench.untimed - untimed
