@@ -21,6 +21,8 @@
 #   bash benchmarks/gpu_run.sh rlbatch [DEVICES [SANDBOXES]]   # 200 candidates (half failing) with timing (RL budget
 #        0.1 s) and profiling, pool start included, SANDBOXES per GPU (default 4; DEVICES e.g. cuda:0,1 for two GPUs,
 #        "" for all; the result is named after them, e.g. rl_batch_cuda-0-1_4.json)
+#   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
+#        setting (benchmarks/cuda_context.py; about a minute)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
 #        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
@@ -29,8 +31,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch" >&2; exit 2 ;;
+  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -84,6 +86,9 @@ case "${1:-}" in
     timeout 560 python3 benchmarks/rl_batch.py --device cuda ${2:+--devices "$2"} --candidates 200 \
       --sandboxes "${3:-4}" --out "$OUT/rl_batch${2:+_${devices//[:,]/-}}_${3:-4}.json" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tail -8 ;;
+  context)
+    timeout 300 python3 benchmarks/cuda_context.py --concurrency 1 4 --repeats 2 --out "$OUT/cuda_context.json" 2>&1 \
+      | tail -8 ;;
   landlock)
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;

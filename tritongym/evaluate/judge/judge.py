@@ -48,7 +48,14 @@ from tritongym.evaluate.judge.memory import (
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, cpu_budget_s
-from tritongym.evaluate.judge.runners import CpuTimeExceeded, OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
+from tritongym.evaluate.judge.runners import (
+    CpuTimeExceeded,
+    OutOfMemory,
+    RunnerHandle,
+    RunnerLost,
+    RunnerSupply,
+    runner_device_env,
+)
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
@@ -666,6 +673,7 @@ def main() -> None:
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
     runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
+    runner_env |= runner_device_env(init["device"])
     jobs = home / "jobs"  # each runner's directory (its job's): nothing of the judge's is beneath
     jobs.mkdir(mode=0o711)
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home), jobs)

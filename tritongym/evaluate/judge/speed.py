@@ -625,6 +625,8 @@ class Bench:
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
         self.late = 0
+        self.untimed = 0
+        """Untimed repetitions so far (``warm_up``)."""
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
                            events), (p.Loaded,))  # fmt: skip
@@ -938,8 +940,9 @@ def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int
 
 def warm_up(bench: Bench, model) -> timing.Rep | None:
     """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
-    one queued in time."""
+    one queued in time. Each is counted in ``bench.untimed``."""
     for _ in range(WARM_UP_REPS):
+        bench.untimed += 1
         rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
         if rep is not None:
             return rep
@@ -985,6 +988,7 @@ def prepare_timing(state, reference) -> Prepared:
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     warm_up(bench, model)
+    state.stages["timing_setup_untimed_reps"] = bench.untimed
     return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
                     nbytes(sample_inputs), mutates, persistent)  # fmt: skip
 
@@ -1001,7 +1005,9 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
     bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
+    warming, untimed, grown = time.perf_counter(), bench.untimed, 0
     first = warm_up(bench, model)
+    untimed = bench.untimed - untimed
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
         limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
                     max(1, SLOT_BYTES // max(sample_bytes, 1)))  # fmt: skip
@@ -1013,6 +1019,10 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                           prepared.persistent)  # fmt: skip
             state.shared = SharedInputs(bench.shared_in, bench.shape)
             warm_up(bench, model)
+            untimed, grown = untimed + bench.untimed, 1
+    # the exclusive hold's parts before the measured repetitions (BENCHMARKS.md, the RL-shaped batch)
+    state.stages |= {"timing_warm_up": round(time.perf_counter() - warming, 4), "timing_untimed_reps": untimed,
+                     "timing_grown": grown}  # fmt: skip
     prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
     clean = clean_workloads(ctx)
@@ -1034,6 +1044,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                                          counted.contended, ceiling)  # fmt: skip
         elif spent >= ceiling:
             stopped = "ceiling"
+    state.stages["timing_measured_reps"] = n
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
 
 
