@@ -200,6 +200,45 @@ def test_an_enum_whose_machinery_was_replaced_is_not():
     assert not guards._passable(Replaced.A)
 
 
+def _enum_own(name: str):
+    return guards._unwrapped(vars(enum.Enum)[name])
+
+
+def test_an_enum_laid_out_as_python_312_and_313_lay_it_out_is_data():
+    # From Python 3.12 every enum class's namespace holds ``_generate_next_value_`` as enum's static
+    # method itself, and from 3.13 ``__static_attributes__`` (a tuple of names): on the GPU's Python 3.12
+    # a plain IntEnum flag was host code while the CPU's 3.11 passed it (future_annotations.py)
+    class Laid(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Laid, "_generate_next_value_", staticmethod(_enum_own("_generate_next_value_")))
+    type.__setattr__(Laid, "__static_attributes__", ("x", "y"))
+    assert guards._passable(Laid.A)
+
+
+def test_an_enum_whose_static_method_or_names_hold_python_of_its_own_is_not():
+    class Own(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Own, "_generate_next_value_", staticmethod(lambda *args: 0))
+    assert not guards._passable(Own.A)
+
+    class Sub(staticmethod):  # its ``__get__`` would be Python of the candidate's
+        pass
+
+    class Wrapped(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Wrapped, "_generate_next_value_", Sub(_enum_own("_generate_next_value_")))
+    assert not guards._passable(Wrapped.A)
+
+    class Held(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Held, "__static_attributes__", ("x", print))
+    assert not guards._passable(Held.A)
+
+
 AUTOTUNED = """
 import torch, triton, triton.language as tl
 from tritongym.evaluate import triton_compat
