@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -326,19 +327,35 @@ class ModelNew(torch.nn.Module):
 """
 
 
-def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeypatch):
-    """A non-persistent buffer (a lookup table), a tensor held as a plain attribute (a cache) and one
-    held as a global, read by a kernel: the hollow forward poisons them while its launches are skipped,
-    as any buffer a launch would write, and puts them back once its answer is sent, so that the calls
-    after it (timing, on a GPU) do not read NaN and fail as a mismatch."""
-    import importlib.util
+HELD_OUTPUTS = """
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def write_kernel(x_ptr, pair, out_desc, BLOCK: tl.constexpr):
+    pass
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        a, b, c = torch.zeros(16, 16), torch.zeros(16, 16), torch.zeros(16, 16)
+        write_kernel[(1,)](x, (a, [b]), TensorDescriptor.from_tensor(c, [16, 16]), BLOCK=16)
+        return a, b, c
+"""
+
+
+def _hollow(tmp_path, monkeypatch, source: str, args: list) -> tuple:
+    """The runner's hollow forward of ``source`` on the CPU: (what it sent, the runner)."""
     import socket
 
     from tritongym.evaluate.judge import protocol as p
     from tritongym.evaluate.judge.runner import Runner
 
-    path = tmp_path / "keeper.py"
-    path.write_text(KEEPER)
+    path = tmp_path / "hollowed.py"
+    path.write_text(source)
     spec = importlib.util.spec_from_file_location("candidate", path)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "candidate", module)
@@ -346,12 +363,33 @@ def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeyp
     ours, theirs = socket.socketpair()
     runner, sent = Runner(ours, torch.device("cpu"), [0.0]), []
     runner.model, runner.path, runner.send = module.ModelNew(), str(path), sent.append
-    x = torch.ones(8)
     try:
-        runner.hollow(p.Hollow(args=[x]))
+        runner.hollow(p.Hollow(args=args))
     finally:
         ours.close()
         theirs.close()
+    return sent, runner
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton.tools.tensor_descriptor") is None, reason="no TensorDescriptor in this Triton"
+)
+def test_the_hollow_forward_poisons_every_tensor_a_launch_would_reach(tmp_path, monkeypatch):
+    # an output held in a tuple or list argument (Triton flattens them) and one a tensor descriptor
+    # stores through: on a GPU the caching allocator gives the last call's block back, holding the last
+    # answer, so an output left unpoisoned made tensor_descriptor.py hack_no_triton ("for show")
+    sent, _ = _hollow(tmp_path, monkeypatch, HELD_OUTPUTS, [torch.ones(8)])
+    assert all(torch.isnan(t).all() for t in sent[0].value)
+
+
+def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeypatch):
+    """A non-persistent buffer (a lookup table), a tensor held as a plain attribute (a cache) and one
+    held as a global, read by a kernel: the hollow forward poisons them while its launches are skipped,
+    as any buffer a launch would write, and puts them back once its answer is sent, so that the calls
+    after it (timing, on a GPU) do not read NaN and fail as a mismatch."""
+    x = torch.ones(8)
+    sent, runner = _hollow(tmp_path, monkeypatch, KEEPER, [x])
+    module = sys.modules["candidate"]
     assert torch.isnan(sent[0].value).all()  # the output's launch was skipped
     assert all(torch.isnan(t).all() for t in runner.model.seen)  # poisoned during the hollow forward
     assert torch.equal(runner.model.lut, torch.full((8,), 2.0))
