@@ -49,7 +49,9 @@ hand-offs measured during honest jobs): a slower hand-off is charged to the cand
 credited. What none of this sees (the runner's context
 starting cold after the switch) stays against the candidate, and ``N`` amortises it
 (``TARGET_BATCH_S``; a fast candidate's batch is lengthened until its net time is several times
-what is subtracted).
+what is subtracted), as far as each side can queue its batch behind a hold (``queue_calls``: a
+stream holds about a thousand pending operations, and a host that blocks on more makes every
+bracket late).
 
 Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
 kernels it left queued between its forwards, another sandbox, another program) slows the judge's
