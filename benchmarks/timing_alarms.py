@@ -15,6 +15,13 @@ has them, with the clock, and behind an idle GPU, to tell the GPU's own state fr
     python benchmarks/timing_alarms.py --kernelbench build/KernelBench/level3 --out /tmp/alarms.json
     bash benchmarks/gpu_run.sh alarms      # the same on the device
     python benchmarks/timing_alarms.py --replay /tmp/alarms.json --out /tmp/replayed.json   # on the CPU
+    python benchmarks/timing_alarms.py --honest kb_reduce_dim atomics --problems --skip-in-process \
+        --out /tmp/honest.json   # honest candidates (tests/candidates/honest) at their small sizes
+
+Every repetition also logs, for each hold, whether its bracket (or hand-off) was queued before the
+hold ended (``queued``: the ``start`` event's state when the judge checked, the hold then), and for
+each hand-off to the twin whether the GPU timed it (``handed`` not fired once the twin had queued
+its wait).
 
 Writes one JSON file (machine, versions, every repetition) and prints a per-job table. ``--replay``
 re-judges a logged run's repetitions with timing.contention as the judge did before the fix of
@@ -25,6 +32,7 @@ GPU timed only, clean values calibrated behind a hold).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -54,6 +62,7 @@ def _patch(speed):
     from tritongym.evaluate.judge import twin as twin_module
 
     holds = {}
+    twin_timed = []
 
     def write(record):
         with open(LOG, "a") as fh:
@@ -96,6 +105,22 @@ def _patch(speed):
             "t": time.time()})
         return bracket
 
+    original_hand_to_twin, original_queued = speed.Bench._hand_to_twin, speed.Bench._queued
+
+    def _hand_to_twin(self):
+        handed, back = original_hand_to_twin(self)
+        twin_timed.append(not handed.query())  # the twin's wait queued before the GPU reached handed
+        return handed, back
+
+    def _queued(self, kind, start):
+        fired, hold_s = start.query(), self.hold_s[kind]
+        value = original_queued(self, kind, start)
+        CURRENT["items"].append({"queued": kind, "after": CURRENT["label"], "start_fired": fired, "hold_s": hold_s,
+                                 "counted": value})
+        return value
+
+    speed.Bench._hand_to_twin, speed.Bench._queued = _hand_to_twin, _queued
+
     def labelled(name):
         original = getattr(speed.Bench, name)
 
@@ -103,7 +128,8 @@ def _patch(speed):
             CURRENT["label"] = name
             value = original(self, *args, **kwargs)
             if name == "remote_empty_batch":
-                CURRENT["items"].append({"hand_off": "twin_in_bracket", "s": value[1], "t": time.time()})
+                CURRENT["items"].append({"hand_off": "twin_in_bracket", "s": value[1],
+                                         "gpu_timed": twin_timed[-1] if twin_timed else None, "t": time.time()})
             elif name == "runner_hand_off":
                 CURRENT["items"].append({"hand_off": "runner", "s": value, "t": time.time()})
             return value
@@ -117,6 +143,7 @@ def _patch(speed):
     def company_check(self):
         value = original_check(self)
         CURRENT["items"].append({"hand_off": "check", "after": CURRENT["label"], "s": value,
+                                 "gpu_timed": twin_timed[-1] if twin_timed else None,
                                  "twin_hold_s": self.hold_s["twin"], "t": time.time()})
         return value
 
@@ -201,6 +228,21 @@ class ModelNew(Model):
         return out
 """
 """benchmarks/kernelbench_inductor.py's lazy candidate (the problem's own PyTorch, one trivial launch)."""
+
+
+def honest(names: list[str]) -> list[tuple[object, str]]:
+    """(problem, source) of honest candidates (tests/candidates/honest/NAME.py) on the problem each
+    header names, at its small sizes (as tests/test_honest_candidates.py judges them)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from test_honest_candidates import HONEST, _header, _problem
+
+    chosen = []
+    for name in names:
+        source = (HONEST / f"{name}.py").read_text()
+        chosen.append((_problem(_header(source, "problem")), source))
+    return chosen
 
 
 def problems(kernelbench: Path | None, names: list[str]) -> list[tuple[object, str]]:
@@ -295,6 +337,13 @@ def digest(job: dict) -> dict:
         out[f"check_after_{place}"] = _stats(
             [i["s"] for r in timed for i in r["items"] if i.get("hand_off") == "check" and i["after"] == place]
         )
+    twins = [i for r in timed for i in r["items"] if i.get("hand_off") == "twin_in_bracket"]
+    out["twin_in_bracket_gpu_timed"] = f"{sum(bool(i.get('gpu_timed')) for i in twins)}/{len(twins)}"
+    late = collections.Counter(
+        i["after"] for r in job["reps"] for i in r["items"] if "queued" in i and i["start_fired"]
+    )
+    out["queued_late"] = dict(late)  # by bracket: the hold had ended before it was queued
+    out["counts"] = sorted({r["count"] for r in job["reps"]})
     out["twin_in_bracket"] = _stats(
         [i["s"] for r in timed for i in r["items"] if i.get("hand_off") == "twin_in_bracket"]
     )
@@ -440,6 +489,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--kernelbench", type=Path, default=None, help="A KernelBench level 3 directory.")
     parser.add_argument("--problems", nargs="*", default=[*KERNELBENCH, *BUNDLED])
+    parser.add_argument("--honest", nargs="*", default=[], help="Honest candidates (tests/candidates/honest) by name.")
     parser.add_argument("--budget", type=float, default=2.0)
     parser.add_argument("--skip-in-process", action="store_true")
     parser.add_argument("--replay", type=Path, help="Only replay a logged run (this script's --out) on the CPU.")
@@ -450,7 +500,7 @@ def main() -> None:
         for row in rows:
             print(row)
         return
-    chosen = problems(args.kernelbench, args.problems)
+    chosen = problems(args.kernelbench, args.problems) + honest(args.honest)
     report: dict = {"machine": {"gpu": torch.cuda.get_device_name(0), "python": platform.python_version(),
                                 "torch": torch.__version__, "triton": triton.__version__}}  # fmt: skip
     if not args.skip_in_process:
@@ -489,6 +539,8 @@ def main() -> None:
         for key in ("check_after_reference_batch", "check_after_candidate_batch", "check_after_empty_batch",
                     "check_after_runner_hand_off", "twin_in_bracket", "runner"):  # fmt: skip
             print(f"   hand-off {key:30s} {d.get(key)}")
+        print(f"   batch calls {d.get('counts')}; queued after the hold ended {d.get('queued_late')}; twin's "
+              f"hand-off in its bracket timed by the GPU {d.get('twin_in_bracket_gpu_timed')}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@ per idiom) must be judged ``ok`` with the default settings: every hardening of t
 refusing honest code, and an environment that refuses honest kernels trains models away from good
 solutions. Each file's header names its problem (a bundled one at its small sizes, or a
 purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
-where it legitimately leaves part of the work to PyTorch, and ``# device: gpu`` where Triton's
-interpreter cannot run it, ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
+where it legitimately leaves part of the work to PyTorch, ``# device: gpu`` where Triton's
+interpreter cannot run it, ``# device: cpu`` where the idiom is a CPU device's (KernelBook's rows
+for a CPU allocate in host memory, which a GPU's launch refuses: ``runtime_error`` there, as for the
+user), ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
 some supported release, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
 
 The guards' fixes that these found are tested here too, with the attack each guard was built for
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -50,7 +53,10 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def _marks(text: str) -> list:
-    marks = [pytest.mark.gpu] if _header(text, "device") == "gpu" else []
+    device = _header(text, "device")
+    marks = [pytest.mark.gpu] if device == "gpu" else []
+    if device == "cpu" and not DEVICE.startswith("cpu"):  # buffers in host memory: a GPU's launch refuses them
+        marks.append(pytest.mark.skip(reason=f"an idiom of a CPU device, not of {DEVICE}"))
     for package, version in (("triton", triton.__version__), ("torch", torch.__version__)):
         needs = _header(text, package)  # the first release with the API the idiom uses
         if needs and _release(version) < _release(needs):
@@ -200,6 +206,45 @@ def test_an_enum_whose_machinery_was_replaced_is_not():
     assert not guards._passable(Replaced.A)
 
 
+def _enum_own(name: str):
+    return guards._unwrapped(vars(enum.Enum)[name])
+
+
+def test_an_enum_laid_out_as_python_312_and_313_lay_it_out_is_data():
+    # From Python 3.12 every enum class's namespace holds ``_generate_next_value_`` as enum's static
+    # method itself, and from 3.13 ``__static_attributes__`` (a tuple of names): on the GPU's Python 3.12
+    # a plain IntEnum flag was host code while the CPU's 3.11 passed it (future_annotations.py)
+    class Laid(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Laid, "_generate_next_value_", staticmethod(_enum_own("_generate_next_value_")))
+    type.__setattr__(Laid, "__static_attributes__", ("x", "y"))
+    assert guards._passable(Laid.A)
+
+
+def test_an_enum_whose_static_method_or_names_hold_python_of_its_own_is_not():
+    class Own(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Own, "_generate_next_value_", staticmethod(lambda *args: 0))
+    assert not guards._passable(Own.A)
+
+    class Sub(staticmethod):  # its ``__get__`` would be Python of the candidate's
+        pass
+
+    class Wrapped(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Wrapped, "_generate_next_value_", Sub(_enum_own("_generate_next_value_")))
+    assert not guards._passable(Wrapped.A)
+
+    class Held(enum.IntEnum):
+        A = 0
+
+    type.__setattr__(Held, "__static_attributes__", ("x", print))
+    assert not guards._passable(Held.A)
+
+
 AUTOTUNED = """
 import torch, triton, triton.language as tl
 from tritongym.evaluate import triton_compat
@@ -287,19 +332,35 @@ class ModelNew(torch.nn.Module):
 """
 
 
-def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeypatch):
-    """A non-persistent buffer (a lookup table), a tensor held as a plain attribute (a cache) and one
-    held as a global, read by a kernel: the hollow forward poisons them while its launches are skipped,
-    as any buffer a launch would write, and puts them back once its answer is sent, so that the calls
-    after it (timing, on a GPU) do not read NaN and fail as a mismatch."""
-    import importlib.util
+HELD_OUTPUTS = """
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@triton.jit
+def write_kernel(x_ptr, pair, out_desc, BLOCK: tl.constexpr):
+    pass
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        a, b, c = torch.zeros(16, 16), torch.zeros(16, 16), torch.zeros(16, 16)
+        write_kernel[(1,)](x, (a, [b]), TensorDescriptor.from_tensor(c, [16, 16]), BLOCK=16)
+        return a, b, c
+"""
+
+
+def _hollow(tmp_path, monkeypatch, source: str, args: list) -> tuple:
+    """The runner's hollow forward of ``source`` on the CPU: (what it sent, the runner)."""
     import socket
 
     from tritongym.evaluate.judge import protocol as p
     from tritongym.evaluate.judge.runner import Runner
 
-    path = tmp_path / "keeper.py"
-    path.write_text(KEEPER)
+    path = tmp_path / "hollowed.py"
+    path.write_text(source)
     spec = importlib.util.spec_from_file_location("candidate", path)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "candidate", module)
@@ -307,12 +368,33 @@ def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeyp
     ours, theirs = socket.socketpair()
     runner, sent = Runner(ours, torch.device("cpu"), [0.0]), []
     runner.model, runner.path, runner.send = module.ModelNew(), str(path), sent.append
-    x = torch.ones(8)
     try:
-        runner.hollow(p.Hollow(args=[x]))
+        runner.hollow(p.Hollow(args=args))
     finally:
         ours.close()
         theirs.close()
+    return sent, runner
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("triton.tools.tensor_descriptor") is None, reason="no TensorDescriptor in this Triton"
+)
+def test_the_hollow_forward_poisons_every_tensor_a_launch_would_reach(tmp_path, monkeypatch):
+    # an output held in a tuple or list argument (Triton flattens them) and one a tensor descriptor
+    # stores through: on a GPU the caching allocator gives the last call's block back, holding the last
+    # answer, so an output left unpoisoned made tensor_descriptor.py hack_no_triton ("for show")
+    sent, _ = _hollow(tmp_path, monkeypatch, HELD_OUTPUTS, [torch.ones(8)])
+    assert all(torch.isnan(t).all() for t in sent[0].value)
+
+
+def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeypatch):
+    """A non-persistent buffer (a lookup table), a tensor held as a plain attribute (a cache) and one
+    held as a global, read by a kernel: the hollow forward poisons them while its launches are skipped,
+    as any buffer a launch would write, and puts them back once its answer is sent, so that the calls
+    after it (timing, on a GPU) do not read NaN and fail as a mismatch."""
+    x = torch.ones(8)
+    sent, runner = _hollow(tmp_path, monkeypatch, KEEPER, [x])
+    module = sys.modules["candidate"]
     assert torch.isnan(sent[0].value).all()  # the output's launch was skipped
     assert all(torch.isnan(t).all() for t in runner.model.seen)  # poisoned during the hollow forward
     assert torch.equal(runner.model.lut, torch.full((8,), 2.0))

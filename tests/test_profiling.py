@@ -134,6 +134,33 @@ def test_a_launch_linked_to_a_launchers_record_inside_the_span_is_the_candidates
     assert attribute(records, OWN, MARKER).coverage == 1.0
 
 
+def test_a_launch_linked_to_an_autograd_functions_record_around_the_span_is_the_candidates():
+    # torch.autograd.Function.apply opens a record named after the Function (a cpu_op, not aten) around
+    # its forward; the span pushes no link, so the launch inside it is linked to that record
+    # (autograd_function.py: "ran none of them on the GPU (its GPU time went to silu_fwd_kernel)").
+    records = [
+        *marker(),
+        host("SiLU", 29, 290, 410, kind="cpu_op"),
+        host(OWN, 30, 300, 400),
+        host("cuLaunchKernelEx", 31, 310, 320, linked=29),
+        gpu("silu_fwd_kernel", 31, 500, 600),
+    ]
+    assert attribute(records, OWN, MARKER).coverage == 1.0
+
+
+def test_a_launch_linked_to_an_aten_op_or_a_record_elsewhere_is_not_the_candidates():
+    for enclosing, linked_to in (("aten::add", 29), ("SiLU", 28)):
+        records = [
+            *marker(),
+            host("Other", 28, 100, 200, kind="cpu_op"),  # a record that does not enclose the span
+            host(enclosing, 29, 290, 410, kind="cpu_op"),
+            host(OWN, 30, 300, 400),
+            host("cuLaunchKernelEx", 31, 310, 320, linked=linked_to),
+            gpu("kernel", 31, 500, 600),
+        ]
+        assert attribute(records, OWN, MARKER).coverage == 0.0, enclosing
+
+
 def test_pytorch_work_launched_inside_the_candidates_launch_is_not_the_candidates():
     # A launch hook that runs torch.mm while the candidate's kernel launches: same span, but inside
     # an aten op and through the runtime API.

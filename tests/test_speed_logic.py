@@ -55,6 +55,7 @@ class FakeBench:
         self.values = [bracket(v, f) for v, f in zip((reference, candidate, empty, remote_empty), flushes, strict=True)]
         self.hand_off = hand_off
         self.runner = hand_off + 10e-6  # the runner's context costs a little more to switch to
+        self.twin_timed = True  # whether the GPU timed the twin's hand-off in its empty bracket
         self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
@@ -76,7 +77,7 @@ class FakeBench:
 
     def remote_empty_batch(self, sets):
         self.order.append("remote_empty")
-        return self.values[3], self.hand_off
+        return self.values[3], self.hand_off, self.twin_timed
 
     def company_check(self):
         self.order.append("twin")
@@ -120,6 +121,57 @@ def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monke
     left_after_its_empty_batch = FakeBench(0.010, 0.008, 0.002, 0.0025)
     left_after_its_empty_batch.company = [0.0003, 0.0003, 0.0003, 0.0021]  # the check after the runner's hand-off
     assert "hand-off" in speed.repetition(left_after_its_empty_batch, None, 0, True, CLEAN).contended
+
+
+def test_a_hand_off_the_gpu_did_not_time_says_nothing_about_company(monkeypatch):
+    # a late empty bracket (counted as it is at the longest hold): the GPU reached ``handed`` before the
+    # twin had queued its wait, so the events hold the host's round trip to the twin
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    host_timed = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
+    host_timed.runner = 0.0  # the runner's, likewise: not measured (Bench.runner_hand_off)
+    host_timed.twin_timed = False
+    host_timed.company = [0.0003] * 4  # the company checks, each behind a hold of its own: clean
+    rep = speed.repetition(host_timed, None, 0, True, CLEAN)
+    assert rep.contended is None and rep.hand_off == 0.0023  # subtracted as measured (capped: timing.subtracted)
+    host_timed.company = [0.0003, 0.0003, 0.0003, 0.0021]  # a company check after it still sees company
+    assert "hand-off" in speed.repetition(host_timed, None, 0, True, CLEAN).contended
+
+
+def test_the_runners_hand_off_counts_only_where_the_gpu_timed_it(monkeypatch):
+    # (fired when the runner answered, at the longest hold or not) -> measured or 0
+    for handed_fired, hold_s, expected in ((False, speed.MIN_HOLD_S, 0.35e-3), (True, speed.MAX_HOLD_S, 0.0),
+                                           (True, speed.MIN_HOLD_S, 0.0)):  # fmt: skip
+        bench = bench_with_holds()
+        bench.hold_s["runner"] = hold_s
+        start = TimedEvent(0.0, fired=handed_fired)
+        handed, back = TimedEvent(1.0, fired=handed_fired), TimedEvent(1.35)
+        made = iter([handed, back])
+        monkeypatch.setattr(bench, "_open", lambda kind, sets, start=start: [start], raising=False)
+        monkeypatch.setattr(speed.torch.cuda, "Event", lambda enable_timing=False, made=made: next(made))
+        bench.go, bench.done = TimedEvent(0.0), TimedEvent(0.0, fired=True)
+        bench.state = SimpleNamespace(ask=lambda message, expect: None, deadline=1e18)
+        assert bench.runner_hand_off(["sets"]) == pytest.approx(expected)
+        assert bench.hold_s["runner"] == (min(2 * hold_s, speed.MAX_HOLD_S) if handed_fired else hold_s)
+
+
+def test_a_batch_is_as_long_as_each_side_can_queue_behind_a_hold():
+    # vector_add: two inputs and one output copied by the judge per call, one kernel on either side
+    assert speed.queue_calls(2, 1, 1, 1, False) == speed.QUEUED_OPS // 3
+    assert speed.queue_calls(1, 1, 1, 1, False) == speed.QUEUED_OPS // 2
+    assert speed.queue_calls(1, 1, 40, 1, False) == speed.QUEUED_OPS // 40  # a reference of many ops
+    assert speed.queue_calls(1, 2, 40, 1, True) == speed.QUEUED_OPS // 42  # ... that copies its outputs too
+    assert speed.queue_calls(1, 1, 1, 99, False) == speed.QUEUED_OPS // 100  # the candidate's launches and copies
+    assert speed.queue_calls(1, 1, 10**6, 0, False) == 1
+
+
+def test_the_references_queued_operations_are_counted_as_pytorch_dispatches_them():
+    assert speed.forward_ops(lambda x: (x * 2).view(-1).sum(), [torch.ones(2, 2)]) == 2  # a view launches nothing
+    assert speed.forward_ops(lambda x: torch.empty_like(x).copy_(x).relu(), [torch.ones(3)]) == 2
+
+    def fails(x):
+        raise RuntimeError("no")
+
+    assert speed.forward_ops(fails, [torch.ones(1)]) == 1
 
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):

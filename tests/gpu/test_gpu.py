@@ -41,6 +41,20 @@ def test_bundled_solution_is_correct_at_full_size(problem):
     assert low <= result.speedup <= high
 
 
+def test_a_launch_bound_kernel_at_small_sizes_is_timed_by_the_gpu():
+    """A few microseconds a call: the batch is as long as each stream can queue behind a hold
+    (speed.queue_calls), so no bracket is late and no hand-off reads as company (the honest corpus's
+    small problems had most repetitions contended, "slow: hand-off", and host-bound brackets)."""
+    from tritongym.evaluate.judge import speed
+
+    problem = find_problem("vector_add").small()
+    result = evaluate(problem, problem.solution, EvalConfig(device="cuda", trials=2, timing_budget_s=2.0))
+    assert result.verdict is Verdict.OK and not result.findings, result.feedback
+    timing = result.timing
+    assert result.speedup is not None and timing.late_brackets == 0 and timing.contended_reps == 0, timing
+    assert timing.input_sets // (timing.reps + timing.invalid_reps) <= speed.QUEUED_OPS // 3  # 2 inputs, 1 output
+
+
 def test_illegal_memory_access_is_the_candidates_failure_and_the_next_evaluation_is_clean():
     problem = find_problem("vector_add").small()
     result = evaluate(problem, ILLEGAL_ACCESS, CUDA)

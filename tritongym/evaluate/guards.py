@@ -484,10 +484,16 @@ def _plain_enum_member(value) -> bool:
         for name, attr in list(namespace.items()):
             if type(attr) is k or type(attr) in (str, int, bool, type(None), list, dict):
                 continue  # a member; enum's bookkeeping (names, maps of members)
+            if type(attr) is tuple and all(type(item) is str for item in attr):
+                continue  # names (``__static_attributes__``, Python 3.13)
             if isinstance(attr, type) and (attr is object or attr in _DATA_TYPES):
                 continue  # ``_member_type_``
-            if isinstance(attr, types.FunctionType) and any(_unwrapped(vars(b).get(name)) is attr for b in bases):
-                continue  # ``enum`` sets ``Enum.__new__`` (its static method's function) on every enum class
+            function = _unwrapped(attr)
+            if isinstance(function, types.FunctionType) and any(_unwrapped(vars(b).get(name)) is function
+                                                                for b in bases):  # fmt: skip
+                # ``enum`` sets ``Enum.__new__`` (its static method's function) on every enum class, and
+                # from Python 3.12 ``_generate_next_value_`` as the static method itself
+                continue
             if _type_slot(attr) or (
                 isinstance(attr, types.MethodDescriptorType) and any(attr.__objclass__ is t for t in _DATA_TYPES)
             ):
@@ -502,7 +508,9 @@ def _plain_enum_member(value) -> bool:
 
 
 def _unwrapped(attr):
-    return attr.__func__ if isinstance(attr, (staticmethod, classmethod)) else attr
+    """The function a static or class method holds (of those exact C types: a subclass's ``__get__``
+    would be Python), else ``attr``."""
+    return attr.__func__ if type(attr) in (staticmethod, classmethod) else attr
 
 
 def _enum_class(cls: type) -> bool:

@@ -235,7 +235,7 @@ class HostTensors(TorchFunctionMode):
     def refuse(self, kernel_name: str, args: tuple, kwargs: dict) -> None:
         """Raise Triton's own error for a launch argument a GPU would hold in host memory."""
         named = [(str(i), a) for i, a in enumerate(args)] + [(repr(k), v) for k, v in kwargs.items()]
-        for where, value in _pointers(named):
+        for where, value in launch_pointers(named):
             if self.made(value):
                 raise ValueError(
                     f"Pointer argument (at {where}) cannot be accessed from Triton (cpu tensor?): launching "
@@ -245,7 +245,7 @@ class HostTensors(TorchFunctionMode):
                 )
 
 
-def _pointers(named: list, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
+def launch_pointers(named: list, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
     """(where, tensor) for every tensor a GPU's launcher turns into a pointer: an argument, one inside
     a tuple or list argument (Triton flattens them: red team 11 #6), a tensor descriptor's base."""
     found = []
@@ -253,7 +253,7 @@ def _pointers(named: list, depth: int = 0) -> list[tuple[str, torch.Tensor]]:
         if isinstance(value, torch.Tensor):
             found.append((where, value))
         elif isinstance(value, (tuple, list)) and depth < 4:
-            found += _pointers([(f"{where}[{i}]", v) for i, v in enumerate(value[:256])], depth + 1)
+            found += launch_pointers([(f"{where}[{i}]", v) for i, v in enumerate(value[:256])], depth + 1)
         elif type(value) in _descriptor_types():
             base = vars(value).get("base")
             if isinstance(base, torch.Tensor):

@@ -5,8 +5,9 @@ from the candidate's ``@triton.jit`` functions is wrapped by the LaunchMonitor i
 whose name carries a secret tag. A GPU record is the candidate's when its correlation id is that of
 a driver launch call (``cuLaunchKernel*``, what Triton's launcher calls) made inside such an
 annotation on the same thread, and not inside a PyTorch op nested in it; where Kineto links the call
-to the PyTorch op innermost when it was made, that op must lie in the annotation too (a library
-launch inside ``aten::mm`` never counts, wherever the two clocks place it). So attribution is by
+to the PyTorch op innermost when it was made, that op must lie in the annotation too, or enclose it
+and not be an aten op (the record ``torch.autograd.Function.apply`` opens around its forward): a
+library launch inside ``aten::mm`` never counts, wherever the two clocks place it. So attribution is by
 launch identity: a kernel's name, whatever the candidate calls it, plays no part.
 
 Records are told apart by their Kineto activity type, never by name: GPU work is a ``kernel``,
@@ -123,14 +124,20 @@ def _launches_in(
     launch made directly inside one has none), that op must be nested in the span and not an aten op
     (a launcher's own record, say): identity rather than timestamps, which come from two clocks
     (CUPTI's for the call, PyTorch's for the span). A library launch made inside ``aten::mm`` is
-    linked to it, so it is never the candidate's, wherever the clocks place it."""
+    linked to it, so it is never the candidate's, wherever the clocks place it. The op may also be
+    one that encloses the span and is not an aten op: the record ``torch.autograd.Function.apply``
+    opens (named after the Function's class) around a forward that launches the candidate's kernel,
+    innermost when the launch was made since the span pushes no link of its own; a launch linked to
+    it was made by Python outside every aten op, as an unlinked one."""
     found = set()
     for span in spans:
         nested_ops = [op for op in ops if _inside(op, span)]
         within = {span.correlation} | {
             r.correlation
             for r in host
-            if r.kind in ("user_annotation", "cpu_op") and not r.name.startswith("aten::") and _inside(r, span)
+            if r.kind in ("user_annotation", "cpu_op")
+            and not r.name.startswith("aten::")
+            and (_inside(r, span) or _inside(span, r))
         }
         for call in host:
             launch = call.kind in LAUNCH_KINDS and call.name.startswith(prefix)

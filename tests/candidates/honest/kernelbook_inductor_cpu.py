@@ -1,4 +1,5 @@
 # problem: kernelbook_tanh_gate
+# device: cpu
 """KernelBook's triton_code shape for a CPU device: one Inductor-named pointwise @triton.jit kernel
 (xoffset/xindex/xmask, tmpN temporaries, sizes baked in as xnumel = 256, the channel index from
 xindex // 16 % 4), Inductor's device helpers (triton_helpers.maximum, libdevice.tanh,

@@ -201,6 +201,9 @@ class JobState:
     output_strides: list = field(default_factory=list)
     """Each output tensor's strides in the last trial, as the runner reported them (its word: the
     timing's output slots take a dense one, speed.slot_specs)."""
+    forward_ops: int = 0
+    """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
+    runner reported them (its word: the timing batch's length, speed.queue_calls)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -343,6 +346,9 @@ def run_trials(
             # the judge's own copies, made after the answer: whatever the runner writes there later
             out.value = received(state.shared, call, out.value, out.out_slots)
             state.output_strides = out.strides
+            state.forward_ops = sum(
+                min(max(v, 0), 1 << 20) for v in (out.launches, *out.compute.values()) if type(v) is int
+            )
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches

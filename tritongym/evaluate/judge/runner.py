@@ -43,7 +43,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
-from tritongym.evaluate.placement import HostTensors
+from tritongym.evaluate.placement import HostTensors, launch_pointers
 from tritongym.evaluate.result import Verdict
 
 RUNNER_CPU_CORES = 2
@@ -352,8 +352,11 @@ class Runner:
         saved: list[tuple[torch.Tensor, torch.Tensor]] = []
 
         def skip(args: tuple, kwargs: dict) -> None:
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
+            # every tensor the launch would reach: an argument, one in a tuple or list argument, a
+            # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
+            named = [*enumerate(args), *kwargs.items()]
+            for _, value in launch_pointers(named):
+                if value.untyped_storage().data_ptr() not in keep:
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
                     poison(value, message.other_poison)

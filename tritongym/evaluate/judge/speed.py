@@ -49,7 +49,9 @@ hand-offs measured during honest jobs): a slower hand-off is charged to the cand
 credited. What none of this sees (the runner's context
 starting cold after the switch) stays against the candidate, and ``N`` amortises it
 (``TARGET_BATCH_S``; a fast candidate's batch is lengthened until its net time is several times
-what is subtracted).
+what is subtracted), as far as each side can queue its batch behind a hold (``queue_calls``: a
+stream holds about a thousand pending operations, and a host that blocks on more makes every
+bracket late).
 
 Contention. The GPU time-slices its contexts, so work of another context (a runner's thread or
 kernels it left queued between its forwards, another sandbox, another program) slows the judge's
@@ -116,6 +118,14 @@ HOLD_JITTER_S = 0.001
 the judge's brackets start, so work it leaves on the GPU cannot aim between the judge's probes."""
 MAX_GROWN_BATCH = 4096
 """Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
+QUEUED_OPS = 512
+"""Most GPU operations (kernels, copies) one process queues on its stream for one bracket's batch
+(``queue_calls``). A CUDA stream holds about a thousand pending operations; past that the host
+blocks in every launch until the GPU has run one, so no hold is long enough for the batch: every
+bracket is late, at ``MAX_HOLD_S`` counted with the host's time in it. On an H200 the honest
+corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
+at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
+none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
@@ -725,21 +735,24 @@ class Bench:
         self._copy_out()
         return self._close(events, in_time), self.kept
 
-    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float]:
+    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float, bool]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
         copies an output of the slot's layout (the candidate's last, kept) into each slot, the twin
-        waits on ``go`` and records ``done``. Returns the bracket and the hand-off alone (between two events
-        of the judge's around the twin's go and done)."""
+        waits on ``go`` and records ``done``. Returns the bracket, the hand-off alone (between two
+        events of the judge's around the twin's go and done) and whether the GPU timed it
+        (``gpu_timed``: ``handed`` had not fired when the twin had queued its wait; a late bracket's,
+        counted as it is at the longest hold, may hold the host's round trip to the twin)."""
         events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
         handed, back = self._hand_to_twin()
+        timed = gpu_timed(handed)
         in_time = self._queued("remote", events[0])
         self._poll(self.twin.done)
         back.record()
         self._copy_out()
-        return self._close(events, in_time), handed.elapsed_time(back) / 1e3
+        return self._close(events, in_time), handed.elapsed_time(back) / 1e3, timed
 
     def runner_hand_off(self, sets: list[list]) -> float:
         """The hand-off to the runner's context and back with nothing in between (seconds), where the
@@ -750,17 +763,20 @@ class Bench:
         depends on the judge's work before ``go`` (twin.calibrate), so it is measured behind the
         same work as in the candidate's bracket: this, not the twin's, is what that bracket pays.
         The runner can only make it slower; what is subtracted for it is capped by the twin's
-        (timing.subtracted). 0 where the hold ended first (that hold doubles)."""
+        (timing.subtracted). 0 where the GPU did not time it (``gpu_timed``: ``handed`` had fired
+        before the runner answered, so the events hold the host's round trip to the runner), even at
+        the longest hold, which a late bracket counts as it is; where the hold ended first, it doubles."""
         events = self._open("runner", sets)
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
         self.go.record()
         self.state.ask(p.Batch(0), (p.BatchQueued,))
-        in_time = self._queued("runner", events[0])
+        timed = gpu_timed(handed)
+        self._queued("runner", events[0])
         self._poll(self.done)
         back.record()
         back.synchronize()
-        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
+        return handed.elapsed_time(back) / 1e3 if timed else 0.0
 
     def company_check(self) -> float:
         """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
@@ -857,10 +873,12 @@ def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
     return any(t.numel() and t.untyped_storage().data_ptr() in before for t in again)
 
 
-def _batch_size(state, model, sample_inputs: list, footprint: Footprint, sample_bytes: int) -> tuple[int, float]:
-    """Calls per batch: enough for ``TARGET_BATCH_S`` of the reference's time, as many as fit in
-    memory (memory.timing_batch), counting the sample's own memory as available: it is dropped
-    before the batch's input sets are made. Also returns the reference's time of one call (s)."""
+def _batch_size(state, model, sample_inputs: list, footprint: Footprint, sample_bytes: int,
+                queue: int = MAX_BATCH) -> tuple[int, float]:  # fmt: skip
+    """Calls per batch: enough for ``TARGET_BATCH_S`` of the reference's time, as many as each side
+    can queue behind a hold (``queue``: ``queue_calls``) and as fit in memory (memory.timing_batch),
+    counting the sample's own memory as available: it is dropped before the batch's input sets are
+    made. Also returns the reference's time of one call (s)."""
     fit = max(1, SLOT_BYTES // max(sample_bytes, 1))
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     with torch.no_grad():
@@ -872,7 +890,7 @@ def _batch_size(state, model, sample_inputs: list, footprint: Footprint, sample_
         end.record()
         end.synchronize()
     one = max(start.elapsed_time(end) / 3e3, 1e-7)
-    wanted = int(min(MAX_BATCH, fit, max(1, math.ceil(TARGET_BATCH_S / one))))
+    wanted = int(min(MAX_BATCH, fit, queue, max(1, math.ceil(TARGET_BATCH_S / one))))
     return timing_batch(footprint, available_bytes(state.ctx.device) + sample_bytes, wanted), one
 
 
@@ -913,17 +931,53 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
     checks.append(bench.company_check())
-    remote_empty, hand_off = bench.remote_empty_batch(sets)
+    remote_empty, hand_off, twin_timed = bench.remote_empty_batch(sets)
     runner_hand_off = bench.runner_hand_off(sets)
     checks.append(bench.company_check())  # work the runner left queued after its empty batch shows here
     every = [*brackets, empty, remote_empty]
     if None in every:
         return None
     flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
-    contended = timing.contention(flushes, probes, [hand_off, runner_hand_off, *checks], clean)
+    hand_offs = [hand_off if twin_timed else 0.0, runner_hand_off, *checks]  # what the GPU timed
+    contended = timing.contention(flushes, probes, hand_offs, clean)
     reference, candidate = brackets
     return timing.Rep(reference.seconds, candidate.seconds, empty.seconds, remote_empty.seconds, hand_off, contended,
                       runner_hand_off)  # fmt: skip
+
+
+def queue_calls(in_leaves: int, out_leaves: int, reference_ops: int, candidate_ops: int, persistent: bool) -> int:
+    """Calls per batch whose GPU operations each side can queue on its stream behind a hold
+    (``QUEUED_OPS``): per call, the judge's copies into the slots (the input sets into the input
+    slots, the twin's empty bracket's outputs into the output slots), the reference's operations
+    (and its output copies, where it returns memory of its own), the candidate's (its launches and
+    PyTorch ops as its runner reported them in the trials: its word, which sets only its own batch's
+    length) and its runner's copies into the output slots. At least 1."""
+    per_call = max(in_leaves + out_leaves, reference_ops + (out_leaves if persistent else 0),
+                   candidate_ops + out_leaves, 1)  # fmt: skip
+    return max(1, QUEUED_OPS // per_call)
+
+
+def forward_ops(model, inputs: list) -> int:
+    """GPU operations one forward of the judge's reference queues, counted as PyTorch dispatches
+    them (views and allocations launch nothing; a library op may launch more than one kernel, which
+    ``QUEUED_OPS``'s margin covers); 1 where they cannot be counted."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Counter(TorchDispatchMode):
+        ops = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if not (func.is_view or func.__name__.startswith(("empty", "detach", "alias"))):
+                self.ops += 1
+            return func(*args, **(kwargs or {}))
+
+    counter = Counter()
+    try:
+        with torch.no_grad(), counter:
+            model(*inputs)
+    except Exception:  # a reference the mode cannot run through: no bound of its own
+        return 1
+    return max(counter.ops, 1)
 
 
 def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int) -> int:
@@ -966,6 +1020,8 @@ class Prepared:
     bytes_read: int
     mutates: bool
     persistent: bool
+    queue_calls: int = MAX_GROWN_BATCH
+    """Most calls of a batch each side can queue behind a hold (``queue_calls``)."""
 
 
 def prepare_timing(state, reference) -> Prepared:
@@ -984,13 +1040,16 @@ def prepare_timing(state, reference) -> Prepared:
     persistent = outputs_persist(model, sample_output, sample_inputs)
     footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
     sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
-    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes)
+    queue = queue_calls(len(tensor_leaves(sample_inputs)), len(tensor_leaves(sample_output)),
+                        forward_ops(reference.model, clone(sample_inputs) if mutates else sample_inputs),
+                        state.forward_ops, persistent)  # fmt: skip
+    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     warm_up(bench, model)
     state.stages["timing_setup_untimed_reps"] = bench.untimed
     return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
-                    nbytes(sample_inputs), mutates, persistent)  # fmt: skip
+                    nbytes(sample_inputs), mutates, persistent, queue)  # fmt: skip
 
 
 def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
@@ -1010,7 +1069,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     untimed = bench.untimed - untimed
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
         limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
-                    max(1, SLOT_BYTES // max(sample_bytes, 1)))  # fmt: skip
+                    max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
         wanted = grown_count(first, count, ctx.hand_off_s, limit)
         if wanted > count:
             bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
