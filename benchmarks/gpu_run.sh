@@ -18,8 +18,9 @@
 #   bash benchmarks/gpu_run.sh overhead   # judge overhead per candidate and evaluations per minute
 #   bash benchmarks/gpu_run.sh train      # three trainer steps of the drkernel preset (time and memory per step)
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
-#   bash benchmarks/gpu_run.sh rlbatch [DEVICES [SANDBOXES]]   # 200 candidates (half failing) with timing (RL budget
-#        0.1 s) and profiling, pool start included, SANDBOXES per GPU (default 4; DEVICES e.g. cuda:0,1 for two GPUs,
+#   bash benchmarks/gpu_run.sh rlbatch [DEVICES [SANDBOXES [QUEUES]]]   # 200 candidates (half failing) with timing (RL
+#        budget 0.1 s) and profiling, pool start included, SANDBOXES per GPU (default 4), QUEUES the runners' hardware
+#        work queues (PoolConfig.runner_work_queues; default the driver's; 1 for cheaper starts); DEVICES e.g. cuda:0,1 for two GPUs,
 #        "" for all; the result is named after them, e.g. rl_batch_cuda-0-1_4.json)
 #   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
 #        setting (benchmarks/cuda_context.py; about a minute)
@@ -84,7 +85,7 @@ case "${1:-}" in
   rlbatch)
     devices=${2:-}
     timeout 560 python3 benchmarks/rl_batch.py --device cuda ${2:+--devices "$2"} --candidates 200 \
-      --sandboxes "${3:-4}" --out "$OUT/rl_batch${2:+_${devices//[:,]/-}}_${3:-4}.json" 2>&1 \
+      --sandboxes "${3:-4}" ${4:+--runner-work-queues "$4"} --out "$OUT/rl_batch${2:+_${devices//[:,]/-}}_${3:-4}${4:+_q$4}.json" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tail -8 ;;
   context)
     timeout 300 python3 benchmarks/cuda_context.py --concurrency 1 4 --repeats 2 --out "$OUT/cuda_context.json" 2>&1 \

@@ -115,7 +115,9 @@ def run(args: argparse.Namespace) -> dict:
                         profile=args.device != "cpu", timing_budget_s=args.timing_budget)  # fmt: skip
     devices = args.devices or args.device
     started = time.perf_counter()
-    with LocalEnv(PoolConfig(devices=devices, sandboxes_per_device=args.sandboxes)) as env:
+    with LocalEnv(
+        PoolConfig(devices=devices, sandboxes_per_device=args.sandboxes, runner_work_queues=args.runner_work_queues)
+    ) as env:
         results = env.evaluate_batch([task for _, task in kinds_tasks], config)
         slots, startups = env.slots, env.sandbox_startups
     wall = time.perf_counter() - started
@@ -136,6 +138,7 @@ def run(args: argparse.Namespace) -> dict:
         "candidates": len(results),
         "trials": args.trials,
         "timing_budget_s": args.timing_budget,
+        "runner_work_queues": args.runner_work_queues,
         "machine": machine(args.device),
         "verdicts_by_kind": {k: dict(c) for k, c in by_kind.items()},
         "unexpected": unexpected,
@@ -184,6 +187,12 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=200)
     parser.add_argument("--sandboxes", type=int, default=None, help="sandboxes per GPU (CPU: in all)")
     parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument(
+        "--runner-work-queues",
+        type=int,
+        default=None,
+        help="PoolConfig.runner_work_queues (1: cheaper runner starts; default: the driver's)",
+    )
     parser.add_argument("--timing-budget", type=float, default=0.1,
                         help="seconds of timing per candidate (an RL batch's; BENCHMARKS.md)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True)

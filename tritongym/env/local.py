@@ -35,12 +35,24 @@ class PoolConfig:
         "Tries of a job lost through no fault of the candidate before it is an infrastructure error.",
         default=MAX_ATTEMPTS,
     )
+    runner_work_queues: int | None = documented(
+        "Hardware work queues of each GPU runner's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; default: "
+        "the driver's, 8, as PyTorch runs). 1 makes a runner's context about three times cheaper to make "
+        "while several start at once (an RL batch on one H200: 0.43 s per candidate against 0.63), but "
+        "work a library op runs on streams of its own (cuDNN's RNNs, some convolutions) is serialised in "
+        "the candidate's process and not in the reference's: a candidate leaving such ops to PyTorch "
+        "measures slower than it is (KernelBench level 3's LSTMs and GRUs, PyTorch's own code: 0.58 of "
+        "eager's speed against 0.81). For batches whose problems' PyTorch ops run on one stream.",
+        default=None,
+    )
 
     def __post_init__(self) -> None:
         if self.sandboxes_per_device is not None and self.sandboxes_per_device < 1:
             raise ConfigError(f"sandboxes_per_device must be at least 1, not {self.sandboxes_per_device}")
         if self.max_attempts < 1:
             raise ConfigError(f"max_attempts must be at least 1, not {self.max_attempts}")
+        if self.runner_work_queues is not None and not 1 <= self.runner_work_queues <= 32:
+            raise ConfigError(f"runner_work_queues must be between 1 and 32, not {self.runner_work_queues}")
 
 
 def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
@@ -66,6 +78,8 @@ def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
     physical = visible.split(",") if visible else [str(i) for i in range(gpus)]
     per = config.sandboxes_per_device or 1
     env = {"TRITONGYM_JUDGES_PER_GPU": str(per)}  # each judge's memory budget is its GPU's / per
+    if config.runner_work_queues is not None:
+        env["TRITONGYM_RUNNER_WORK_QUEUES"] = str(config.runner_work_queues)  # runners.runner_device_env
     return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]} | env) for i in indices for _ in range(per)]
 
 

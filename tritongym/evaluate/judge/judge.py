@@ -679,7 +679,7 @@ def main() -> None:
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
     runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
-    runner_env |= runner_device_env(init["device"])
+    runner_env |= runner_device_env(init["device"], os.environ.get("TRITONGYM_RUNNER_WORK_QUEUES"))
     jobs = home / "jobs"  # each runner's directory (its job's): nothing of the judge's is beneath
     jobs.mkdir(mode=0o711)
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home), jobs)

@@ -28,16 +28,15 @@ def _cuda_initialized() -> bool:
     return torch is not None and torch.cuda.is_initialized()
 
 
-def runner_device_env(device: str) -> dict[str, str]:
-    """Environment of a GPU runner's CUDA context (none on the CPU): one hardware work queue
-    (``CUDA_DEVICE_MAX_CONNECTIONS=1``; the driver's default is 8). Making the context takes about a
-    third of the time then, several runners starting at once (H200: 0.14 s against 0.39 s with four
-    at once; benchmarks/cuda_context.py), and every runner's start holds this GPU's lock shared
-    until its context exists (speed.start_covered). A candidate runs its work on the stream it was
-    called on (another is a hack), which one queue serves as eight do; work a library runs on
-    streams of its own is serialised on it, never faster than with eight. The judge and its twin
-    keep the default: the reference is timed as it is."""
-    return {} if device == "cpu" else {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+def runner_device_env(device: str, work_queues: str | None) -> dict[str, str]:
+    """Environment of a GPU runner's CUDA context (none on the CPU): ``work_queues`` hardware work
+    queues where the pool asks for a number (``PoolConfig.runner_work_queues``, passed to the judge as
+    ``TRITONGYM_RUNNER_WORK_QUEUES``), else the driver's default. One queue makes the context about
+    a third as costly to make while several runners start at once (H200: 0.14 s against 0.39 s with
+    four at once; benchmarks/cuda_context.py); a candidate's own work runs on the stream it was called
+    on, which one queue serves as eight do, but work a library runs on streams of its own is
+    serialised there and not in the judge's context, where the reference is timed as PyTorch runs it."""
+    return {} if device == "cpu" or not work_queues else {"CUDA_DEVICE_MAX_CONNECTIONS": str(int(work_queues))}
 
 
 START_TIMEOUT_S = 300.0
