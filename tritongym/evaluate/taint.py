@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import types
 from collections.abc import Callable
 from importlib import import_module
 
@@ -23,6 +24,8 @@ WATCHED_MODULES = (
     "tritongym.evaluate.guards", "tritongym.evaluate.judge.runner", "tritongym.evaluate.judge.protocol",
     "tritongym.evaluate.judge.tree", "tritongym.evaluate.profiling",
     "tritongym.evaluate.taint", "tritongym.evaluate.timing", "tritongym.evaluate.interpreter_libdevice",
+    "tritongym.evaluate.races", "tritongym.evaluate.tf32", "tritongym.evaluate.placement",
+    "tritongym.evaluate.frontend", "tritongym.evaluate.triton_compat",
 )  # fmt: skip
 WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
 """Classes whose attributes are watched; unlike a module, a class must not even gain one (an added
@@ -108,51 +111,177 @@ def _class_keys() -> dict[str, frozenset[str]]:
     return {dotted: frozenset(vars(cls)) for dotted, cls in _classes().items()}
 
 
-INTERPRETER_PARTS = ("", "InterpreterBuilder", "TensorHandle", "_interpreter")
-"""What an interpreted kernel's operations run through, under ``triton.runtime.interpreter`` (the
-module itself, its builder, its values, its C module of loads and stores), with NumPy and the judge's
-libdevice table (interpreter_libdevice.py) beside them."""
-_interpreter_baseline: dict[tuple[str, str], int] = {}
+INTERPRETER_PACKAGES = ("triton.runtime.interpreter", "triton.language")
+"""What an interpreted kernel's operations run through: the interpreter (its builder, values, grid
+executor and C module of loads and stores) and every module of ``triton.language`` (the kernel's
+``x + y`` is ``tensor.__add__``, then ``TritonSemantic.add``, then the builder), each module's
+attributes and the attributes of every class it defines. A replaced method of any of them runs host
+code inside the candidate's own launch (red team 13 #1: ``TritonSemantic.add`` and
+``GridExecutor._restore_args_dev``, neither watched while the builder was, computed a softmax with
+NumPy). NumPy and the judge's libdevice table (interpreter_libdevice.py) are watched beside them."""
+INTERPRETER_OBJECTS = ("interpreter_builder", "interpreter_semantic")
+"""The interpreter's builder and semantic objects: an attribute set on one shadows its class's method
+(or, ``builder``, swaps the builder every operation goes to). Their plain data (the grid's index, a
+tuple) changes as grids run and is not compared."""
+_PLAIN = (int, float, complex, bool, str, bytes, tuple, type(None))
+_CACHES = frozenset({"__warningregistry__", "__slotnames__"})
+"""What Python itself adds to a namespace as it runs: a module's record of the warnings its code raised,
+a class's slot names, cached by ``copy`` the first time one of its objects is copied."""
+_interpreter_baseline: dict[tuple[str, str], object] = {}
 """``interpreter_ids()`` of the runner before its candidate was imported (ProcessState)."""
+_language_allowed: dict[tuple[str, str], set] = {}
+"""For each attribute of ``triton.language`` that the interpreter replaces while a kernel runs (and
+does not always put back: a kernel calling a JIT function of the language leaves ``triton.language
+.core``'s replaced, Triton 3.4 and 3.5 every one; frontend._PRISTINE), the keys (``_key``) of what it
+may hold: the value as imported and the interpreter's replacement."""
 
 
-def interpreter_ids() -> dict[tuple[str, str], int]:
-    """The ids of the attributes of Triton's interpreter and of NumPy, by (part, name); empty where the
-    interpreter is not loaded."""
-    module = sys.modules.get("triton.runtime.interpreter")
-    if module is None:
+def _key(value, depth: int = 0) -> object:
+    """What an attribute is compared by: its id, except for what Triton's interpreter makes while a
+    kernel runs (a function of its file, a ``functools.partial`` or a ``property`` of one), which it
+    makes anew for each kernel: that is compared by its code and, recursively, by what its defaults
+    and closure hold (the interpreter's wrapper of a builtin holds the builtin as a default: the same
+    code wrapping a function of the candidate's is another key)."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if depth > 4 or interpreter is None:
+        return id(value)
+    if isinstance(value, types.FunctionType) and value.__code__.co_filename == interpreter.__file__:
+        cells = tuple(_key(c.cell_contents, depth + 1) for c in value.__closure__ or ())
+        return ("function", id(value.__code__), tuple(_key(d, depth + 1) for d in value.__defaults__ or ()), cells)
+    if isinstance(value, functools.partial):
+        keywords = tuple(sorted((k, _key(v, depth + 1)) for k, v in value.keywords.items()))
+        return ("partial", _key(value.func, depth + 1), tuple(_key(a, depth + 1) for a in value.args), keywords)
+    if isinstance(value, property):
+        return ("property", *(_key(f, depth + 1) for f in (value.fget, value.fset, value.fdel)))
+    return id(value)
+
+
+def _part(obj) -> str:
+    """The part name (as interpreter_ids names it) of a module or class of ``triton.language``."""
+    if isinstance(obj, types.ModuleType):
+        return _short(obj.__name__)
+    return f"{_short(obj.__module__)}.{obj.__qualname__}"
+
+
+def _language_patches() -> dict[tuple[str, str], set]:
+    """``_language_allowed`` as this process's interpreter makes it (empty without one, or on a Triton
+    whose interpreter does not list its replacements)."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    frontend = sys.modules.get("tritongym.evaluate.frontend")
+    if interpreter is None or not hasattr(interpreter, "_LangPatchScope"):
         return {}
-    parts = {f"interpreter.{name}".rstrip("."): getattr(module, name) if name else module for name in INTERPRETER_PARTS}
-    parts["numpy"] = sys.modules.get("numpy")
-    parts["interpreter_libdevice"] = sys.modules.get("tritongym.evaluate.interpreter_libdevice")  # its table
-    return {
-        (part, k): id(v)
-        for part, obj in parts.items()
-        if obj is not None
+    import triton.language as tl
+
+    def probe():
+        pass
+
+    allowed: dict[tuple[str, str], set] = {}
+    try:
+        scope = interpreter._patch_lang(types.FunctionType(probe.__code__, {"tl": tl, "core": tl.core}))
+        patched = [(obj, name, getattr(obj, name)) for obj, name, _ in scope._changes]
+        scope.restore()
+    except Exception:  # an interpreter of another shape: every attribute compared by its id
+        return {}
+    pristine = {id(obj): values for obj, values in getattr(frontend, "_PRISTINE", [])}
+    for obj, name, value in patched:
+        keys = allowed.setdefault((_part(obj), name), set())
+        keys.add(_key(value))
+        if name in pristine.get(id(obj), {}):
+            keys.add(_key(pristine[id(obj)][name]))
+        elif name in vars(obj):
+            keys.add(_key(vars(obj)[name]))
+    return allowed
+
+
+def _short(module: str) -> str:
+    """A part's name in a report: the interpreter's as ``interpreter`` (``interpreter.InterpreterBuilder``)."""
+    return "interpreter" + module.removeprefix("triton.runtime.interpreter") if module.startswith(
+        "triton.runtime.interpreter") else module  # fmt: skip
+
+
+def _interpreter_parts() -> dict[str, object]:
+    """Every namespace watched under INTERPRETER_PACKAGES, by part name: the loaded modules, the classes
+    each defines, the interpreter's C module (``interpreter._interpreter``) and its objects."""
+    parts: dict[str, object] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not any(name == p or name.startswith(p + ".") for p in INTERPRETER_PACKAGES):
+            continue
+        parts[_short(name)] = module
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == name:
+                parts[f"{_short(name)}.{value.__qualname__}"] = value
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    native = getattr(interpreter, "_interpreter", None)
+    if native is not None:
+        parts["interpreter._interpreter"] = native
+    return parts
+
+
+def interpreter_ids() -> dict[tuple[str, str], object]:
+    """The ids of the attributes of Triton's interpreter and language modules and of their classes,
+    of NumPy and of the judge's libdevice table, by (part, name); empty where the interpreter is not
+    loaded."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if interpreter is None:
+        return {}
+    ids = {
+        (part, k): _key(v) if (part, k) in _language_allowed else id(v)
+        for part, obj in _interpreter_parts().items()
         for k, v in list(vars(obj).items())
-        if k != "__warningregistry__"  # Python's record of the warnings a module's code has raised
+        if k not in _CACHES
     }
+    for name in INTERPRETER_OBJECTS:
+        obj = getattr(interpreter, name, None)
+        if obj is not None and hasattr(obj, "__dict__"):
+            ids.update(
+                {(f"interpreter.{name}", k): id(v) for k, v in list(vars(obj).items()) if not isinstance(v, _PLAIN)}
+            )
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        ids.update({("numpy", k): id(v) for k, v in list(vars(numpy).items())})
+    libdevice = sys.modules.get("tritongym.evaluate.interpreter_libdevice")
+    if libdevice is not None:
+        ids.update({("interpreter_libdevice", k): id(v) for k, v in list(vars(libdevice).items())})
+        table = getattr(libdevice, "SYMBOLS", None)  # read-only, and its mapping reachable through gc
+        if table is not None:
+            ids.update({("interpreter_libdevice.SYMBOLS", k): id(v) for k, v in list(table.items())})
+    return ids
 
 
 def interpreter_changes(expected: dict[tuple[str, str], int] | None = None) -> list[str]:
     """What of the interpreter and NumPy differs from ``expected`` (default: the runner's baseline):
-    an attribute replaced or removed, or added to the interpreter (NumPy adds its lazily loaded
-    submodules, which change none of its functions). Code called by an interpreted kernel's operations
-    runs inside the candidate's own launch: a replaced builder method would be host code computing
-    the answer while the kernel appears to."""
+    an attribute replaced or removed, or added to a watched namespace (NumPy adds its lazily loaded
+    submodules, and a package gains a submodule once imported, which change no function; a module
+    first loaded after ``expected`` has nothing to compare). Code called by an interpreted kernel's
+    operations runs inside the candidate's own launch: a replaced builder method would be host code
+    computing the answer while the kernel appears to."""
     expected = _interpreter_baseline if expected is None else expected
     if not expected:
         return []
     now = interpreter_ids()
-    keys = expected.keys() | {key for key in now if key[0] != "numpy"}
-    return sorted(f"{part}.{name}" for part, name in keys if expected.get((part, name)) != now.get((part, name)))
+    parts = {part for part, _ in expected}
+    added = {key for key in now.keys() - expected.keys() if key[0] in parts and key[0] != "numpy"}
+    modules = _interpreter_parts()
+    added = {
+        (part, name)
+        for part, name in added
+        if not isinstance(vars(modules[part]).get(name) if part in modules else None, types.ModuleType)
+    }
+    keys = expected.keys() | added
+    return sorted(
+        f"{part}.{name}"
+        for part, name in keys
+        if expected.get((part, name)) != now.get((part, name))
+        and now.get((part, name)) not in _language_allowed.get((part, name), ())
+    )
 
 
 class ProcessState:
     """The runner's state before its candidate was imported."""
 
     def __init__(self) -> None:
-        global _interpreter_baseline
+        global _interpreter_baseline, _language_allowed
+        _language_allowed = _language_patches()
         _interpreter_baseline = interpreter_ids()
         self.attributes = _attribute_ids()
         self.class_keys = _class_keys()
