@@ -6,9 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.speed import check_batch
 
 HERE = Path(__file__).parent / "redteam13"
 
@@ -26,3 +30,37 @@ def test_triton_python_an_interpreted_grid_runs_through_is_watched(judge, route,
     assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
     assert replaced in result.feedback
 
+
+def _linear(x: torch.Tensor, w: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return torch.relu((x.to(dtype) @ w.to(dtype).T).float())
+
+
+@pytest.mark.parametrize(
+    ("timed", "verdict"),
+    [(torch.bfloat16, Verdict.PRECISION), (torch.float16, Verdict.PRECISION), (torch.float32, None)],
+    ids=["bf16", "fp16", "float32"],
+)
+def test_a_timed_call_is_held_to_the_trials_precision(timed, verdict):
+    """#2: the timed batches' outputs were checked at the loose tolerance only (1e-2), so a solution
+    exact in its trials and in bf16 (or TF32, fp16) once timed passed, timed at the narrow type's speed.
+    The trial's comparison gives each output a bound (compare.timed_bound) that the timed calls are
+    held to; float32 computed in another order (the honest counterpart) stays within it."""
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(96, 256, generator=gen) / 16
+    trial_x = torch.randn(64, 256, generator=gen)
+    reference, reference64 = _linear(trial_x, w, torch.float32), _linear(trial_x.double(), w.double(), torch.float64)
+    trial = compare_outputs(_linear(trial_x, w, torch.float32), reference, reference64, Tolerance())
+    assert trial.ok and trial.bounds and trial.bounds[0] < 1e-4, trial
+    calls = [torch.randn(64, 256, generator=gen) for _ in range(5)]
+    expected = [[_linear(x, w, torch.float32)] for x in calls]
+    if timed is torch.float32:  # the same float32 product summed in another order: an honest kernel's
+        got = [torch.stack([torch.relu(sum((x[:, k::4] @ w[:, k::4].T) for k in range(4))) for x in calls])]
+    else:
+        got = [torch.stack([_linear(x, w, timed) for x in calls])]
+    check_batch(expected, got, 1)  # the loose check alone passes every one of them
+    if verdict is None:
+        check_batch(expected, got, 1, trial.bounds)
+        return
+    with pytest.raises(Failure) as raised:
+        check_batch(expected, got, 1, trial.bounds)
+    assert raised.value.verdict is verdict and "lower precision" in raised.value.feedback

@@ -194,6 +194,10 @@ class JobState:
     output_strides: list = field(default_factory=list)
     """Each output tensor's strides in the last trial, as the runner reported them (its word: the
     timing's output slots take a dense one, speed.slot_specs)."""
+    timed_bounds: list = field(default_factory=list)
+    """Per output tensor, the largest error against the reference's output a timed call may have, as a
+    fraction of that output's largest magnitude: the loosest any trial allowed (compare.timed_bound),
+    None where the output must match exactly (speed.check_batch)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -352,9 +356,18 @@ def run_trials(
         del out
         if outcome.verdict is not Verdict.OK:
             return outcome, trial
+        state.timed_bounds = merged_bounds(state.timed_bounds, outcome.bounds)
         if outcome.errors and (worst is None or outcome.errors.max_abs_error > worst.max_abs_error):
             worst = outcome.errors
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
+
+
+def merged_bounds(before: list, bounds: list) -> list:
+    """Each output's timed bound over the trials so far: the loosest (None, exact, only where every
+    trial's was)."""
+    if not before:
+        return list(bounds)
+    return [b if a is None else a if b is None else max(a, b) for a, b in zip(before, bounds, strict=False)]
 
 
 def compute_listing(compute: collections.Counter) -> str:
