@@ -64,3 +64,15 @@ def test_a_timed_call_is_held_to_the_trials_precision(timed, verdict):
     with pytest.raises(Failure) as raised:
         check_batch(expected, got, 1, trial.bounds)
     assert raised.value.verdict is verdict and "lower precision" in raised.value.feedback
+
+
+@pytest.mark.parametrize("setting", ["fp16_accumulation", "math_sdp_reduction", "flush_denormal", "cudnn_off"])
+def test_a_library_switch_the_list_never_named_is_tampering(judge, setting):
+    """#3: torch's switches beside the hand-made list of taint.py (cuBLAS's fp16 accumulation, the math
+    attention's fp16/bf16 reduction, flushed subnormals, cuDNN off) were never read: ``ok``. Every
+    setting getter of torch's C module is read now."""
+    source = (HERE / "narrows_a_library_setting.py").read_text()
+    source = source.replace('SETTING = "fp16_accumulation"', f'SETTING = "{setting}"')
+    result = judge(small_problem("vector_add"), source, config())
+    assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
+    assert "changed torch settings" in result.feedback

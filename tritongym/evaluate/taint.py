@@ -65,6 +65,16 @@ def _attribute_ids() -> dict[tuple[str, str], int]:
     return {k: v for k, v in ids.items() if k not in _VOLATILE}
 
 
+LIBRARY_SETTING_WORDS = ("allow", "enabled", "deterministic", "benchmark", "precision", "preferred", "backend",
+                         "sdp", "qengine", "immediate", "depthwise", "carveout")  # fmt: skip
+"""Every getter of torch's C module (``torch._C._get_*``) whose name has one of these words is read as a
+setting: the numeric and library switches behind ``torch.backends`` (cuBLAS's fp16 accumulation, the
+math attention's fp16/bf16 reduction, cuDNN and oneDNN on or off, their preferred libraries), each
+spelled in Python in its own way (properties, a module's ``__getattr__``, setter functions), so that
+a switch this list never named (red team 13 #3: ``allow_fp16_accumulation``,
+``allow_fp16_bf16_reduction_math_sdp``) is read all the same, and a torch that adds one has it read."""
+FP32_PRECISION_OPS = ("all", "matmul", "conv", "rnn")
+"""The operations of ``torch._C._get_fp32_precision_getter`` (per backend: generic, cuda, mkldnn)."""
 FP32_PRECISIONS = ("fp32_precision", "cuda.matmul.fp32_precision", "cudnn.fp32_precision",
                    "cudnn.conv.fp32_precision", "cudnn.rnn.fp32_precision", "mkldnn.fp32_precision")  # fmt: skip
 """torch.backends' TF32 settings of the API that torch 2.9 added beside ``allow_tf32``."""
@@ -78,6 +88,20 @@ def _read(read: Callable[[], object]) -> object:
         return read()
     except Exception as exc:
         return f"unreadable ({type(exc).__name__})"
+
+
+def _plain(getter: Callable[[], object]) -> object:
+    """A getter's value, as a plain value (an enum or a list by its text)."""
+    value = getter()
+    return value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
+
+
+def _flushes_denormals() -> bool:
+    """Whether the CPU flushes float32 subnormals to zero (``torch.set_flush_denormal``, which has no
+    getter): a subnormal's product is zero."""
+    import torch
+
+    return float(torch.tensor([1e-38], dtype=torch.float32).mul_(0.01).item()) == 0.0
 
 
 def _torch_settings() -> dict[str, object]:
@@ -100,6 +124,16 @@ def _torch_settings() -> dict[str, object]:
     }
     for dotted in FP32_PRECISIONS:  # absent from an older torch: unreadable before and after alike
         readers[dotted] = functools.partial(functools.reduce, getattr, dotted.split("."), backends)
+    native = torch._C
+    for name in dir(native):
+        if name.startswith("_get_") and any(word in name for word in LIBRARY_SETTING_WORDS):
+            readers[f"torch._C.{name}"] = functools.partial(_plain, getattr(native, name))
+    precision = getattr(native, "_get_fp32_precision_getter", None)
+    if precision is not None:
+        for backend in ("generic", "cuda", "mkldnn"):
+            for op in FP32_PRECISION_OPS:
+                readers[f"fp32_precision({backend}, {op})"] = functools.partial(precision, backend, op)
+    readers["flush_denormal"] = _flushes_denormals
     if hasattr(torch, "get_default_device"):
         readers["default_device"] = lambda: str(torch.get_default_device())
     if torch.cuda.is_initialized():
