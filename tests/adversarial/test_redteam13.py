@@ -21,10 +21,20 @@ def config(**overrides) -> EvalConfig:
     return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
 
 
-@pytest.mark.parametrize(("route", "replaced"), [("semantic", "TritonSemantic.add"), ("executor", "GridExecutor")])
+@pytest.mark.parametrize(
+    ("route", "replaced"),
+    [
+        ("semantic", "TritonSemantic.add"),
+        ("executor", "GridExecutor._restore_args_dev"),
+        ("builder_object", "interpreter_builder.create_fadd"),
+        ("libdevice", "SYMBOLS.__nv_copysignf"),
+    ],
+)
 def test_triton_python_an_interpreted_grid_runs_through_is_watched(judge, route, replaced):
-    """#1: a method of Triton's semantic layer, or of the interpreter's grid executor, replaced at import
-    computed the softmax with NumPy inside the solution's own launch: ``ok`` on the CPU."""
+    """#1: a method of Triton's semantic layer or of the interpreter's grid executor replaced at import,
+    an attribute set on the interpreter's builder object, or an entry of the libdevice table written
+    behind its read-only view computed the softmax with NumPy inside the solution's own launch: ``ok``
+    on the CPU."""
     source = (HERE / "semantic_method_does_the_work.py").read_text().replace('ROUTE = "semantic"', f'ROUTE = "{route}"')
     result = judge(small_problem("04_softmax"), source, config())
     assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
@@ -76,3 +86,25 @@ def test_a_library_switch_the_list_never_named_is_tampering(judge, setting):
     result = judge(small_problem("vector_add"), source, config())
     assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
     assert "changed torch settings" in result.feedback
+
+
+@pytest.mark.parametrize(
+    ("route", "verdict"),
+    [
+        ("forward", Verdict.RUNTIME_ERROR),
+        ("like", Verdict.RUNTIME_ERROR),
+        ("constructor", Verdict.RUNTIME_ERROR),
+        ("type", Verdict.OK),
+        ("device", Verdict.OK),
+        ("buffer", Verdict.OK),
+    ],
+)
+def test_a_tensor_made_on_a_device_named_cpu_is_host_memory(judge, route, verdict):
+    """#4: ``device="cpu"`` written out is the host on a GPU too (Triton refuses the launch); it was
+    taken as placed. What forward reads from its inputs (``a.device``, ``a.device.type``) names the
+    GPU there, and a buffer is moved by ``model.to``: those stay ``ok``."""
+    source = (HERE / "device_named_cpu.py").read_text().replace('ROUTE = "forward"', f'ROUTE = "{route}"')
+    result = judge(small_problem("vector_add"), source, config())
+    assert result.verdict is verdict, result.feedback
+    if verdict is Verdict.RUNTIME_ERROR:
+        assert 'with device="cpu"' in result.feedback
