@@ -12,7 +12,8 @@ a TorchFunctionMode that marks what a GPU would hold on the host (the constructo
 ``torch.device`` context of the runner's device, on a GPU too): the result of any call given no
 tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, ``normal``,
 ``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
-given: not marked), and of any operation whose tensor arguments are all marked (``.float()``,
+given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4), and
+of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
 place their result. ``torch.from_numpy``, ``torch.frombuffer`` and DLPack's ``from_dlpack`` reach no
 mode: while it watches, they are wrapped (red team 11 #2), and what they return is marked. What no
