@@ -95,6 +95,7 @@ def test_a_library_switch_the_list_never_named_is_tampering(judge, setting):
         ("like", Verdict.RUNTIME_ERROR),
         ("constructor", Verdict.RUNTIME_ERROR),
         ("type", Verdict.OK),
+        ("to_type", Verdict.OK),
         ("device", Verdict.OK),
         ("buffer", Verdict.OK),
     ],
