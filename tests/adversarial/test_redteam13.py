@@ -109,3 +109,12 @@ def test_a_tensor_made_on_a_device_named_cpu_is_host_memory(judge, route, verdic
     assert result.verdict is verdict, result.feedback
     if verdict is Verdict.RUNTIME_ERROR:
         assert 'with device="cpu"' in result.feedback
+
+
+def test_numpys_own_python_below_what_the_interpreter_calls_is_watched(judge):
+    """#5: ``numpy.lib._stride_tricks_impl._broadcast_to`` (what ``np.broadcast_to`` calls for
+    ``tl.broadcast_to``) replaced at import computed the softmax inside the solution's own launch:
+    ``ok``, with every attribute of ``numpy`` itself watched."""
+    result = judge(small_problem("04_softmax"), (HERE / "numpy_internals_do_the_work.py").read_text(), config())
+    assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
+    assert "numpy.lib._stride_tricks_impl._broadcast_to" in result.feedback

@@ -161,7 +161,7 @@ _PLAIN = (int, float, complex, bool, str, bytes, tuple, type(None))
 _CACHES = frozenset({"__warningregistry__", "__slotnames__"})
 """What Python itself adds to a namespace as it runs: a module's record of the warnings its code raised,
 a class's slot names, cached by ``copy`` the first time one of its objects is copied."""
-_interpreter_baseline: dict[tuple[str, str], object] = {}
+_interpreter_baseline: dict[str, tuple[tuple, tuple]] = {}
 """``interpreter_ids()`` of the runner before its candidate was imported (ProcessState)."""
 _language_allowed: dict[tuple[str, str], set] = {}
 """For each attribute of ``triton.language`` that the interpreter replaces while a kernel runs (and
@@ -233,81 +233,133 @@ def _short(module: str) -> str:
         "triton.runtime.interpreter") else module  # fmt: skip
 
 
-def _interpreter_parts() -> dict[str, object]:
-    """Every namespace watched under INTERPRETER_PACKAGES, by part name: the loaded modules, the classes
-    each defines, the interpreter's C module (``interpreter._interpreter``) and its objects."""
-    parts: dict[str, object] = {}
+NAMESPACE, OBJECT, REACHED, TABLE = "namespace", "object", "reached", "table"
+"""How a part is read: a module's or class's attributes (every one), an object's (what is not plain
+data), a reached module's (its functions and classes: its data may change as it runs, warnings'
+filters), a mapping's entries."""
+_UNWATCHED = frozenset({"_frozen_importlib", "sys"})
+"""Modules an interpreted grid reaches whose attributes are the import system's or the process's state."""
+_parts: list[tuple[str, object, str]] = []
+"""(part, namespace, kind) of everything watched, found once, when the runner's baseline is taken
+(``_found``, ProcessState): a module loaded later has nothing to compare."""
+
+
+def _in_packages(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in INTERPRETER_PACKAGES)
+
+
+def _reached_modules() -> list[str]:
+    """The modules besides INTERPRETER_PACKAGES whose functions an interpreted grid calls: every module
+    of NumPy (the builder computes with it: ``np.sum`` calls ``numpy._core.fromnumeric._wrapreduction``,
+    ``np.broadcast_to`` calls ``numpy.lib._stride_tricks_impl._broadcast_to``; red team 13 #5 replaced
+    the latter) and each module that the interpreter's and ``triton.language``'s modules hold or hold a
+    function of (``inspect``, ``functools``, ``math``, ``builtins``, ``warnings``, Triton's own)."""
+    names = {name for name in list(sys.modules) if name.startswith("numpy.")}
     for name, module in list(sys.modules.items()):
-        if module is None or not any(name == p or name.startswith(p + ".") for p in INTERPRETER_PACKAGES):
+        if module is None or not _in_packages(name):
             continue
-        parts[_short(name)] = module
         for value in list(vars(module).values()):
-            if isinstance(value, type) and value.__module__ == name:
-                parts[f"{_short(name)}.{value.__qualname__}"] = value
-    interpreter = sys.modules.get("triton.runtime.interpreter")
-    native = getattr(interpreter, "_interpreter", None)
-    if native is not None:
-        parts["interpreter._interpreter"] = native
-    return parts
+            held = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(held, str) and (callable(value) or isinstance(value, types.ModuleType)):
+                names.add(held)
+    return sorted(n for n in names if n in sys.modules and n not in _UNWATCHED and n != "numpy" and not _in_packages(n))
 
 
-def interpreter_ids() -> dict[tuple[str, str], object]:
-    """The ids of the attributes of Triton's interpreter and language modules and of their classes,
-    of NumPy and of the judge's libdevice table, by (part, name); empty where the interpreter is not
-    loaded."""
+def _found() -> list[tuple[str, object, str]]:
+    """Every namespace watched, by part name: the loaded modules under INTERPRETER_PACKAGES and the
+    classes each defines, the interpreter's C module (``interpreter._interpreter``) and objects, NumPy,
+    the modules an interpreted grid reaches, the judge's libdevice module and its table."""
+    if _parts:
+        return _parts
     interpreter = sys.modules.get("triton.runtime.interpreter")
     if interpreter is None:
-        return {}
-    ids = {
-        (part, k): _key(v) if (part, k) in _language_allowed else id(v)
-        for part, obj in _interpreter_parts().items()
-        for k, v in list(vars(obj).items())
-        if k not in _CACHES
-    }
+        return _parts
+    found: list[tuple[str, object, str]] = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not _in_packages(name):
+            continue
+        found.append((_short(name), module, NAMESPACE))
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == name:
+                found.append((f"{_short(name)}.{value.__qualname__}", value, NAMESPACE))
+    native = getattr(interpreter, "_interpreter", None)
+    if native is not None:
+        found.append(("interpreter._interpreter", native, NAMESPACE))
     for name in INTERPRETER_OBJECTS:
         obj = getattr(interpreter, name, None)
         if obj is not None and hasattr(obj, "__dict__"):
-            ids.update(
-                {(f"interpreter.{name}", k): id(v) for k, v in list(vars(obj).items()) if not isinstance(v, _PLAIN)}
-            )
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        ids.update({("numpy", k): id(v) for k, v in list(vars(numpy).items())})
+            found.append((f"interpreter.{name}", obj, OBJECT))
+    if "numpy" in sys.modules:
+        found.append(("numpy", sys.modules["numpy"], NAMESPACE))
+    found += [(name, sys.modules[name], REACHED) for name in _reached_modules()]
     libdevice = sys.modules.get("tritongym.evaluate.interpreter_libdevice")
     if libdevice is not None:
-        ids.update({("interpreter_libdevice", k): id(v) for k, v in list(vars(libdevice).items())})
+        found.append(("interpreter_libdevice", libdevice, NAMESPACE))
         table = getattr(libdevice, "SYMBOLS", None)  # read-only, and its mapping reachable through gc
         if table is not None:
-            ids.update({("interpreter_libdevice.SYMBOLS", k): id(v) for k, v in list(table.items())})
-    return ids
+            found.append(("interpreter_libdevice.SYMBOLS", table, TABLE))
+    _parts[:] = found
+    return _parts
 
 
-def interpreter_changes(expected: dict[tuple[str, str], int] | None = None) -> list[str]:
-    """What of the interpreter and NumPy differs from ``expected`` (default: the runner's baseline):
-    an attribute replaced or removed, or added to a watched namespace (NumPy adds its lazily loaded
-    submodules, and a package gains a submodule once imported, which change no function; a module
-    first loaded after ``expected`` has nothing to compare). Code called by an interpreted kernel's
-    operations runs inside the candidate's own launch: a replaced builder method would be host code
-    computing the answer while the kernel appears to."""
+def _entries(obj: object, kind: str) -> dict:
+    return dict(obj.items()) if kind == TABLE else vars(obj)
+
+
+def interpreter_ids() -> dict[str, tuple[tuple, tuple]]:
+    """A snapshot of Triton's interpreter and language modules and their classes, NumPy, what an
+    interpreted grid reaches and the judge's libdevice table: per part, its names and their values' ids
+    (compared by ``interpreter_changes``); empty where the interpreter is not loaded. About 7,000
+    values in 0.7 ms (red team 13: a dictionary per value took 5 ms, at each grid's start and end)."""
+    snapshot = {}
+    for part, obj, kind in _found():
+        entries = _entries(obj, kind)
+        snapshot[part] = (tuple(entries), tuple(map(id, entries.values())))
+    return snapshot
+
+
+def _ignored(part: str, kind: str, name: str, now: dict, before: dict) -> bool:
+    """Whether a name whose value differs between two snapshots changed nothing an interpreted grid runs."""
+    absent = object()
+    value = now.get(name, absent)
+    if name in _CACHES:
+        return True
+    if value is absent:  # removed
+        return False
+    if name not in before and (isinstance(value, types.ModuleType) or part == "numpy"):
+        return True  # a submodule imported since (NumPy's are loaded lazily)
+    if kind == REACHED and not callable(value):
+        return True
+    if kind == OBJECT and isinstance(value, _PLAIN):
+        return True
+    return _key(value) in _language_allowed.get((part, name), ())
+
+
+def interpreter_changes(expected: dict | None = None) -> list[str]:
+    """What of the interpreter and NumPy differs from ``expected`` (default: the runner's baseline): an
+    attribute replaced or removed, or added (NumPy adds its lazily loaded submodules, and a package
+    gains a submodule once imported, which change no function; a reached module's data and an object's
+    plain data may change as they run; the interpreter's own replacements of ``triton.language`` are
+    allowed: ``_language_allowed``). Code called by an interpreted kernel's operations runs inside the
+    candidate's own launch: a replaced builder method would be host code computing the answer while
+    the kernel appears to."""
     expected = _interpreter_baseline if expected is None else expected
     if not expected:
         return []
-    now = interpreter_ids()
-    parts = {part for part, _ in expected}
-    added = {key for key in now.keys() - expected.keys() if key[0] in parts and key[0] != "numpy"}
-    modules = _interpreter_parts()
-    added = {
-        (part, name)
-        for part, name in added
-        if not isinstance(vars(modules[part]).get(name) if part in modules else None, types.ModuleType)
-    }
-    keys = expected.keys() | added
-    return sorted(
-        f"{part}.{name}"
-        for part, name in keys
-        if expected.get((part, name)) != now.get((part, name))
-        and now.get((part, name)) not in _language_allowed.get((part, name), ())
-    )
+    changed = []
+    for part, obj, kind in _found():
+        if part not in expected:
+            continue
+        entries = _entries(obj, kind)
+        names, ids = tuple(entries), tuple(map(id, entries.values()))
+        if (names, ids) == expected[part]:
+            continue
+        before = dict(zip(*expected[part], strict=True))
+        now_ids = dict(zip(names, ids, strict=True))
+        for name in before.keys() | now_ids.keys():
+            if before.get(name) != now_ids.get(name) and not _ignored(part, kind, name, entries, before):
+                changed.append(f"{part}.{name}")
+    return sorted(changed)
 
 
 class ProcessState:
@@ -315,11 +367,12 @@ class ProcessState:
 
     def __init__(self) -> None:
         global _interpreter_baseline, _language_allowed
+        self.settings = _torch_settings()  # first: reading a setting may import what rebinds a watched name
         _language_allowed = _language_patches()
+        _parts.clear()  # found again here: the zygote's guards may have found them before it loaded all
         _interpreter_baseline = interpreter_ids()
         self.attributes = _attribute_ids()
         self.class_keys = _class_keys()
-        self.settings = _torch_settings()
         self.threads = set(threading.enumerate())
 
     def tampering(self) -> list[str]:
