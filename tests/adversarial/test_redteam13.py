@@ -76,7 +76,9 @@ def test_a_timed_call_is_held_to_the_trials_precision(timed, verdict):
     assert raised.value.verdict is verdict and "lower precision" in raised.value.feedback
 
 
-@pytest.mark.parametrize("setting", ["fp16_accumulation", "math_sdp_reduction", "flush_denormal", "cudnn_off"])
+@pytest.mark.parametrize(
+    "setting", ["fp16_accumulation", "math_sdp_reduction", "flush_denormal", "cudnn_off", "autocast"]
+)
 def test_a_library_switch_the_list_never_named_is_tampering(judge, setting):
     """#3: torch's switches beside the hand-made list of taint.py (cuBLAS's fp16 accumulation, the math
     attention's fp16/bf16 reduction, flushed subnormals, cuDNN off) were never read: ``ok``. Every

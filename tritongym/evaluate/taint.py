@@ -134,6 +134,12 @@ def _torch_settings() -> dict[str, object]:
             for op in FP32_PRECISION_OPS:
                 readers[f"fp32_precision({backend}, {op})"] = functools.partial(precision, backend, op)
     readers["flush_denormal"] = _flushes_denormals
+    for device in ("cpu", "cuda"):  # autocast runs forward's PyTorch ops in bf16/fp16 (red team 13 #3)
+        readers[f"autocast({device})"] = functools.partial(torch.is_autocast_enabled, device)
+        readers[f"autocast_dtype({device})"] = functools.partial(
+            _plain, functools.partial(torch.get_autocast_dtype, device)
+        )
+    readers["autocast_cache"] = torch.is_autocast_cache_enabled
     if hasattr(torch, "get_default_device"):
         readers["default_device"] = lambda: str(torch.get_default_device())
     if torch.cuda.is_initialized():

@@ -8,7 +8,9 @@ The kernel is the bundled vector addition: the switch is the whole attack.
 ``SETTING``: ``fp16_accumulation`` (``torch.backends.cuda.matmul.allow_fp16_accumulation``),
 ``math_sdp_reduction`` (``torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)``),
 ``flush_denormal`` (``torch.set_flush_denormal(True)``: the CPU's float32 subnormals become zero),
-``cudnn_off`` (``torch.backends.cudnn.enabled = False``, through ``setattr``)."""
+``cudnn_off`` (``torch.backends.cudnn.enabled = False``, through ``setattr``), ``autocast``
+(``torch.set_autocast_enabled("cpu", True)``, and CUDA's: every PyTorch matmul of forward in bf16,
+on the CPU too)."""
 
 import torch
 import torch.nn as nn
@@ -23,6 +25,9 @@ elif SETTING == "math_sdp_reduction":
     torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)
 elif SETTING == "flush_denormal":
     torch.set_flush_denormal(True)
+elif SETTING == "autocast":
+    torch.set_autocast_enabled("cpu", True)
+    torch.set_autocast_enabled("cuda", True)
 elif SETTING == "cudnn_off":
     cudnn = getattr(torch.backends, "cudnn")  # noqa: B009
     setattr(cudnn, "enabled", False)  # noqa: B010
