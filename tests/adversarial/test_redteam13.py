@@ -120,3 +120,31 @@ def test_numpys_own_python_below_what_the_interpreter_calls_is_watched(judge):
     result = judge(small_problem("04_softmax"), (HERE / "numpy_internals_do_the_work.py").read_text(), config())
     assert result.verdict is Verdict.HACK_TAMPERING, result.feedback
     assert "numpy.lib._stride_tricks_impl._broadcast_to" in result.feedback
+
+
+@pytest.mark.parametrize("route", ["tolist", "numpy", "dummy_first"])
+def test_an_answer_the_host_computed_and_a_kernel_copied_is_not_triton_work(judge, route):
+    """#6: row sums from Python (``tolist``) or NumPy, copied into the output by a Triton kernel, passed
+    every guard (a launch in every trial; the hollow forward returned poison): ``ok`` under ``forbid``.
+    In the hollow forward no kernel runs, so a tensor forward passed to a launch that holds the answer
+    was computed without Triton."""
+    source = (HERE / "host_sum_copied_by_a_kernel.py").read_text().replace('ROUTE = "tolist"', f'ROUTE = "{route}"')
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "already held the correct output" in result.feedback
+
+
+def test_an_answer_made_by_glue_and_copied_by_a_kernel_is_not_triton_work(judge):
+    """#6b: 11_roll's answer made by slices and ``torch.cat`` (glue to the op recorder), then copied."""
+    source = (HERE / "roll_by_glue_copied_by_a_kernel.py").read_text()
+    result = judge(small_problem("11_roll"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+
+
+def test_an_answer_pytorch_computed_and_a_kernel_copied_stays_a_finding_under_penalize(judge):
+    """#6c: under ``penalize`` PyTorch's answer copied by a kernel stays ``ok`` with its finding."""
+    source = (HERE / "torch_answer_copied_by_a_kernel.py").read_text()
+    result = judge(small_problem("04_softmax"), source, config(torch_compute="penalize"))
+    assert result.verdict is Verdict.OK, result.feedback
+    found = [f.message for f in result.findings if f.check == "torch_compute"]
+    assert found and "already holding the output" in found[0], result.findings

@@ -51,6 +51,7 @@ from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, cpu_budget_s
 from tritongym.evaluate.judge.runners import CpuTimeExceeded, OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
+from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -390,9 +391,9 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    without_triton = hollow_still_correct(state, trial, tolerance, other_poison=False)
+    without_triton, made = hollow_still_correct(state, trial, tolerance, other_poison=False)
     if without_triton:  # the answer may be the poison itself (all True): the other one tells (red team 5 #8)
-        without_triton = hollow_still_correct(state, trial, tolerance, other_poison=True)
+        without_triton, _ = hollow_still_correct(state, trial, tolerance, other_poison=True)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
             Verdict.HACK_NO_TRITON,
@@ -401,20 +402,70 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "outside Triton (NumPy, Python, host code) and the kernels are for show. Compute the output with Triton "
             "kernels.",
         )
+    moved = answer_made_before_kernels(made, trial, tolerance)
+    if moved and not compute:  # the kernels only copied an answer the host (or PyTorch's glue) computed
+        raise Failure(
+            Verdict.HACK_NO_TRITON,
+            f"forward passed its Triton kernels {moved} that already held the correct output before any of them "
+            "ran (in a forward whose launches did nothing): the result is computed outside Triton (NumPy, Python, "
+            "host code, PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
+        )
     if not compute or state.job.torch_compute == "allow":
         return []
     message = compute_listing(compute)
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
+    elif moved:
+        message += f" (forward passed its kernels {moved} already holding the output before any of them ran)"
     return [{"check": "torch_compute", "message": message}]
 
 
-def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> bool:
+def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> tuple[bool, list]:
     """Whether forward's output is still right when no launch of the candidate's kernels runs and the
-    buffers they would write hold one of the two poisons."""
-    asked = inputs_message(state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison)
-    hollow = state.ask(asked, (p.HollowResult,), max_payload=answer_bound(trial))
-    return output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
+    buffers they would write hold one of the two poisons; and the tensors of an output's size forward
+    made and passed to a launch, as they were then (runner.MadeBeforeKernels)."""
+    answers = [[t.numel(), str(t.dtype)] for t in tensor_leaves(trial.expected)]
+    asked = inputs_message(
+        state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison, answers=answers
+    )
+    hollow = state.ask(asked, (p.HollowResult,), max_payload=3 * answer_bound(trial))
+    correct = output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
+    made = hollow.made if isinstance(hollow.made, list) else []
+    return correct, [t for t in made if isinstance(t, torch.Tensor)]
+
+
+def answer_made_before_kernels(made: list, trial, tolerance: Tolerance) -> str:
+    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
+    and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
+    reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
+    one of the inputs already holds within that tolerance (an eval-mode batch norm of fresh statistics
+    is its input), is not looked for: an honest kernel's zeroed buffer or copied input would hold it."""
+    expected, expected64 = tensor_leaves(trial.expected), trial.expected64
+    leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
+    inputs = tensor_leaves(trial.inputs)
+    for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
+        if not e.numel() or _constant(e) or any(_holds(x, e, e64, tolerance) for x in inputs):
+            continue
+        if any(_holds(t, e, e64, tolerance) for t in made):
+            return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
+    return ""
+
+
+def _holds(t: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance) -> bool:
+    """Whether ``t``'s elements, in order, are the output ``e`` within the trials' tolerance."""
+    if t.numel() != e.numel() or t.dtype != e.dtype:
+        return False
+    try:
+        return compare_outputs(t.reshape(e.shape).to(e.device), e, e64, tolerance).ok
+    except Exception as exc:  # a copy that cannot be compared holds no answer
+        if is_out_of_memory(exc):
+            raise
+        return False
+
+
+def _constant(t: torch.Tensor) -> bool:
+    flat = t.reshape(-1)
+    return bool((flat == flat[0]).all()) or (t.is_floating_point() and bool(torch.isnan(flat).all()))
 
 
 def output_still_correct(value, trial, tolerance: Tolerance) -> bool:

@@ -350,10 +350,12 @@ class Runner:
         keep: set[int] = set()
         held: set[int] = set()
         saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        made = MadeBeforeKernels(message.answers)
 
         def skip(args: tuple, kwargs: dict) -> None:
             for value in (*args, *kwargs.values()):
                 if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
+                    made.see(value)  # before the poison: what forward put there, no kernel having run
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
                     poison(value, message.other_poison)
@@ -366,14 +368,16 @@ class Runner:
             # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
             # put back after the answer, as every kept tensor is
             keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
-            held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model)}
+            kept = kept_tensors(self.model)
+            held |= {t.untyped_storage().data_ptr() for t in kept}
+            made.before(kept)
             with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
                 got = self.model(*given)
             self.synchronize()
             answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
             got, answered = None, False
-        self.send(p.HollowResult(value=None if answered else got, out_slots=answered))
+        self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=made.copies or None))
         with torch.no_grad():  # the calls after this one (timing) see the state the trials left
             for tensor, copy in reversed(saved):
                 tensor.copy_(copy)
@@ -481,6 +485,48 @@ def kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
                 items = list((list if isinstance(value, list) else tuple).__iter__(value))
             found += [t for t in items[:1024] if isinstance(t, torch.Tensor)]
     return found
+
+
+class MadeBeforeKernels:
+    """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
+    there: copies of those of an output's size and dtype (``answers``: [numel, dtype] per output
+    tensor), taken before the poison, the latest ``PER_OUTPUT`` per output tensor (an answer is
+    handed to the launches that write the output, last) and none that holds one value everywhere (a
+    zeroed or fresh buffer; a constant answer is not looked for). The model's kept tensors (a buffer,
+    an attribute: an honest kernel's output buffer holds the last call's answer, for these very
+    inputs) only where forward changed them before the launch (``before``: their contents when
+    forward started). No kernel runs in a hollow forward, so whatever holds the answer there was
+    computed by host code, NumPy or PyTorch, and the kernels only moved it (red team 13 #6)."""
+
+    PER_OUTPUT = 4
+
+    def __init__(self, answers: list) -> None:
+        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
+        self.limit = self.PER_OUTPUT * len(answers)
+        self.copies: list[torch.Tensor] = []
+        self.seen: set[int] = set()
+        self.kept: dict[int, torch.Tensor] = {}
+
+    def before(self, kept: list[torch.Tensor]) -> None:
+        for t in kept:
+            if self._wanted(t):
+                self.kept[t.untyped_storage().data_ptr()] = t.detach().clone()
+
+    def _wanted(self, t: torch.Tensor) -> bool:
+        return (t.numel(), str(t.dtype)) in self.wanted and t.layout is torch.strided
+
+    def see(self, t: torch.Tensor) -> None:
+        address = t.untyped_storage().data_ptr()
+        if address in self.seen or not self._wanted(t) or not t.numel():
+            return
+        self.seen.add(address)
+        start = self.kept.get(address)
+        if start is not None and start.shape == t.shape and torch.equal(start, t):
+            return  # a kept tensor forward left as it was: the last call's, not this forward's work
+        flat = t.detach().reshape(-1)
+        if bool((flat == flat[0]).all()):
+            return
+        self.copies = [*self.copies, flat.to("cpu", copy=True)][-self.limit :]
 
 
 def poison(t: torch.Tensor, other: bool = False) -> None:
