@@ -5,8 +5,10 @@ them into the output. Every trial launched the solution's own kernel, and the ho
 launch skipped, the buffers it would write poisoned) returned poison, as an honest kernel's does: ``ok``
 under ``torch_compute="forbid"``, paid on the CPU as the honest kernel is. ``ROUTE = "dummy_first"``
 launches the copy kernel once on scratch memory before computing the sums (the answer held only by
-the second launch's argument). On a GPU ``.tolist()`` copies to the host and works (``.numpy()``
-raises): timed at the speed of Python's loop, the one signal the CPU does not have."""
+the second launch's argument); ``ROUTE = "in_a_tuple"`` hands the sums to the kernel inside a tuple
+argument (which Triton flattens), where the hollow forward did not look. On a GPU ``.tolist()``
+copies to the host and works (``.numpy()`` raises): timed at the speed of Python's loop, the one
+signal the CPU does not have."""
 
 import torch
 import torch.nn as nn
@@ -22,6 +24,12 @@ def copy_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=offsets < n), mask=offsets < n)
 
 
+@triton.jit
+def copy_pair_kernel(pair, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(pair[1] + offsets, tl.load(pair[0] + offsets, mask=offsets < n), mask=offsets < n)
+
+
 class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
@@ -31,5 +39,8 @@ class ModelNew(nn.Module):
             copy_kernel[(triton.cdiv(n, 1024),)](scratch, out, n, BLOCK=1024)
         sums = x.numpy().sum(axis=1) if ROUTE == "numpy" else [sum(row) for row in x.tolist()]
         src = torch.tensor(sums, dtype=x.dtype, device=x.device)
-        copy_kernel[(triton.cdiv(n, 1024),)](src, out, n, BLOCK=1024)
+        if ROUTE == "in_a_tuple":
+            copy_pair_kernel[(triton.cdiv(n, 1024),)]((src, out), n, BLOCK=1024)
+        else:
+            copy_kernel[(triton.cdiv(n, 1024),)](src, out, n, BLOCK=1024)
         return out

@@ -47,7 +47,7 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, cpu_budget_s
+from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, answer_sample, cpu_budget_s
 from tritongym.evaluate.judge.runners import CpuTimeExceeded, OutOfMemory, RunnerHandle, RunnerLost, RunnerSupply
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
@@ -444,19 +444,26 @@ def answer_made_before_kernels(made: list, trial, tolerance: Tolerance) -> str:
     leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
     inputs = tensor_leaves(trial.inputs)
     for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
-        if not e.numel() or _constant(e) or any(_holds(x, e, e64, tolerance) for x in inputs):
+        if not e.numel() or _constant(e) or any(_holds(x.reshape(-1), e, e64, tolerance) for x in inputs):
             continue
-        if any(_holds(t, e, e64, tolerance) for t in made):
+        if any(_holds(t, e, e64, tolerance, sampled=True) for t in made):
             return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
     return ""
 
 
-def _holds(t: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance) -> bool:
-    """Whether ``t``'s elements, in order, are the output ``e`` within the trials' tolerance."""
-    if t.numel() != e.numel() or t.dtype != e.dtype:
+def _holds(flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False) -> bool:
+    """Whether ``flat``'s elements are the output ``e``'s, in order, within the trials' tolerance;
+    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks, compared with those."""
+    if flat.dtype != e.dtype or (flat.numel() != e.numel() and not sampled):
         return False
     try:
-        return compare_outputs(t.reshape(e.shape).to(e.device), e, e64, tolerance).ok
+        e, e64 = e.reshape(-1), (e64.reshape(-1) if isinstance(e64, torch.Tensor) else None)
+        if sampled:
+            picked = answer_sample(e.numel())
+            if flat.numel() != picked.numel():
+                return False
+            e, e64 = e[picked.to(e.device)], (e64[picked.to(e64.device)] if e64 is not None else None)
+        return compare_outputs(flat.to(e.device), e, e64, tolerance).ok
     except Exception as exc:  # a copy that cannot be compared holds no answer
         if is_out_of_memory(exc):
             raise

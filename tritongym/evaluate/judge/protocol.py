@@ -245,9 +245,10 @@ class HollowResult(Message):
     out_slots: bool = False
     """As for Output."""
     made: Tree = None
-    """Copies of the tensors forward made before a launch of its kernels and passed to it, of an
-    output's size and dtype (at most two per output tensor), as they were when the launch was skipped:
-    no kernel had run, so one holding the answer was computed without Triton (red team 13 #6)."""
+    """Of the tensors forward made and passed to a launch of its kernels, of an output's size and dtype,
+    the elements ``runner.answer_sample`` picks, as they were when the launch was skipped (at most
+    four tensors per output tensor): no kernel had run, so one holding the answer was computed
+    without Triton (red team 13 #6)."""
 
 
 @dataclass

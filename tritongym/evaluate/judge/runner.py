@@ -133,6 +133,8 @@ class Runner:
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
+        self.answered = None
+        """The last trial's output, kept allocated until the next call or the hollow forward has run."""
         self.host = HostTensors() if device.type == "cpu" else None
         """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
         memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
@@ -258,6 +260,7 @@ class Runner:
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         # on the CPU what forward allocates with empty holds the poison, as a GPU's free memory does (a
         # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
+        self.answered = None
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
@@ -312,6 +315,9 @@ class Runner:
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
+        # the answer stays allocated until the next call or the hollow forward (on the last trial's inputs):
+        # a buffer that forward allocates there must not be handed its memory, the very answer
+        self.answered = got
         del given, got
         self.release(size)
 
@@ -353,8 +359,8 @@ class Runner:
         made = MadeBeforeKernels(message.answers)
 
         def skip(args: tuple, kwargs: dict) -> None:
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() not in keep:
+            for value in launch_tensors((*args, *kwargs.values())):  # inside a tuple too: Triton flattens it
+                if value.untyped_storage().data_ptr() not in keep:
                     made.see(value)  # before the poison: what forward put there, no kernel having run
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
@@ -371,13 +377,17 @@ class Runner:
             kept = kept_tensors(self.model)
             held |= {t.untyped_storage().data_ptr() for t in kept}
             made.before(kept)
-            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
+            if self.device.type == "cuda":  # no free block holds an earlier answer (the CPU poisons `empty`'s)
+                poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
+            poisoning = OpRecorder(poison_empty=self.device.type == "cpu")
+            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad(), poisoning:
                 got = self.model(*given)
             self.synchronize()
             answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
             got, answered = None, False
         self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=made.copies or None))
+        self.answered = None
         with torch.no_grad():  # the calls after this one (timing) see the state the trials left
             for tensor, copy in reversed(saved):
                 tensor.copy_(copy)
@@ -487,12 +497,38 @@ def kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
     return found
 
 
+ANSWER_SAMPLE = 4096
+"""Elements of a tensor the hollow forward's ``MadeBeforeKernels`` sends, evenly spaced: the judge
+compares them with the same elements of the output (a whole copy of each, for a multi-GiB output on a
+GPU, would cost its transfer and the judge's memory)."""
+
+
+def answer_sample(numel: int) -> torch.Tensor:
+    """The flat indices of the elements compared: ``ANSWER_SAMPLE`` evenly spaced ones, or every one."""
+    if numel <= ANSWER_SAMPLE:
+        return torch.arange(numel)
+    return torch.linspace(0, numel - 1, ANSWER_SAMPLE, dtype=torch.float64).round().long()
+
+
+def launch_tensors(values, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors among a launch's arguments, in a tuple or list argument too (Triton's launcher
+    flattens them into pointers; red team 11 #6)."""
+    found: list[torch.Tensor] = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif type(value) in (tuple, list) and depth < 4:
+            found += launch_tensors(list(value)[:256], depth + 1)
+    return found
+
+
 class MadeBeforeKernels:
     """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
-    there: copies of those of an output's size and dtype (``answers``: [numel, dtype] per output
-    tensor), taken before the poison, the latest ``PER_OUTPUT`` per output tensor (an answer is
-    handed to the launches that write the output, last) and none that holds one value everywhere (a
-    zeroed or fresh buffer; a constant answer is not looked for). The model's kept tensors (a buffer,
+    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), a
+    copy of the elements ``answer_sample`` picks, taken before the poison, the latest ``PER_OUTPUT``
+    per output tensor (an answer is handed to the launches that write the output, last) and none that
+    holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
+    model's kept tensors (a buffer,
     an attribute: an honest kernel's output buffer holds the last call's answer, for these very
     inputs) only where forward changed them before the launch (``before``: their contents when
     forward started). No kernel runs in a hollow forward, so whatever holds the answer there was
@@ -526,7 +562,8 @@ class MadeBeforeKernels:
         flat = t.detach().reshape(-1)
         if bool((flat == flat[0]).all()):
             return
-        self.copies = [*self.copies, flat.to("cpu", copy=True)][-self.limit :]
+        sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
+        self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
 
 
 def poison(t: torch.Tensor, other: bool = False) -> None:
