@@ -510,6 +510,18 @@ def answer_sample(numel: int) -> torch.Tensor:
     return torch.linspace(0, numel - 1, ANSWER_SAMPLE, dtype=torch.float64).round().long()
 
 
+def one_value(flat: torch.Tensor) -> bool:
+    """Whether a flat tensor holds one value everywhere (NaN included), without a temporary of its size
+    (an output may be most of the GPU)."""
+    if flat.dtype is torch.bool:
+        return bool(flat.all()) or not bool(flat.any())
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.is_floating_point() and bool(torch.isnan(flat[0])):
+        return bool(torch.isnan(flat).all())
+    return bool(flat.amax() == flat.amin())
+
+
 def launch_tensors(values, depth: int = 0) -> list[torch.Tensor]:
     """The tensors among a launch's arguments, in a tuple or list argument too (Triton's launcher
     flattens them into pointers; red team 11 #6)."""
@@ -560,7 +572,7 @@ class MadeBeforeKernels:
         if start is not None and start.shape == t.shape and torch.equal(start, t):
             return  # a kept tensor forward left as it was: the last call's, not this forward's work
         flat = t.detach().reshape(-1)
-        if bool((flat == flat[0]).all()):
+        if one_value(flat):
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
