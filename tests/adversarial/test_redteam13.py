@@ -4,6 +4,7 @@ verdict; the candidates run in the session's warm CPU sandbox (Triton's interpre
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,6 +13,8 @@ from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.judge import answer_made_before_kernels
+from tritongym.evaluate.judge.runner import MadeBeforeKernels, answer_sample
 from tritongym.evaluate.judge.speed import check_batch
 
 HERE = Path(__file__).parent / "redteam13"
@@ -148,3 +151,35 @@ def test_an_answer_pytorch_computed_and_a_kernel_copied_stays_a_finding_under_pe
     assert result.verdict is Verdict.OK, result.feedback
     found = [f.message for f in result.findings if f.check == "torch_compute"]
     assert found and "already holding the output" in found[0], result.findings
+
+
+def test_what_the_hollow_forward_sends_of_the_tensors_its_launches_were_handed():
+    """#6: of an output's size and dtype only, none of one value, a kept tensor only where forward changed
+    it, the latest ``PER_OUTPUT`` per output, each as the elements ``answer_sample`` picks."""
+    made = MadeBeforeKernels([[6, "torch.float32"]])
+    kept, changed = torch.arange(6.0), torch.arange(6.0)
+    made.before([kept, changed])
+    changed += 1  # forward wrote it before the launch
+    for t in (kept, changed, torch.zeros(6), torch.arange(6), torch.arange(7.0), *(torch.rand(6) for _ in range(5))):
+        made.see(t)
+    assert len(made.copies) == MadeBeforeKernels.PER_OUTPUT  # the latest
+    assert not any(torch.equal(c, kept) for c in made.copies)
+    big = MadeBeforeKernels([[10_000, "torch.float32"]])
+    big.see(torch.arange(10_000.0))
+    assert big.copies[0].numel() == answer_sample(10_000).numel() == 4096
+    assert big.copies[0][-1] == 9999.0
+
+
+def test_an_answer_an_input_or_a_constant_already_is_not_looked_for():
+    """#6d: an output that one of the inputs holds within tolerance (an eval-mode batch norm of fresh
+    statistics) or that is one value everywhere: an honest kernel's copied input or zeroed buffer."""
+    x = torch.randn(64)
+    trial = SimpleNamespace(inputs=[x], expected=2 * x, expected64=2 * x.double())
+    assert (
+        answer_made_before_kernels([(2 * x)[answer_sample(64)]], trial, Tolerance()) == "a tensor of the output's size"
+    )
+    assert answer_made_before_kernels([(3 * x)[answer_sample(64)]], trial, Tolerance()) == ""
+    near = SimpleNamespace(inputs=[x], expected=x * (1 - 1e-7), expected64=x.double() * (1 - 1e-7))
+    assert answer_made_before_kernels([x.clone()], near, Tolerance()) == ""
+    zeros = SimpleNamespace(inputs=[x], expected=torch.zeros(64), expected64=torch.zeros(64, dtype=torch.float64))
+    assert answer_made_before_kernels([torch.zeros(64)], zeros, Tolerance()) == ""
