@@ -134,7 +134,8 @@ class Runner:
         self.output_layout = None
         self.go = self.done = None
         self.answered = None
-        """The last trial's output, kept allocated until the next call or the hollow forward has run."""
+        """On the CPU, the last trial's output, kept allocated until the next call or the hollow forward
+        has run (MadeBeforeKernels)."""
         self.host = HostTensors() if device.type == "cpu" else None
         """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
         memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
@@ -252,6 +253,7 @@ class Runner:
             torch.cuda.synchronize(self.device)
 
     def call(self, message: p.Call) -> None:
+        self.answered = None  # freed before the GPU's free memory is poisoned
         try:
             given = self.inputs(message)
             if message.poison and self.device.type == "cuda":
@@ -260,7 +262,6 @@ class Runner:
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         # on the CPU what forward allocates with empty holds the poison, as a GPU's free memory does (a
         # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
-        self.answered = None
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         started = thread_starts()
@@ -315,9 +316,11 @@ class Runner:
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
-        # the answer stays allocated until the next call or the hollow forward (on the last trial's inputs):
-        # a buffer that forward allocates there must not be handed its memory, the very answer
-        self.answered = got
+        # on the CPU the answer stays allocated until the next call or the hollow forward (on the last
+        # trial's inputs): a buffer allocated there below the dispatcher, which no poison reaches
+        # (Inductor's empty_strided_cpu), must not be handed its memory, the very answer. A GPU poisons
+        # its free memory before the hollow forward, and holds no output more than it must
+        self.answered = got if self.device.type == "cpu" else None
         del given, got
         self.release(size)
 
@@ -540,11 +543,11 @@ class MadeBeforeKernels:
     copy of the elements ``answer_sample`` picks, taken before the poison, the latest ``PER_OUTPUT``
     per output tensor (an answer is handed to the launches that write the output, last) and none that
     holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
-    model's kept tensors (a buffer,
-    an attribute: an honest kernel's output buffer holds the last call's answer, for these very
-    inputs) only where forward changed them before the launch (``before``: their contents when
-    forward started). No kernel runs in a hollow forward, so whatever holds the answer there was
-    computed by host code, NumPy or PyTorch, and the kernels only moved it (red team 13 #6)."""
+    model's kept tensors (a buffer, an attribute: an honest kernel's output buffer holds the last
+    call's answer, for these very inputs) only where forward changed them before the launch
+    (``before``: their contents when forward started). No kernel runs in a hollow forward, so
+    whatever holds the answer there was computed by host code, NumPy or PyTorch, and the kernels
+    only moved it (red team 13 #6)."""
 
     PER_OUTPUT = 4
 
