@@ -1,6 +1,7 @@
 """The GPU timing's bookkeeping, with fake brackets (the brackets themselves need a GPU: tests/gpu)."""
 
 import dataclasses
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -59,6 +60,7 @@ class FakeBench:
         self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
+        self.state = types.SimpleNamespace(timed_bounds=[0.5])  # the trials' bounds (speed.check_batch)
 
     def fresh_inputs(self):
         return ["sets"]
@@ -92,8 +94,9 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     checked = []
     bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
 
-    def check(expected, got, rep):
+    def check(expected, got, rep, bounds):
         checked.append((expected, got))
+        assert bounds == [0.5]  # the trials' bounds, as the job's state holds them
         bench.order.append("check")
 
     monkeypatch.setattr(speed, "check_batch", check)
@@ -107,7 +110,7 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
 
 
 def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monkeypatch):
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: None)
     slow_flush = FakeBench(0.010, 0.008, 0.002, 0.0025, flush=[80e-6, 80e-6, 1.5e-3, 80e-6])
     assert "L2 flush" in speed.repetition(slow_flush, None, 0, False, CLEAN).contended
     slow_hand_off = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
@@ -176,7 +179,7 @@ def test_the_references_queued_operations_are_counted_as_pytorch_dispatches_them
 
 def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):
     checked = []
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: checked.append(rep))
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: checked.append(rep))
     assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, 3, False, CLEAN) is None
     assert speed.repetition(FakeBench(0.010, 0.008, 0.002, None), None, 4, True, CLEAN) is None
     assert checked == [3, 4]
@@ -228,7 +231,7 @@ def test_a_bracket_reports_the_flush_and_probe_the_gpu_timed():
 def test_a_probe_queued_on_a_gpu_that_caught_up_with_the_host_says_nothing(monkeypatch):
     # a remote bracket: its probe is queued only once the judge saw done, the GPU idle by then; the
     # host took 150 us to launch it (a false alarm at 2x the clean 28 us + 20 us before)
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: None)
     bench = closing_bench()
     late_probe = bench._close(bracket_events(0.150, probe_start_fired=True), in_time=True)
     assert late_probe.probe_s == 0.0 and late_probe.flush_s == pytest.approx(80e-6)

@@ -15,7 +15,8 @@ Pure functions of tensors. Two policies:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -48,6 +49,10 @@ class Comparison:
     verdict: Verdict
     message: str = ""
     stats: ErrorStats | None = None
+    bounds: list[float | None] = field(default_factory=list)
+    """Per tensor leaf of the output: the error a timed call's output may have against the reference's
+    output at the problem's dtype, as a fraction of that output's largest magnitude (``timed_bound``;
+    None where it must match exactly). Filled for an ``ok`` comparison."""
 
     @property
     def ok(self) -> bool:
@@ -257,6 +262,16 @@ def allowed_error(scale: float, rms: float, reference_error: float, dtype: torch
     return tol.factor * max(reference_error, finfo.eps * scale) + floor
 
 
+def timed_bound(allowed: float, reference_error: float, scale: float) -> float:
+    """A timed call's bound (``Comparison.bounds``) from a trial's: the candidate was within
+    ``allowed`` of the float64 result and PyTorch within ``reference_error`` of it, so within their
+    sum of PyTorch's result, relative to the output's largest magnitude ``scale``. The timed batches
+    compare with PyTorch's result alone (no float64 run: speed.check_batch), which allows a few times
+    this (``TIMED_SLACK``): arithmetic at a lower precision than the trials' (TF32, bf16 or fp16 for
+    a float32 problem) is thousands of times over it."""
+    return (allowed + reference_error) / scale if scale > 0 else math.inf
+
+
 def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expected64, tol: Tolerance):
     """Chunk by chunk: a first pass checks non-finite elements and measures the float64 reference
     (largest magnitude, RMS, PyTorch's own error), a second measures the candidate's error."""
@@ -303,7 +318,7 @@ def _compare_float(path: str, got: torch.Tensor, expected: torch.Tensor, expecte
     stats = errors.stats(path, shape, numel, reference_error, overflowed)
     note = _overflow_note(overflowed, got.dtype) if overflowed else ""
     if not stats.mismatched:
-        return Comparison(Verdict.OK, note, stats)
+        return Comparison(Verdict.OK, note, stats, [timed_bound(allowed, reference_error, scale)])
     verdict = Verdict.PRECISION if loose else Verdict.MISMATCH
     return Comparison(verdict, _mismatch_message(stats, verdict, got.dtype), stats)
 
@@ -320,15 +335,16 @@ def _compare_fixed(path: str, got: torch.Tensor, expected: torch.Tensor, tol: To
     atol, rtol = fixed_tolerances(got.dtype)
     atol = tol.atol if tol.atol is not None else atol
     rtol = tol.rtol if tol.rtol is not None else rtol
-    errors = _Errors()
+    errors, scale = _Errors(), 0.0
     for a, b in _spans(numel):
         finite = torch.isfinite(e[a:b])
         ref = torch.where(finite, e[a:b].double(), 0.0)
+        scale = max(scale, float(ref.abs().max())) if b > a else scale
         errors.update(a, torch.where(finite, g[a:b].to(e.device).double(), 0.0), ref, atol + rtol * ref.abs())
     stats = errors.stats(path, shape, numel)
     if stats.mismatched:
         return Comparison(Verdict.MISMATCH, _mismatch_message(stats, Verdict.MISMATCH), stats)
-    return Comparison(Verdict.OK, stats=stats)
+    return Comparison(Verdict.OK, stats=stats, bounds=[timed_bound(atol + rtol * scale, 0.0, scale)])
 
 
 def _compare_exact(path: str, got: torch.Tensor, expected: torch.Tensor) -> Comparison:
@@ -362,9 +378,13 @@ def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) ->
     leaves64 = _leaves(expected64, "output") if expected64 is not None else None
     worst: ErrorStats | None = None
     notes: list[str] = []
+    bounds: list[float | None] = []
     for n, ((path, g), (_, e)) in enumerate(zip(_leaves(got, "output"), _leaves(expected, "output"), strict=True)):
         e64 = leaves64[n][1] if leaves64 is not None else None
-        if not isinstance(e, torch.Tensor):
+        leaf = isinstance(e, torch.Tensor)  # a tensor leaf of the output, as a timed batch holds them
+        if leaf:
+            bounds.append(None)  # exact, unless a float comparison below says what it allows
+        else:
             if not isinstance(e, (bool, int, float, complex)):  # None, a string: nothing numeric to compare
                 if g != e:
                     return Comparison(Verdict.MISMATCH, f"{path}: got {repr(g)[:100]}, expected {repr(e)[:100]}")
@@ -384,6 +404,8 @@ def compare_outputs(got: Any, expected: Any, expected64: Any, tol: Tolerance) ->
             return result
         if result.message:
             notes.append(f"{path}: {result.message}")
+        if leaf and result.bounds:
+            bounds[-1] = result.bounds[0]
         if result.stats and (worst is None or result.stats.max_abs_error > worst.max_abs_error):
             worst = result.stats
-    return Comparison(Verdict.OK, "; ".join(notes), worst)
+    return Comparison(Verdict.OK, "; ".join(notes), worst, bounds)

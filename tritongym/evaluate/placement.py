@@ -12,7 +12,8 @@ a TorchFunctionMode that marks what a GPU would hold on the host (the constructo
 ``torch.device`` context of the runner's device, on a GPU too): the result of any call given no
 tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, ``normal``,
 ``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
-given: not marked), and of any operation whose tensor arguments are all marked (``.float()``,
+given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4), and
+of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
 place their result. ``torch.from_numpy``, ``torch.frombuffer`` and DLPack's ``from_dlpack`` reach no
 mode: while it watches, they are wrapped (red team 11 #2), and what they return is marked. What no
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import weakref
 
 import torch
@@ -71,15 +73,28 @@ _PLACING = frozenset([torch.Tensor.to, torch.Tensor.type_as])
 """Methods whose result is on the device they name, or of the tensor they are given."""
 
 
+_HOST = sys.intern("cpu")
+"""The string ``"cpu"`` as a literal of the candidate's code holds it (Python interns such constants)."""
+
+
+def _names_the_host(device: object) -> bool:
+    """Whether a ``device=`` argument names host memory on every machine: ``"cpu"`` written as a
+    literal (``"cpu:0"`` too), which a GPU's run passes unchanged. What forward reads from a tensor
+    names the tensor's device, the GPU's there: ``x.device`` (a ``torch.device``, which cannot be told
+    from ``torch.device("cpu")``: both stay placed) and ``x.device.type`` or ``str(x.device)``, strings
+    PyTorch makes anew (never the interned literal: they stay placed too)."""
+    return isinstance(device, str) and (device is _HOST or device.startswith("cpu:"))
+
+
 def _to_host(func, args: tuple, kwargs: dict) -> bool:
     """Whether a call copies a tensor to host memory on a GPU: ``.cpu()``, ``.to("cpu")`` (a device
-    named by a string; ``torch.device`` objects are what ``x.device`` gives too, and stay placed)."""
+    named as ``_names_the_host`` says)."""
     if not args or not isinstance(args[0], torch.Tensor):
         return False
     if func is torch.Tensor.cpu:
         return True
     named = [kwargs.get("device"), *args[1:2]] if func is torch.Tensor.to else []
-    return any(isinstance(d, str) and d.split(":")[0] == "cpu" for d in named)
+    return any(_names_the_host(d) for d in named)
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -196,6 +211,12 @@ class HostTensors(TorchFunctionMode):
             if _address(out) == _address(args[0]):  # a GPU's copy to the host: another storage
                 out = out.clone()
             self._mark(out, f"{_name(func)} (a copy in host memory)")
+            return out
+        if func is not torch.Tensor.to and _names_the_host(kwargs.get("device")):
+            # made where the candidate named the host (``torch.empty(n, device="cpu")``, ``empty_like(x,
+            # device="cpu")``): host memory on a GPU, in the constructor too (red team 13 #4)
+            for t in _tensors(out, []):
+                self._mark(t, f'{_name(func)} with device="cpu"')
             return out
         given = _tensors(args, []) + _tensors(kwargs, [])
         if not given and kwargs.get("device") is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import types
 from collections.abc import Callable
 from importlib import import_module
 
@@ -23,6 +24,8 @@ WATCHED_MODULES = (
     "tritongym.evaluate.guards", "tritongym.evaluate.judge.runner", "tritongym.evaluate.judge.protocol",
     "tritongym.evaluate.judge.tree", "tritongym.evaluate.profiling",
     "tritongym.evaluate.taint", "tritongym.evaluate.timing", "tritongym.evaluate.interpreter_libdevice",
+    "tritongym.evaluate.races", "tritongym.evaluate.tf32", "tritongym.evaluate.placement",
+    "tritongym.evaluate.frontend", "tritongym.evaluate.triton_compat",
 )  # fmt: skip
 WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Module", "torch.cuda.Event", "threading.Thread")
 """Classes whose attributes are watched; unlike a module, a class must not even gain one (an added
@@ -62,6 +65,16 @@ def _attribute_ids() -> dict[tuple[str, str], int]:
     return {k: v for k, v in ids.items() if k not in _VOLATILE}
 
 
+LIBRARY_SETTING_WORDS = ("allow", "enabled", "deterministic", "benchmark", "precision", "preferred", "backend",
+                         "sdp", "qengine", "immediate", "depthwise", "carveout")  # fmt: skip
+"""Every getter of torch's C module (``torch._C._get_*``) whose name has one of these words is read as a
+setting: the numeric and library switches behind ``torch.backends`` (cuBLAS's fp16 accumulation, the
+math attention's fp16/bf16 reduction, cuDNN and oneDNN on or off, their preferred libraries), each
+spelled in Python in its own way (properties, a module's ``__getattr__``, setter functions), so that
+a switch this list never named (red team 13 #3: ``allow_fp16_accumulation``,
+``allow_fp16_bf16_reduction_math_sdp``) is read all the same, and a torch that adds one has it read."""
+FP32_PRECISION_OPS = ("all", "matmul", "conv", "rnn")
+"""The operations of ``torch._C._get_fp32_precision_getter`` (per backend: generic, cuda, mkldnn)."""
 FP32_PRECISIONS = ("fp32_precision", "cuda.matmul.fp32_precision", "cudnn.fp32_precision",
                    "cudnn.conv.fp32_precision", "cudnn.rnn.fp32_precision", "mkldnn.fp32_precision")  # fmt: skip
 """torch.backends' TF32 settings of the API that torch 2.9 added beside ``allow_tf32``."""
@@ -75,6 +88,20 @@ def _read(read: Callable[[], object]) -> object:
         return read()
     except Exception as exc:
         return f"unreadable ({type(exc).__name__})"
+
+
+def _plain(getter: Callable[[], object]) -> object:
+    """A getter's value, as a plain value (an enum or a list by its text)."""
+    value = getter()
+    return value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
+
+
+def _flushes_denormals() -> bool:
+    """Whether the CPU flushes float32 subnormals to zero (``torch.set_flush_denormal``, which has no
+    getter): a subnormal's product is zero."""
+    import torch
+
+    return float(torch.tensor([1e-38], dtype=torch.float32).mul_(0.01).item()) == 0.0
 
 
 def _torch_settings() -> dict[str, object]:
@@ -97,6 +124,22 @@ def _torch_settings() -> dict[str, object]:
     }
     for dotted in FP32_PRECISIONS:  # absent from an older torch: unreadable before and after alike
         readers[dotted] = functools.partial(functools.reduce, getattr, dotted.split("."), backends)
+    native = torch._C
+    for name in dir(native):
+        if name.startswith("_get_") and any(word in name for word in LIBRARY_SETTING_WORDS):
+            readers[f"torch._C.{name}"] = functools.partial(_plain, getattr(native, name))
+    precision = getattr(native, "_get_fp32_precision_getter", None)
+    if precision is not None:
+        for backend in ("generic", "cuda", "mkldnn"):
+            for op in FP32_PRECISION_OPS:
+                readers[f"fp32_precision({backend}, {op})"] = functools.partial(precision, backend, op)
+    readers["flush_denormal"] = _flushes_denormals
+    for device in ("cpu", "cuda"):  # autocast runs forward's PyTorch ops in bf16/fp16 (red team 13 #3)
+        readers[f"autocast({device})"] = functools.partial(torch.is_autocast_enabled, device)
+        readers[f"autocast_dtype({device})"] = functools.partial(
+            _plain, functools.partial(torch.get_autocast_dtype, device)
+        )
+    readers["autocast_cache"] = torch.is_autocast_cache_enabled
     if hasattr(torch, "get_default_device"):
         readers["default_device"] = lambda: str(torch.get_default_device())
     if torch.cuda.is_initialized():
@@ -108,55 +151,234 @@ def _class_keys() -> dict[str, frozenset[str]]:
     return {dotted: frozenset(vars(cls)) for dotted, cls in _classes().items()}
 
 
-INTERPRETER_PARTS = ("", "InterpreterBuilder", "TensorHandle", "_interpreter")
-"""What an interpreted kernel's operations run through, under ``triton.runtime.interpreter`` (the
-module itself, its builder, its values, its C module of loads and stores), with NumPy and the judge's
-libdevice table (interpreter_libdevice.py) beside them."""
-_interpreter_baseline: dict[tuple[str, str], int] = {}
+INTERPRETER_PACKAGES = ("triton.runtime.interpreter", "triton.language")
+"""What an interpreted kernel's operations run through: the interpreter (its builder, values, grid
+executor and C module of loads and stores) and every module of ``triton.language`` (the kernel's
+``x + y`` is ``tensor.__add__``, then ``TritonSemantic.add``, then the builder), each module's
+attributes and the attributes of every class it defines. A replaced method of any of them runs host
+code inside the candidate's own launch (red team 13 #1: ``TritonSemantic.add`` and
+``GridExecutor._restore_args_dev``, neither watched while the builder was, computed a softmax with
+NumPy). NumPy and the judge's libdevice table (interpreter_libdevice.py) are watched beside them."""
+INTERPRETER_OBJECTS = ("interpreter_builder", "interpreter_semantic")
+"""The interpreter's builder and semantic objects: an attribute set on one shadows its class's method
+(or, ``builder``, swaps the builder every operation goes to). Their plain data (the grid's index, a
+tuple) changes as grids run and is not compared."""
+_PLAIN = (int, float, complex, bool, str, bytes, tuple, type(None))
+_CACHES = frozenset({"__warningregistry__", "__slotnames__"})
+"""What Python itself adds to a namespace as it runs: a module's record of the warnings its code raised,
+a class's slot names, cached by ``copy`` the first time one of its objects is copied."""
+_interpreter_baseline: dict[str, tuple[tuple, tuple]] = {}
 """``interpreter_ids()`` of the runner before its candidate was imported (ProcessState)."""
+_language_allowed: dict[tuple[str, str], set] = {}
+"""For each attribute of ``triton.language`` that the interpreter replaces while a kernel runs (and
+does not always put back: a kernel calling a JIT function of the language leaves ``triton.language
+.core``'s replaced, Triton 3.4 and 3.5 every one; frontend._PRISTINE), the keys (``_key``) of what it
+may hold: the value as imported and the interpreter's replacement."""
 
 
-def interpreter_ids() -> dict[tuple[str, str], int]:
-    """The ids of the attributes of Triton's interpreter and of NumPy, by (part, name); empty where the
-    interpreter is not loaded."""
-    module = sys.modules.get("triton.runtime.interpreter")
-    if module is None:
+def _key(value, depth: int = 0) -> object:
+    """What an attribute is compared by: its id, except for what Triton's interpreter makes while a
+    kernel runs (a function of its file, a ``functools.partial`` or a ``property`` of one), which it
+    makes anew for each kernel: that is compared by its code and, recursively, by what its defaults
+    and closure hold (the interpreter's wrapper of a builtin holds the builtin as a default: the same
+    code wrapping a function of the candidate's is another key)."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if depth > 4 or interpreter is None:
+        return id(value)
+    if isinstance(value, types.FunctionType) and value.__code__.co_filename == interpreter.__file__:
+        cells = tuple(_key(c.cell_contents, depth + 1) for c in value.__closure__ or ())
+        return ("function", id(value.__code__), tuple(_key(d, depth + 1) for d in value.__defaults__ or ()), cells)
+    if isinstance(value, functools.partial):
+        keywords = tuple(sorted((k, _key(v, depth + 1)) for k, v in value.keywords.items()))
+        return ("partial", _key(value.func, depth + 1), tuple(_key(a, depth + 1) for a in value.args), keywords)
+    if isinstance(value, property):
+        return ("property", *(_key(f, depth + 1) for f in (value.fget, value.fset, value.fdel)))
+    return id(value)
+
+
+def _part(obj) -> str:
+    """The part name (as interpreter_ids names it) of a module or class of ``triton.language``."""
+    if isinstance(obj, types.ModuleType):
+        return _short(obj.__name__)
+    return f"{_short(obj.__module__)}.{obj.__qualname__}"
+
+
+def _language_patches() -> dict[tuple[str, str], set]:
+    """``_language_allowed`` as this process's interpreter makes it (empty without one, or on a Triton
+    whose interpreter does not list its replacements)."""
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    frontend = sys.modules.get("tritongym.evaluate.frontend")
+    if interpreter is None or not hasattr(interpreter, "_LangPatchScope"):
         return {}
-    parts = {f"interpreter.{name}".rstrip("."): getattr(module, name) if name else module for name in INTERPRETER_PARTS}
-    parts["numpy"] = sys.modules.get("numpy")
-    parts["interpreter_libdevice"] = sys.modules.get("tritongym.evaluate.interpreter_libdevice")  # its table
-    return {
-        (part, k): id(v)
-        for part, obj in parts.items()
-        if obj is not None
-        for k, v in list(vars(obj).items())
-        if k != "__warningregistry__"  # Python's record of the warnings a module's code has raised
-    }
+    import triton.language as tl
+
+    def probe():
+        pass
+
+    allowed: dict[tuple[str, str], set] = {}
+    try:
+        scope = interpreter._patch_lang(types.FunctionType(probe.__code__, {"tl": tl, "core": tl.core}))
+        patched = [(obj, name, getattr(obj, name)) for obj, name, _ in scope._changes]
+        scope.restore()
+    except Exception:  # an interpreter of another shape: every attribute compared by its id
+        return {}
+    pristine = {id(obj): values for obj, values in getattr(frontend, "_PRISTINE", [])}
+    for obj, name, value in patched:
+        keys = allowed.setdefault((_part(obj), name), set())
+        keys.add(_key(value))
+        if name in pristine.get(id(obj), {}):
+            keys.add(_key(pristine[id(obj)][name]))
+        elif name in vars(obj):
+            keys.add(_key(vars(obj)[name]))
+    return allowed
 
 
-def interpreter_changes(expected: dict[tuple[str, str], int] | None = None) -> list[str]:
-    """What of the interpreter and NumPy differs from ``expected`` (default: the runner's baseline):
-    an attribute replaced or removed, or added to the interpreter (NumPy adds its lazily loaded
-    submodules, which change none of its functions). Code called by an interpreted kernel's operations
-    runs inside the candidate's own launch: a replaced builder method would be host code computing
-    the answer while the kernel appears to."""
+def _short(module: str) -> str:
+    """A part's name in a report: the interpreter's as ``interpreter`` (``interpreter.InterpreterBuilder``)."""
+    return "interpreter" + module.removeprefix("triton.runtime.interpreter") if module.startswith(
+        "triton.runtime.interpreter") else module  # fmt: skip
+
+
+NAMESPACE, OBJECT, REACHED, TABLE = "namespace", "object", "reached", "table"
+"""How a part is read: a module's or class's attributes (every one), an object's (what is not plain
+data), a reached module's (its functions and classes: its data may change as it runs, warnings'
+filters), a mapping's entries."""
+_UNWATCHED = frozenset({"_frozen_importlib", "sys"})
+"""Modules an interpreted grid reaches whose attributes are the import system's or the process's state."""
+_parts: list[tuple[str, object, str]] = []
+"""(part, namespace, kind) of everything watched, found once, when the runner's baseline is taken
+(``_found``, ProcessState): a module loaded later has nothing to compare."""
+
+
+def _in_packages(name: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in INTERPRETER_PACKAGES)
+
+
+def _reached_modules() -> list[str]:
+    """The modules besides INTERPRETER_PACKAGES whose functions an interpreted grid calls: every module
+    of NumPy (the builder computes with it: ``np.sum`` calls ``numpy._core.fromnumeric._wrapreduction``,
+    ``np.broadcast_to`` calls ``numpy.lib._stride_tricks_impl._broadcast_to``; red team 13 #5 replaced
+    the latter) and each module that the interpreter's and ``triton.language``'s modules hold or hold a
+    function of (``inspect``, ``functools``, ``math``, ``builtins``, ``warnings``, Triton's own)."""
+    names = {name for name in list(sys.modules) if name.startswith("numpy.")}
+    for name, module in list(sys.modules.items()):
+        if module is None or not _in_packages(name):
+            continue
+        for value in list(vars(module).values()):
+            held = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", None)
+            if isinstance(held, str) and (callable(value) or isinstance(value, types.ModuleType)):
+                names.add(held)
+    return sorted(n for n in names if n in sys.modules and n not in _UNWATCHED and n != "numpy" and not _in_packages(n))
+
+
+def _found() -> list[tuple[str, object, str]]:
+    """Every namespace watched, by part name: the loaded modules under INTERPRETER_PACKAGES and the
+    classes each defines, the interpreter's C module (``interpreter._interpreter``) and objects, NumPy,
+    the modules an interpreted grid reaches, the judge's libdevice module and its table."""
+    if _parts:
+        return _parts
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    if interpreter is None:
+        return _parts
+    found: list[tuple[str, object, str]] = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not _in_packages(name):
+            continue
+        found.append((_short(name), module, NAMESPACE))
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == name:
+                found.append((f"{_short(name)}.{value.__qualname__}", value, NAMESPACE))
+    native = getattr(interpreter, "_interpreter", None)
+    if native is not None:
+        found.append(("interpreter._interpreter", native, NAMESPACE))
+    for name in INTERPRETER_OBJECTS:
+        obj = getattr(interpreter, name, None)
+        if obj is not None and hasattr(obj, "__dict__"):
+            found.append((f"interpreter.{name}", obj, OBJECT))
+    if "numpy" in sys.modules:
+        found.append(("numpy", sys.modules["numpy"], NAMESPACE))
+    found += [(name, sys.modules[name], REACHED) for name in _reached_modules()]
+    libdevice = sys.modules.get("tritongym.evaluate.interpreter_libdevice")
+    if libdevice is not None:
+        found.append(("interpreter_libdevice", libdevice, NAMESPACE))
+        table = getattr(libdevice, "SYMBOLS", None)  # read-only, and its mapping reachable through gc
+        if table is not None:
+            found.append(("interpreter_libdevice.SYMBOLS", table, TABLE))
+    _parts[:] = found
+    return _parts
+
+
+def _entries(obj: object, kind: str) -> dict:
+    return dict(obj.items()) if kind == TABLE else vars(obj)
+
+
+def interpreter_ids() -> dict[str, tuple[tuple, tuple]]:
+    """A snapshot of Triton's interpreter and language modules and their classes, NumPy, what an
+    interpreted grid reaches and the judge's libdevice table: per part, its names and their values' ids
+    (compared by ``interpreter_changes``); empty where the interpreter is not loaded. About 7,000
+    values in 0.7 ms (red team 13: a dictionary per value took 5 ms, at each grid's start and end)."""
+    snapshot = {}
+    for part, obj, kind in _found():
+        entries = _entries(obj, kind)
+        snapshot[part] = (tuple(entries), tuple(map(id, entries.values())))
+    return snapshot
+
+
+def _ignored(part: str, kind: str, name: str, now: dict, before: dict) -> bool:
+    """Whether a name whose value differs between two snapshots changed nothing an interpreted grid runs."""
+    absent = object()
+    value = now.get(name, absent)
+    if name in _CACHES:
+        return True
+    if value is absent:  # removed
+        return False
+    if name not in before and (isinstance(value, types.ModuleType) or part == "numpy"):
+        return True  # a submodule imported since (NumPy's are loaded lazily)
+    if kind == REACHED and not callable(value):
+        return True
+    if kind == OBJECT and isinstance(value, _PLAIN):
+        return True
+    return _key(value) in _language_allowed.get((part, name), ())
+
+
+def interpreter_changes(expected: dict | None = None) -> list[str]:
+    """What of the interpreter and NumPy differs from ``expected`` (default: the runner's baseline): an
+    attribute replaced or removed, or added (NumPy adds its lazily loaded submodules, and a package
+    gains a submodule once imported, which change no function; a reached module's data and an object's
+    plain data may change as they run; the interpreter's own replacements of ``triton.language`` are
+    allowed: ``_language_allowed``). Code called by an interpreted kernel's operations runs inside the
+    candidate's own launch: a replaced builder method would be host code computing the answer while
+    the kernel appears to."""
     expected = _interpreter_baseline if expected is None else expected
     if not expected:
         return []
-    now = interpreter_ids()
-    keys = expected.keys() | {key for key in now if key[0] != "numpy"}
-    return sorted(f"{part}.{name}" for part, name in keys if expected.get((part, name)) != now.get((part, name)))
+    changed = []
+    for part, obj, kind in _found():
+        if part not in expected:
+            continue
+        entries = _entries(obj, kind)
+        names, ids = tuple(entries), tuple(map(id, entries.values()))
+        if (names, ids) == expected[part]:
+            continue
+        before = dict(zip(*expected[part], strict=True))
+        now_ids = dict(zip(names, ids, strict=True))
+        for name in before.keys() | now_ids.keys():
+            if before.get(name) != now_ids.get(name) and not _ignored(part, kind, name, entries, before):
+                changed.append(f"{part}.{name}")
+    return sorted(changed)
 
 
 class ProcessState:
     """The runner's state before its candidate was imported."""
 
     def __init__(self) -> None:
-        global _interpreter_baseline
+        global _interpreter_baseline, _language_allowed
+        self.settings = _torch_settings()  # first: reading a setting may import what rebinds a watched name
+        _language_allowed = _language_patches()
+        _parts.clear()  # found again here: the zygote's guards may have found them before it loaded all
         _interpreter_baseline = interpreter_ids()
         self.attributes = _attribute_ids()
         self.class_keys = _class_keys()
-        self.settings = _torch_settings()
         self.threads = set(threading.enumerate())
 
     def tampering(self) -> list[str]:

@@ -47,7 +47,7 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, cpu_budget_s
+from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, answer_sample, cpu_budget_s
 from tritongym.evaluate.judge.runners import (
     CpuTimeExceeded,
     OutOfMemory,
@@ -58,6 +58,7 @@ from tritongym.evaluate.judge.runners import (
 )
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
+from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -204,6 +205,10 @@ class JobState:
     forward_ops: int = 0
     """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
     runner reported them (its word: the timing batch's length, speed.queue_calls)."""
+    timed_bounds: list = field(default_factory=list)
+    """Per output tensor, the largest error against the reference's output a timed call may have, as a
+    fraction of that output's largest magnitude: the loosest any trial allowed (compare.timed_bound),
+    None where the output must match exactly (speed.check_batch)."""
 
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
@@ -365,9 +370,18 @@ def run_trials(
         del out
         if outcome.verdict is not Verdict.OK:
             return outcome, trial
+        state.timed_bounds = merged_bounds(state.timed_bounds, outcome.bounds)
         if outcome.errors and (worst is None or outcome.errors.max_abs_error > worst.max_abs_error):
             worst = outcome.errors
     return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
+
+
+def merged_bounds(before: list, bounds: list) -> list:
+    """Each output's timed bound over the trials so far: the loosest (None, exact, only where every
+    trial's was)."""
+    if not before:
+        return list(bounds)
+    return [b if a is None else a if b is None else max(a, b) for a, b in zip(before, bounds, strict=False)]
 
 
 def compute_listing(compute: collections.Counter) -> str:
@@ -390,9 +404,9 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
-    without_triton = hollow_still_correct(state, trial, tolerance, other_poison=False)
+    without_triton, made = hollow_still_correct(state, trial, tolerance, other_poison=False)
     if without_triton:  # the answer may be the poison itself (all True): the other one tells (red team 5 #8)
-        without_triton = hollow_still_correct(state, trial, tolerance, other_poison=True)
+        without_triton, _ = hollow_still_correct(state, trial, tolerance, other_poison=True)
     if without_triton and not compute:  # neither Triton nor PyTorch computed it: the host did
         raise Failure(
             Verdict.HACK_NO_TRITON,
@@ -401,20 +415,77 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "outside Triton (NumPy, Python, host code) and the kernels are for show. Compute the output with Triton "
             "kernels.",
         )
+    moved = answer_made_before_kernels(made, trial, tolerance)
+    if moved and not compute:  # the kernels only copied an answer the host (or PyTorch's glue) computed
+        raise Failure(
+            Verdict.HACK_NO_TRITON,
+            f"forward passed its Triton kernels {moved} that already held the correct output before any of them "
+            "ran (in a forward whose launches did nothing): the result is computed outside Triton (NumPy, Python, "
+            "host code, PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
+        )
     if not compute or state.job.torch_compute == "allow":
         return []
     message = compute_listing(compute)
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
+    elif moved:
+        message += f" (forward passed its kernels {moved} already holding the output before any of them ran)"
     return [{"check": "torch_compute", "message": message}]
 
 
-def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> bool:
+def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> tuple[bool, list]:
     """Whether forward's output is still right when no launch of the candidate's kernels runs and the
-    buffers they would write hold one of the two poisons."""
-    asked = inputs_message(state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison)
-    hollow = state.ask(asked, (p.HollowResult,), max_payload=answer_bound(trial))
-    return output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
+    buffers they would write hold one of the two poisons; and the tensors of an output's size forward
+    made and passed to a launch, as they were then (runner.MadeBeforeKernels)."""
+    answers = [[t.numel(), str(t.dtype)] for t in tensor_leaves(trial.expected)]
+    asked = inputs_message(
+        state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison, answers=answers
+    )
+    hollow = state.ask(asked, (p.HollowResult,), max_payload=3 * answer_bound(trial))
+    correct = output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
+    made = hollow.made if isinstance(hollow.made, list) else []
+    return correct, [t for t in made if isinstance(t, torch.Tensor)]
+
+
+def answer_made_before_kernels(made: list, trial, tolerance: Tolerance) -> str:
+    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
+    and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
+    reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
+    one of the inputs already holds within that tolerance (an eval-mode batch norm of fresh statistics
+    is its input), is not looked for: an honest kernel's zeroed buffer or copied input would hold it."""
+    expected, expected64 = tensor_leaves(trial.expected), trial.expected64
+    leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
+    inputs = tensor_leaves(trial.inputs)
+    for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
+        if not e.numel() or _constant(e) or any(_holds(x.reshape(-1), e, e64, tolerance) for x in inputs):
+            continue
+        if any(_holds(t, e, e64, tolerance, sampled=True) for t in made):
+            return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
+    return ""
+
+
+def _holds(flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False) -> bool:
+    """Whether ``flat``'s elements are the output ``e``'s, in order, within the trials' tolerance;
+    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks, compared with those."""
+    if flat.dtype != e.dtype or (flat.numel() != e.numel() and not sampled):
+        return False
+    try:
+        e, e64 = e.reshape(-1), (e64.reshape(-1) if isinstance(e64, torch.Tensor) else None)
+        if sampled:
+            picked = answer_sample(e.numel())
+            if flat.numel() != picked.numel():
+                return False
+            e, e64 = e[picked.to(e.device)], (e64[picked.to(e64.device)] if e64 is not None else None)
+        return compare_outputs(flat.to(e.device), e, e64, tolerance).ok
+    except Exception as exc:  # a copy that cannot be compared holds no answer
+        if is_out_of_memory(exc):
+            raise
+        return False
+
+
+def _constant(t: torch.Tensor) -> bool:
+    flat = t.reshape(-1)
+    return bool((flat == flat[0]).all()) or (t.is_floating_point() and bool(torch.isnan(flat).all()))
 
 
 def output_still_correct(value, trial, tolerance: Tolerance) -> bool:

@@ -232,6 +232,9 @@ class Hollow(Message):
     other_poison: bool = False
     """Fill with the second poison (+inf, False, the smallest integer) instead of the first (NaN, True,
     the largest integer): an answer may hold one of them everywhere, never both (red team 5 #8)."""
+    answers: list = field(default_factory=list)
+    """[numel, dtype] of each output tensor the reference returns: the runner sends back a copy of each
+    tensor of that size and dtype that forward made and passed to a skipped launch (``made``)."""
 
 
 @dataclass
@@ -241,6 +244,11 @@ class HollowResult(Message):
     """forward's output, or None if it raised (or where it is in the output slots)."""
     out_slots: bool = False
     """As for Output."""
+    made: Tree = None
+    """Of the tensors forward made and passed to a launch of its kernels, of an output's size and dtype,
+    the elements ``runner.answer_sample`` picks, as they were when the launch was skipped (at most
+    four tensors per output tensor): no kernel had run, so one holding the answer was computed
+    without Triton (red team 13 #6)."""
 
 
 @dataclass

@@ -133,6 +133,9 @@ class Runner:
         self.slots = None
         self.output_layout = None
         self.go = self.done = None
+        self.answered = None
+        """On the CPU, the last trial's output, kept allocated until the next call or the hollow forward
+        has run (MadeBeforeKernels)."""
         self.host = HostTensors() if device.type == "cpu" else None
         """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
         memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
@@ -250,6 +253,7 @@ class Runner:
             torch.cuda.synchronize(self.device)
 
     def call(self, message: p.Call) -> None:
+        self.answered = None  # freed before the GPU's free memory is poisoned
         try:
             given = self.inputs(message)
             if message.poison and self.device.type == "cuda":
@@ -312,6 +316,11 @@ class Runner:
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
+        # on the CPU the answer stays allocated until the next call or the hollow forward (on the last
+        # trial's inputs): a buffer allocated there below the dispatcher, which no poison reaches
+        # (Inductor's empty_strided_cpu), must not be handed its memory, the very answer. A GPU poisons
+        # its free memory before the hollow forward, and holds no output more than it must
+        self.answered = got if self.device.type == "cpu" else None
         del given, got
         self.release(size)
 
@@ -350,6 +359,7 @@ class Runner:
         keep: set[int] = set()
         held: set[int] = set()
         saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+        made = MadeBeforeKernels(message.answers)
 
         def skip(args: tuple, kwargs: dict) -> None:
             # every tensor the launch would reach: an argument, one in a tuple or list argument, a
@@ -357,6 +367,7 @@ class Runner:
             named = [*enumerate(args), *kwargs.items()]
             for _, value in launch_pointers(named):
                 if value.untyped_storage().data_ptr() not in keep:
+                    made.see(value)  # before the poison: what forward put there, no kernel having run
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
                     poison(value, message.other_poison)
@@ -369,14 +380,20 @@ class Runner:
             # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
             # put back after the answer, as every kept tensor is
             keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
-            held |= {t.untyped_storage().data_ptr() for t in kept_tensors(self.model)}
-            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad():
+            kept = kept_tensors(self.model)
+            held |= {t.untyped_storage().data_ptr() for t in kept}
+            made.before(kept)
+            if self.device.type == "cuda":  # no free block holds an earlier answer (the CPU poisons `empty`'s)
+                poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
+            poisoning = OpRecorder(poison_empty=self.device.type == "cpu")
+            with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad(), poisoning:
                 got = self.model(*given)
             self.synchronize()
             answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
             got, answered = None, False
-        self.send(p.HollowResult(value=None if answered else got, out_slots=answered))
+        self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=made.copies or None))
+        self.answered = None
         with torch.no_grad():  # the calls after this one (timing) see the state the trials left
             for tensor, copy in reversed(saved):
                 tensor.copy_(copy)
@@ -484,6 +501,75 @@ def kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
                 items = list((list if isinstance(value, list) else tuple).__iter__(value))
             found += [t for t in items[:1024] if isinstance(t, torch.Tensor)]
     return found
+
+
+ANSWER_SAMPLE = 4096
+"""Elements of a tensor the hollow forward's ``MadeBeforeKernels`` sends, evenly spaced: the judge
+compares them with the same elements of the output (a whole copy of each, for a multi-GiB output on a
+GPU, would cost its transfer and the judge's memory)."""
+
+
+def answer_sample(numel: int) -> torch.Tensor:
+    """The flat indices of the elements compared: ``ANSWER_SAMPLE`` evenly spaced ones, or every one."""
+    if numel <= ANSWER_SAMPLE:
+        return torch.arange(numel)
+    return torch.linspace(0, numel - 1, ANSWER_SAMPLE, dtype=torch.float64).round().long()
+
+
+def one_value(flat: torch.Tensor) -> bool:
+    """Whether a flat tensor holds one value everywhere (NaN included), without a temporary of its size
+    (an output may be most of the GPU)."""
+    if flat.dtype is torch.bool:
+        return bool(flat.all()) or not bool(flat.any())
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.is_floating_point() and bool(torch.isnan(flat[0])):
+        return bool(torch.isnan(flat).all())
+    return bool(flat.amax() == flat.amin())
+
+
+class MadeBeforeKernels:
+    """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
+    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), a
+    copy of the elements ``answer_sample`` picks, taken before the poison, the latest ``PER_OUTPUT``
+    per output tensor (an answer is handed to the launches that write the output, last) and none that
+    holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
+    model's kept tensors (a buffer, an attribute: an honest kernel's output buffer holds the last
+    call's answer, for these very inputs) only where forward changed them before the launch
+    (``before``: their contents when forward started). No kernel runs in a hollow forward, so
+    whatever holds the answer there was computed by host code, NumPy or PyTorch, and the kernels
+    only moved it (red team 13 #6)."""
+
+    PER_OUTPUT = 4
+
+    def __init__(self, answers: list) -> None:
+        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
+        self.limit = self.PER_OUTPUT * len(answers)
+        self.copies: list[torch.Tensor] = []
+        self.seen: set[int] = set()
+        self.kept: dict[int, torch.Tensor] = {}
+
+    def before(self, kept: list[torch.Tensor]) -> None:
+        for t in kept:
+            if self._wanted(t):
+                self.kept[t.untyped_storage().data_ptr()] = t.detach().clone()
+
+    def _wanted(self, t: torch.Tensor) -> bool:
+        return (t.numel(), str(t.dtype)) in self.wanted and t.layout is torch.strided
+
+    def see(self, t: torch.Tensor) -> None:
+        address = t.untyped_storage().data_ptr()
+        if address in self.seen or not self._wanted(t) or not t.numel():
+            return
+        self.seen.add(address)
+        start = self.kept.get(address)
+        if start is not None and start.shape == t.shape and torch.equal(start, t):
+            return  # a kept tensor forward left as it was: the last call's, not this forward's work
+        flat = t.detach().reshape(-1)
+        if one_value(flat):
+            return
+        sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
+        self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
 
 
 def poison(t: torch.Tensor, other: bool = False) -> None:

@@ -827,30 +827,46 @@ def sleep_rate() -> float:
     return rate
 
 
-def check_batch(expected: list[list], got: list, rep: int) -> None:
-    """Every output of a timed batch against the reference's on the same inputs (loose tolerance):
-    ``expected`` holds each call's output leaves, ``got`` per leaf one tensor of all the calls.
-    Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit, stacked,
-    or a piece of one call's), so that no float64 copy of a whole output is made and a batch of many
-    small calls costs a few kernels, not a few per call; one synchronisation per output."""
+TIMED_SLACK = 4.0
+"""How many times the trials' bound (compare.timed_bound) a timed call's error against the reference's
+output may be: the timed inputs are other draws of the same distribution, and PyTorch's own error
+moves with them. A candidate that computes at a lower precision than in its trials (TF32, bf16 or fp16
+for a float32 problem: about 2^13 to 2^16 times PyTorch's error, against the trials' 32) is over it."""
+
+
+def check_batch(expected: list[list], got: list, rep: int, bounds: list | None = None) -> None:
+    """Every output of a timed batch against the reference's on the same inputs: ``expected`` holds
+    each call's output leaves, ``got`` per leaf one tensor of all the calls. Over the loose tolerance
+    is a ``mismatch``; over ``TIMED_SLACK`` times the trials' bound for that output (``bounds``: a
+    fraction of the largest magnitude among the calls compared together; None: no bound but the loose
+    one) a ``precision`` (red team 13 #2: a solution that multiplied in bf16 once its trials were over
+    passed the loose check and was timed at bf16's speed). Compared ``compare.CHUNK_ELEMENTS`` elements
+    at a time (as many calls' outputs as fit, stacked, or a piece of one call's), so that no float64
+    copy of a whole output is made and a batch of many small calls costs a few kernels, not a few per
+    call; one synchronisation per output."""
     for m, g in enumerate(got):
+        bound = bounds[m] if bounds is not None and m < len(bounds) else None
         group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
         bad = torch.zeros((), dtype=torch.int64, device=g.device)
+        imprecise = torch.zeros((), dtype=torch.int64, device=g.device)
         for first in range(0, len(expected), group):
             last = min(first + group, len(expected))
             # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
             e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
             e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
+            scale = _largest(e_flat) if bound is not None and bound < math.inf else None
             for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
                 if ec.is_floating_point() or ec.is_complex():
                     e64, g64 = ec.double(), gc.double()
-                    both_nan = torch.isnan(e64) & torch.isnan(g64)
-                    good = ((g64 - e64).abs() <= LOOSE_TOLERANCE * (1 + e64.abs())) | both_nan | (e64 == g64)
+                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
+                    error = (g64 - e64).abs()
+                    bad += (~((error <= LOOSE_TOLERANCE * (1 + e64.abs())) | same)).sum()
+                    if scale is not None:
+                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
                 else:
-                    good = ec == gc
-                bad += (~good).sum()
+                    bad += (ec != gc).sum()
         if int(bad):
             raise Failure(
                 Verdict.MISMATCH,
@@ -859,6 +875,24 @@ def check_batch(expected: list[list], got: list, rep: int) -> None:
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
             )
+        if int(imprecise):
+            raise Failure(
+                Verdict.PRECISION,
+                f"During timing (batch {rep}, fresh inputs): {int(imprecise)} of {g.numel()} elements of output {m} "
+                f"over {len(expected)} calls are further from the reference's than the trials allowed "
+                f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
+                "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
+                "every call as the trials were computed.",
+            )
+
+
+def _largest(flat: torch.Tensor) -> float:
+    """The largest finite magnitude among ``flat``'s elements (0 for none), in float64."""
+    if not flat.numel():
+        return 0.0
+    values = flat.double() if not flat.is_complex() else torch.view_as_real(flat).double()
+    finite = torch.isfinite(values)
+    return float(torch.where(finite, values.abs(), 0.0).max())
 
 
 def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
@@ -927,7 +961,7 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     for side in (1, 0) if candidate_first else (0, 1):
         brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
         checks.append(bench.company_check())
-    check_batch(outputs[0], outputs[1], rep)
+    check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
     checks.append(bench.company_check())

@@ -36,6 +36,8 @@ class TrialsOutcome:
     passed: int
     errors: ErrorStats | None = None
     compute: collections.Counter = field(default_factory=collections.Counter)
+    bounds: list[float | None] = field(default_factory=list)
+    """Per output tensor, what a timed call's output may differ from the reference's (compare.Comparison)."""
 
 
 def runner_failure(message: p.Failed, where: str) -> Failure:
@@ -137,7 +139,7 @@ def check_output(
             )
     if not comparison.ok:
         return TrialsOutcome(comparison.verdict, f"Trial {n} of {total}: {comparison.message}", n - 1, comparison.stats)
-    return TrialsOutcome(Verdict.OK, "", n, comparison.stats)
+    return TrialsOutcome(Verdict.OK, "", n, comparison.stats, bounds=comparison.bounds)
 
 
 def _unwritten(got: Any, expected: Any) -> str:
