@@ -1,0 +1,114 @@
+"""Kernels sized for the one shrunk size a CPU run judges (tests/adversarial/cpusize/README.md): each is
+`ok` at the problem's small sizes alone and fails at the full size a GPU judges; the CPU's trial at a
+second size (``Problem.resized``) gives it the GPU's verdict. The candidates run in the session's warm
+CPU sandbox (Triton's interpreter)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from helpers import small_problem
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.problems import Problem, find_problem
+
+HERE = Path(__file__).parent / "cpusize"
+CASES = [
+    ("one_program_block.py", "01_vector_add", Verdict.MISMATCH),
+    ("rows_of_the_shown_width.py", "01_vector_add", Verdict.RUNTIME_ERROR),
+    ("prompt_constants.py", "03_row_sum", Verdict.MISMATCH),
+    ("single_k_block_matmul.py", "06_linear_relu", Verdict.MISMATCH),
+    ("../redteam12/block_sized_for_the_small_problem.py", "04_softmax", Verdict.MISMATCH),
+]
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
+
+
+@pytest.mark.parametrize(("candidate", "problem", "verdict"), CASES, ids=[c[0].split("/")[-1] for c in CASES])
+def test_a_kernel_sized_for_the_shrunk_size_fails_at_the_second(judge, candidate, problem, verdict):
+    source = (HERE / candidate).read_text()
+    shrunk = small_problem(problem)
+    result = judge(shrunk, source, config())
+    assert result.verdict is verdict, result.feedback
+    assert "trial 3 of 3" in result.feedback.lower()
+    assert f"other sizes than the problem shows: {shrunk.resized().size_notice}" in result.feedback
+    # the same problem at one size (what the judge had before it ran a second): ok
+    one_size = judge(replace(shrunk, shrunk={}), source, config())
+    assert one_size.verdict is Verdict.OK and one_size.trials == 2, one_size.feedback
+
+
+def test_a_bundled_solution_is_right_at_both_sizes(judge):
+    problem = small_problem("06_linear_relu")
+    result = judge(problem, problem.solution, config())
+    assert result.verdict is Verdict.OK, result.feedback
+    assert result.trials == 3
+    assert "the last at other sizes than the problem shows: batch_size 16->32, in_features 40->72" in result.feedback
+
+
+def test_a_problem_at_its_own_sizes_runs_no_second(judge):
+    """Nothing shrunk (a GPU-sized run, a purpose-written small problem): the trials asked for, at its size."""
+    problem = find_problem("01_vector_add").with_sizes(n=1000)
+    assert problem.resized() is None
+    source = (HERE / "one_program_block.py").read_text()
+    result = judge(problem, source, config())
+    assert result.verdict is Verdict.OK and result.trials == 2, result.feedback
+
+
+REFUSES_OTHER_SIZES = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+dim = 100
+
+
+def get_inputs():
+    assert dim % 25 == 0, "dim must be a multiple of 25"
+    return [torch.randn(dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+DOUBLE = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        double_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+        return out
+"""
+
+
+def test_a_second_size_the_reference_refuses_leaves_the_problems_own(judge):
+    """The second size of ``dim`` (132) is no multiple of 25: the reference fails there, which is
+    nothing the candidate did; it is judged at the problem's sizes, and a finding says why."""
+    problem = Problem(name="refuses_other_sizes", source=REFUSES_OTHER_SIZES, shrunk={"dim": (4096, 100)})
+    assert problem.resized().sizes["dim"] == 132
+    result = judge(problem, DOUBLE, config())
+    assert result.verdict is Verdict.OK and result.trials == 2, result.feedback
+    (finding,) = [f for f in result.findings if f.check == "sizes"]
+    assert "the reference failed at the second size (dim 100->132" in finding.message
+    assert "multiple of 25" in finding.message
