@@ -112,3 +112,34 @@ def test_a_second_size_the_reference_refuses_leaves_the_problems_own(judge):
     (finding,) = [f for f in result.findings if f.check == "sizes"]
     assert "the reference failed at the second size (dim 100->132" in finding.message
     assert "multiple of 25" in finding.message
+
+
+@pytest.mark.parametrize(("check", "verdict"), [("numpy", Verdict.RUNTIME_ERROR), ("asarray", Verdict.RUNTIME_ERROR),
+                                                ("cpu", Verdict.OK)])  # fmt: skip
+def test_numpys_view_of_a_device_tensor_is_refused_as_on_a_gpu(judge, check, verdict):
+    """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU."""
+    source = (HERE / "numpy_check_of_an_input.py").read_text().replace('CHECK = "numpy"', f'CHECK = "{check}"')
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is verdict, result.feedback
+    if verdict is Verdict.RUNTIME_ERROR:
+        assert "can't convert cuda:0 device type tensor to numpy" in result.feedback
+
+
+def test_numpys_view_is_refused_only_of_what_a_gpu_holds_in_device_memory():
+    """Unit: under HostTensors, NumPy's view of a tensor that is not marked is refused; of a marked one
+    (a factory without a device, ``torch.from_numpy``, a ``.cpu()`` copy) and with ``force=True``
+    (which copies) it is not."""
+    import numpy as np
+    import torch
+
+    from tritongym.evaluate.placement import HostTensors
+
+    device_tensor = torch.randn(4)
+    with HostTensors():
+        for refused in (device_tensor.numpy, lambda: np.asarray(device_tensor), (device_tensor * 2).numpy):
+            with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
+                refused()
+        for allowed in (torch.empty(3), torch.from_numpy(np.ones(3)), device_tensor.cpu()):
+            assert isinstance(allowed.numpy(), np.ndarray)
+        assert device_tensor.numpy(force=True).shape == (4,)
+    assert device_tensor.numpy().shape == (4,)  # outside the runner's watch: untouched

@@ -25,8 +25,9 @@ PyTorch runs, and what one makes while no torch function is in progress is marke
 make, on a GPU too, but not these), except the model's parameters and buffers, which the runner's
 ``model.to(device)`` moves (``placed_state``). ``.cpu()`` or ``.to("cpu")`` (a device named by a
 string) of a tensor that is not marked makes a marked copy, as on a GPU (red team 12 #4); NumPy's view
-of a tensor a GPU holds in device memory (``x.numpy()``, which PyTorch refuses there) is not refused
-(see tests/adversarial/redteam12/README.md).
+of a tensor that is not marked (``x.numpy()``, ``np.asarray(x)``: one a GPU holds in device memory) is
+refused with PyTorch's GPU error, as there (``x.cpu().numpy()`` and ``x.numpy(force=True)`` copy, and
+are allowed; tests/adversarial/cpusize/README.md).
 The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
 Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
 a weak reference to the storage itself (PyTorch keeps a storage's Python object while any tensor
@@ -80,6 +81,16 @@ def _to_host(func, args: tuple, kwargs: dict) -> bool:
         return True
     named = [kwargs.get("device"), *args[1:2]] if func is torch.Tensor.to else []
     return any(isinstance(d, str) and d.split(":")[0] == "cpu" for d in named)
+
+
+_NUMPY = frozenset([torch.Tensor.numpy, torch.Tensor.__array__])
+"""NumPy's view of a tensor (``x.numpy()``, and ``np.asarray(x)``/``np.array(x)`` through
+``__array__``): PyTorch refuses it for a tensor in device memory."""
+
+
+def _numpy_of_device_memory(func, args: tuple, kwargs: dict) -> bool:
+    """Whether a call asks NumPy's view of a tensor without a copy (``force=True`` copies, on a GPU too)."""
+    return func in _NUMPY and bool(args) and isinstance(args[0], torch.Tensor) and not kwargs.get("force")
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -187,6 +198,12 @@ class HostTensors(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if _numpy_of_device_memory(func, args, kwargs) and not self.made(args[0]):
+            raise TypeError(
+                "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+                "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
+                "a view of it; the CPU judge does as a GPU does.)"
+            )
         self._depth += 1
         try:
             out = func(*args, **kwargs)
