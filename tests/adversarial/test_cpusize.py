@@ -143,3 +143,29 @@ def test_numpys_view_is_refused_only_of_what_a_gpu_holds_in_device_memory():
             assert isinstance(allowed.numpy(), np.ndarray)
         assert device_tensor.numpy(force=True).shape == (4,)
     assert device_tensor.numpy().shape == (4,)  # outside the runner's watch: untouched
+
+
+def test_an_output_made_by_inductors_cpu_helper_is_host_memory(judge):
+    """Red team 12, open: ``empty_strided_cpu`` allocates below the dispatcher, where no mode sees it
+    (`ok`); on a GPU it is host memory and Triton refuses the launch. The CPU's Inductor solutions,
+    which called it for their buffers, now make them on their inputs' device."""
+    source = (Path(__file__).parent / "redteam12" / "output_from_inductors_cpu_helper.py").read_text()
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "_empty_strided_cpu" in result.feedback
+
+
+def test_inductors_gpu_helper_makes_the_cpus_device_memory():
+    """Unit: under HostTensors ``empty_strided_cuda`` (KernelBook's GPU rows) allocates on the CPU,
+    unmarked, and ``empty_strided_cpu`` is marked; outside, both are PyTorch's own again."""
+    import torch
+
+    from tritongym.evaluate.placement import HostTensors
+
+    guards = torch._C._dynamo.guards
+    cuda, cpu = guards._empty_strided_cuda, guards._empty_strided_cpu
+    with HostTensors() as host:
+        device = guards._empty_strided_cuda((2, 3), (3, 1), torch.float32)
+        assert device.shape == (2, 3) and device.stride() == (3, 1) and not host.made(device)
+        assert "_empty_strided_cpu" in host.made(guards._empty_strided_cpu((4,), (1,), torch.float32))
+    assert guards._empty_strided_cuda is cuda and guards._empty_strided_cpu is cpu

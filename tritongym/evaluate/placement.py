@@ -14,8 +14,10 @@ tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, 
 ``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
 given: not marked), and of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
-place their result. ``torch.from_numpy``, ``torch.frombuffer`` and DLPack's ``from_dlpack`` reach no
-mode: while it watches, they are wrapped (red team 11 #2), and what they return is marked. What no
+place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
+Inductor's ``empty_strided_cpu`` helper (it allocates below the dispatcher) reach no mode: while it
+watches, they are wrapped (red team 11 #2), and what they return is marked; Inductor's
+``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU). What no
 torch function makes reaches no TorchFunctionMode either, and ignores every device context: the
 legacy constructors (``torch.Tensor(n)``, ``torch.FloatTensor(data)``, which on a GPU make host
 tensors or refuse a CUDA device). A TorchDispatchMode (:class:`_Allocations`) sees every operation
@@ -49,8 +51,18 @@ import torch.utils.dlpack
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+_GUARDS = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 _WRAPPING = [(torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"), (torch.utils.dlpack, "from_dlpack")]
-"""Functions that wrap memory PyTorch did not allocate, whatever the default device: never placed."""
+_WRAPPING += [(_GUARDS, "_empty_strided_cpu")] if hasattr(_GUARDS, "_empty_strided_cpu") else []
+"""Functions whose result is host memory whatever the default device, and that reach no mode: those
+that wrap memory PyTorch did not allocate, and Inductor's ``empty_strided_cpu`` helper (its CPU code's
+buffers, allocated below the dispatcher: red team 12, open until the CPU's Inductor solutions made
+their buffers on their inputs' device, ``output_code.PLACED_HELPER``)."""
+_DEVICE_HELPERS = [(_GUARDS, "_empty_strided_cuda")] if hasattr(_GUARDS, "_empty_strided_cuda") else []
+"""Inductor's GPU code's buffer helper (KernelBook's rows call it): device memory, which the CPU's
+PyTorch cannot make ("compiled without support for the specified device"); while a HostTensors
+watches it makes the CPU judge's device memory instead (unmarked, poisoned as ``empty`` is), so GPU
+code runs on the CPU as on a GPU."""
 _watching: list[HostTensors] = []
 """The HostTensors watching now, innermost last."""
 
@@ -61,6 +73,16 @@ def _host_memory(original, name: str):
         if _watching and isinstance(out, torch.Tensor):
             _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")
         return out
+
+    wrapped._tritongym_host = True
+    wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
+    wrapped.__doc__ = getattr(original, "__doc__", None)
+    return wrapped
+
+
+def _device_memory(original, name: str):
+    def wrapped(size, stride, dtype):
+        return torch.empty_strided(size, stride, dtype=dtype, device="cpu")  # the CPU judge's device
 
     wrapped._tritongym_host = True
     wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
@@ -175,11 +197,12 @@ class HostTensors(TorchFunctionMode):
         TorchFunctionMode (red team 11 #2). Their wrappers stay where the candidate's import put
         them; they mark for the HostTensors watching when they run."""
         _watching.append(self)
-        for owner, name in _WRAPPING:
-            original = getattr(owner, name, None)
-            if original is not None and not getattr(original, "_tritongym_host", False):
-                self._saved.append((owner, name, original))
-                setattr(owner, name, _host_memory(original, f"{owner.__name__}.{name}"))
+        for helpers, wrap in ((_WRAPPING, _host_memory), (_DEVICE_HELPERS, _device_memory)):
+            for owner, name in helpers:
+                original = getattr(owner, name, None)
+                if original is not None and not getattr(original, "_tritongym_host", False):
+                    self._saved.append((owner, name, original))
+                    setattr(owner, name, wrap(original, f"{owner.__name__}.{name}"))
         self._allocations = _Allocations(self)
         self._allocations.__enter__()
         return super().__enter__()
