@@ -169,3 +169,36 @@ def test_inductors_gpu_helper_makes_the_cpus_device_memory():
         assert device.shape == (2, 3) and device.stride() == (3, 1) and not host.made(device)
         assert "_empty_strided_cpu" in host.made(guards._empty_strided_cpu((4,), (1,), torch.float32))
     assert guards._empty_strided_cuda is cuda and guards._empty_strided_cpu is cpu
+
+
+@pytest.mark.parametrize(("device_storage", "verdict"), [(False, Verdict.RUNTIME_ERROR), (True, Verdict.OK)])
+def test_an_output_on_a_storage_made_without_a_device_is_host_memory(judge, device_storage, verdict):
+    """Red team 12, open: ``torch.UntypedStorage(n)`` then ``set_`` made an output no check marked
+    (`ok`); on a GPU that storage is host memory. Made with ``device=a.device`` it is right there too."""
+    source = (HERE / "output_on_a_storage_of_its_own.py").read_text()
+    source = source.replace("DEVICE_STORAGE = False", f"DEVICE_STORAGE = {device_storage}")
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is verdict, result.feedback
+    if verdict is Verdict.RUNTIME_ERROR:
+        assert "made by torch.UntypedStorage without a device" in result.feedback
+
+
+def test_a_storage_made_by_size_is_marked_and_poisoned_while_watched():
+    """Unit: under HostTensors a storage made by size holds the poison; one made with no device (or the
+    CPU named by a string) is host memory, and so is every tensor ``set_`` on it; ``torch.UntypedStorage``
+    has its own constructor again afterwards."""
+    import torch
+
+    from tritongym.evaluate.placement import POISON_BYTE, HostTensors
+
+    device_tensor = torch.randn(4)
+    with HostTensors() as host:
+        for made, marked in ((torch.UntypedStorage(16), True), (torch.UntypedStorage(16, device="cpu"), True),
+                             (torch.UntypedStorage(16, device=device_tensor.device), False)):  # fmt: skip
+            assert set(bytes(made)) == {POISON_BYTE}
+            on_it = torch.empty(0, device=device_tensor.device).set_(made, 0, (4,), (1,))
+            assert bool(host.made(on_it)) is marked
+        alias = torch.empty(0, device=device_tensor.device).set_(device_tensor.untyped_storage(), 0, (4,), (1,))
+        assert not host.made(alias)  # a device tensor's own storage stays device memory
+    assert "__new__" not in torch.UntypedStorage.__dict__
+    assert torch.UntypedStorage(8).nbytes() == 8

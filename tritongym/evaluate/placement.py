@@ -17,7 +17,9 @@ given: not marked), and of any operation whose tensor arguments are all marked (
 place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
 Inductor's ``empty_strided_cpu`` helper (it allocates below the dispatcher) reach no mode: while it
 watches, they are wrapped (red team 11 #2), and what they return is marked; Inductor's
-``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU). What no
+``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU).
+``torch.UntypedStorage``'s constructor is wrapped too: a storage made with no device named is host
+memory (storages ignore device contexts), and so is every tensor ``set_`` on it. What no
 torch function makes reaches no TorchFunctionMode either, and ignores every device context: the
 legacy constructors (``torch.Tensor(n)``, ``torch.FloatTensor(data)``, which on a GPU make host
 tensors or refuse a CUDA device). A TorchDispatchMode (:class:`_Allocations`) sees every operation
@@ -90,6 +92,30 @@ def _device_memory(original, name: str):
     return wrapped
 
 
+POISON_BYTE = 0xFF
+"""What a storage made without data holds on the CPU (runner.poison's byte): uninitialised memory, as a
+GPU's is."""
+
+
+def _storage_new(original):
+    """``torch.UntypedStorage``'s constructor, watched: a storage made with no device named, or with
+    the CPU named by a string, is host memory on a GPU too (storages ignore ``torch.device``
+    contexts); one made by size holds the poison (uninitialised memory)."""
+
+    def __new__(cls, *args, **kwargs):
+        storage = original(cls, *args, **kwargs)
+        if _watching and isinstance(storage, torch.UntypedStorage):
+            device = kwargs.get("device")
+            if args and type(args[0]) is int and storage.nbytes():
+                storage.fill_(POISON_BYTE)
+            if device is None or (isinstance(device, str) and device.split(":")[0] == "cpu"):
+                _watching[-1]._mark_storage(storage, "torch.UntypedStorage without a device (host memory)")
+        return storage
+
+    __new__._tritongym_host = True
+    return __new__
+
+
 _PLACING = frozenset([torch.Tensor.to, torch.Tensor.type_as])
 """Methods whose result is on the device they name, or of the tensor they are given."""
 
@@ -157,6 +183,8 @@ class _Allocations(TorchDispatchMode):
         return out
 
 
+_UNSET = object()
+
 LEGACY = "a legacy constructor such as torch.Tensor(n) or torch.FloatTensor(data), host memory on every machine"
 
 
@@ -173,6 +201,8 @@ class HostTensors(TorchFunctionMode):
         self._factories = True
         """Whether a factory given no device makes host memory (not in the runner's device context)."""
         self._allocations: _Allocations | None = None
+        self._storage_new: object = _UNSET
+        """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -203,6 +233,9 @@ class HostTensors(TorchFunctionMode):
                 if original is not None and not getattr(original, "_tritongym_host", False):
                     self._saved.append((owner, name, original))
                     setattr(owner, name, wrap(original, f"{owner.__name__}.{name}"))
+        if not getattr(torch.UntypedStorage.__dict__.get("__new__"), "_tritongym_host", False):
+            self._storage_new = torch.UntypedStorage.__dict__.get("__new__")
+            torch.UntypedStorage.__new__ = staticmethod(_storage_new(torch.UntypedStorage.__new__))
         self._allocations = _Allocations(self)
         self._allocations.__enter__()
         return super().__enter__()
@@ -217,6 +250,12 @@ class HostTensors(TorchFunctionMode):
             for owner, name, original in reversed(self._saved):
                 setattr(owner, name, original)
             self._saved.clear()
+            if self._storage_new is not _UNSET:  # the constructor as it was: inherited, or the class's own
+                if self._storage_new is None:
+                    del torch.UntypedStorage.__new__
+                else:
+                    torch.UntypedStorage.__new__ = self._storage_new
+                self._storage_new = _UNSET
             _watching.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -260,6 +299,11 @@ class HostTensors(TorchFunctionMode):
         address = _address(t)
         if t.device.type == "cpu" and address:
             self._marked[address] = (weakref.ref(t.untyped_storage()), how)
+
+    def _mark_storage(self, storage: torch.UntypedStorage, how: str) -> None:
+        """Mark a storage made without a tensor: every tensor later ``set_`` on it is host memory."""
+        if storage.device.type == "cpu" and storage.data_ptr():
+            self._marked[storage.data_ptr()] = (weakref.ref(storage), how)
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t``'s storage was made in host memory (a GPU's too), or ''."""
