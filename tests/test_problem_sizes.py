@@ -420,6 +420,7 @@ def test_a_shrunk_problem_travels_with_what_was_shrunk():
     again = Problem(**json.loads(json.dumps(data)))
     assert again.resized().source == problem.resized().source
     assert again.resized().sizes == {"batch_size": 16, "dim": 132}
+    assert problem.small().shrunk == problem.shrunk  # shrinking a shrunk problem again keeps what it came from
     assert "shrunk" not in find_problem("04_softmax").to_dict()
     assert find_problem("04_softmax").resized() is None
     job = build_job(problem, "", EvalConfig())
