@@ -425,9 +425,9 @@ def shrink_sizes(
 
 # A second size for a shrunk problem
 
-SECOND_SIZE_GROWTH = 8
+SECOND_SIZE_GROWTH = 4
 """``second_sizes`` keeps the inputs at its sizes within this many times the elements at the small
-sizes (one trial there: the interpreter's cost grows with them)."""
+sizes (one trial there: the interpreter's cost grows with them). Two dimensions doubled fit."""
 
 
 def _power_of_two(value: int) -> bool:
