@@ -139,7 +139,8 @@ def test_numpys_view_is_refused_only_of_what_a_gpu_holds_in_device_memory():
         for refused in (device_tensor.numpy, lambda: np.asarray(device_tensor), (device_tensor * 2).numpy):
             with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
                 refused()
-        for allowed in (torch.empty(3), torch.from_numpy(np.ones(3)), device_tensor.cpu()):
+        host = (torch.empty(3), torch.arange(3, device="cpu"), torch.from_numpy(np.ones(3)), device_tensor.cpu())
+        for allowed in host:  # what a GPU holds in host memory too (a device named "cpu" by a string)
             assert isinstance(allowed.numpy(), np.ndarray)
         assert device_tensor.numpy(force=True).shape == (4,)
     assert device_tensor.numpy().shape == (4,)  # outside the runner's watch: untouched

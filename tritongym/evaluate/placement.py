@@ -84,7 +84,7 @@ def _host_memory(original, name: str):
 
 def _device_memory(original, name: str):
     def wrapped(size, stride, dtype):
-        return torch.empty_strided(size, stride, dtype=dtype, device="cpu")  # the CPU judge's device
+        return torch.empty_strided(size, stride, dtype=dtype, device=torch.device("cpu"))  # the CPU judge's device
 
     wrapped._tritongym_host = True
     wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
@@ -277,7 +277,13 @@ class HostTensors(TorchFunctionMode):
             self._mark(out, f"{_name(func)} (a copy in host memory)")
             return out
         given = _tensors(args, []) + _tensors(kwargs, [])
-        if not given and kwargs.get("device") is None:
+        named = kwargs.get("device")
+        if not given and isinstance(named, str) and named.split(":")[0] == "cpu":
+            # the host named by a string (``x.device`` is a torch.device): host memory on a GPU, in the
+            # constructor too (no device context moves it), and NumPy may view it there
+            for t in _tensors(out, []):
+                self._mark(t, f"{_name(func)}(device={named!r})")
+        elif not given and named is None:
             if not self._factories:  # the runner's device context places it
                 return out
             # made from no tensor and on no device named: a factory of any name (torch.empty, asarray,
