@@ -115,14 +115,15 @@ def test_a_second_size_the_reference_refuses_leaves_the_problems_own(judge):
 
 
 @pytest.mark.parametrize(("check", "verdict"), [("numpy", Verdict.RUNTIME_ERROR), ("asarray", Verdict.RUNTIME_ERROR),
-                                                ("cpu", Verdict.OK)])  # fmt: skip
+                                                ("dlpack", Verdict.RUNTIME_ERROR), ("cpu", Verdict.OK)])  # fmt: skip
 def test_numpys_view_of_a_device_tensor_is_refused_as_on_a_gpu(judge, check, verdict):
     """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU."""
     source = (HERE / "numpy_check_of_an_input.py").read_text().replace('CHECK = "numpy"', f'CHECK = "{check}"')
     result = judge(small_problem("01_vector_add"), source, config())
     assert result.verdict is verdict, result.feedback
     if verdict is Verdict.RUNTIME_ERROR:
-        assert "can't convert cuda:0 device type tensor to numpy" in result.feedback
+        expected = "Unsupported device in DLTensor" if check == "dlpack" else "can't convert cuda:0 device type tensor"
+        assert expected in result.feedback
 
 
 def test_numpys_view_is_refused_only_of_what_a_gpu_holds_in_device_memory():
@@ -135,14 +136,18 @@ def test_numpys_view_is_refused_only_of_what_a_gpu_holds_in_device_memory():
     from tritongym.evaluate.placement import HostTensors
 
     device_tensor = torch.randn(4)
-    with HostTensors():
+    with HostTensors() as host:
         for refused in (device_tensor.numpy, lambda: np.asarray(device_tensor), (device_tensor * 2).numpy):
             with pytest.raises(TypeError, match="can't convert cuda:0 device type tensor to numpy"):
                 refused()
-        host = (torch.empty(3), torch.arange(3, device="cpu"), torch.from_numpy(np.ones(3)), device_tensor.cpu())
-        for allowed in host:  # what a GPU holds in host memory too (a device named "cpu" by a string)
+        on_host = (torch.empty(3), torch.arange(3, device="cpu"), torch.from_numpy(np.ones(3)), device_tensor.cpu())
+        for allowed in on_host:  # what a GPU holds in host memory too (a device named "cpu" by a string)
             assert isinstance(allowed.numpy(), np.ndarray)
         assert device_tensor.numpy(force=True).shape == (4,)
+        with pytest.raises(BufferError, match="Unsupported device in DLTensor"):
+            np.from_dlpack(device_tensor)  # NumPy's DLPack view: refused as on a GPU
+        assert not host.made(torch.from_dlpack(device_tensor))  # PyTorch's own: an alias of device memory
+        assert host.made(torch.from_dlpack(np.ones(2))) and np.from_dlpack(torch.empty(2)).shape == (2,)
     assert device_tensor.numpy().shape == (4,)  # outside the runner's watch: untouched
 
 

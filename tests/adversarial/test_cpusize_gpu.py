@@ -36,6 +36,7 @@ def test_a_kernel_sized_for_the_shrunk_size_is_wrong_at_the_full_size(candidate,
     [
         ("numpy_check_of_an_input.py", ('CHECK = "numpy"', 'CHECK = "numpy"'), Verdict.RUNTIME_ERROR),
         ("numpy_check_of_an_input.py", ('CHECK = "numpy"', 'CHECK = "asarray"'), Verdict.RUNTIME_ERROR),
+        ("numpy_check_of_an_input.py", ('CHECK = "numpy"', 'CHECK = "dlpack"'), Verdict.RUNTIME_ERROR),
         ("numpy_check_of_an_input.py", ('CHECK = "numpy"', 'CHECK = "cpu"'), Verdict.OK),
         (
             "output_on_a_storage_of_its_own.py",

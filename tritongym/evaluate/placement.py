@@ -16,7 +16,8 @@ given: not marked), and of any operation whose tensor arguments are all marked (
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
 place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
 Inductor's ``empty_strided_cpu`` helper (it allocates below the dispatcher) reach no mode: while it
-watches, they are wrapped (red team 11 #2), and what they return is marked; Inductor's
+watches, they are wrapped (red team 11 #2), and what they return is marked (``from_dlpack`` of a tensor
+not marked excepted: an alias of device memory); Inductor's
 ``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU).
 ``torch.UntypedStorage``'s constructor is wrapped too: a storage made with no device named is host
 memory (storages ignore device contexts), and so is every tensor ``set_`` on it. What no
@@ -31,7 +32,9 @@ make, on a GPU too, but not these), except the model's parameters and buffers, w
 string) of a tensor that is not marked makes a marked copy, as on a GPU (red team 12 #4); NumPy's view
 of a tensor that is not marked (``x.numpy()``, ``np.asarray(x)``: one a GPU holds in device memory) is
 refused with PyTorch's GPU error, as there (``x.cpu().numpy()`` and ``x.numpy(force=True)`` copy, and
-are allowed; tests/adversarial/cpusize/README.md).
+are allowed; tests/adversarial/cpusize/README.md), and so is a DLPack capsule of it for another
+library (``np.from_dlpack(x)``; PyTorch's own ``from_dlpack`` of a device tensor is an alias of
+device memory, not marked).
 The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
 Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
 a weak reference to the storage itself (PyTorch keeps a storage's Python object while any tensor
@@ -69,11 +72,24 @@ _watching: list[HostTensors] = []
 """The HostTensors watching now, innermost last."""
 
 
+_TORCH_DLPACK = [0]
+"""PyTorch's own ``from_dlpack`` calls in progress: the ``__dlpack__`` they ask for is PyTorch's import
+of a tensor, right on a GPU too (not NumPy's view of device memory)."""
+
+
 def _host_memory(original, name: str):
+    dlpack = name.endswith("from_dlpack")
+
     def wrapped(*args, **kwargs):
-        out = original(*args, **kwargs)
+        _TORCH_DLPACK[0] += dlpack
+        try:
+            out = original(*args, **kwargs)
+        finally:
+            _TORCH_DLPACK[0] -= dlpack
         if _watching and isinstance(out, torch.Tensor):
-            _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")
+            source = args[0] if args else kwargs.get("ext_tensor")
+            if not (dlpack and isinstance(source, torch.Tensor) and not _watching[-1].made(source)):
+                _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")  # a device tensor's stays placed
         return out
 
     wrapped._tritongym_host = True
@@ -139,6 +155,12 @@ _NUMPY = frozenset([torch.Tensor.numpy, torch.Tensor.__array__])
 def _numpy_of_device_memory(func, args: tuple, kwargs: dict) -> bool:
     """Whether a call asks NumPy's view of a tensor without a copy (``force=True`` copies, on a GPU too)."""
     return func in _NUMPY and bool(args) and isinstance(args[0], torch.Tensor) and not kwargs.get("force")
+
+
+def _dlpack_of_device_memory(func, args: tuple) -> bool:
+    """Whether a call hands a tensor to another library by DLPack (NumPy's ``from_dlpack``), not to
+    PyTorch's own ``from_dlpack``."""
+    return func is torch.Tensor.__dlpack__ and bool(args) and isinstance(args[0], torch.Tensor) and not _TORCH_DLPACK[0]
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -260,6 +282,11 @@ class HostTensors(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if _dlpack_of_device_memory(func, args) and not self.made(args[0]):
+            raise BufferError(
+                "Unsupported device in DLTensor: NumPy's from_dlpack takes host memory only, and on a GPU this "
+                "tensor is in device memory (tritongym: the CPU judge does as a GPU does). Use Tensor.cpu() first."
+            )
         if _numpy_of_device_memory(func, args, kwargs) and not self.made(args[0]):
             raise TypeError(
                 "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "

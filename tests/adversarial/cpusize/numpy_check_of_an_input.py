@@ -1,8 +1,9 @@
 """Vector add in Triton whose forward checks its input with NumPy first (``np.isfinite(a.numpy())``):
 host glue reading a tensor that a GPU holds in device memory. PyTorch refuses it there ("can't convert
 cuda:0 device type tensor to numpy"): `runtime_error`; on the CPU every tensor is host memory, and it
-was `ok`. ``CHECK = "asarray"`` reads it through ``np.asarray(a)``, ``"cpu"`` through ``a.cpu().numpy()``
-(a copy to the host: right on a GPU too)."""
+was `ok`. ``CHECK = "asarray"`` reads it through ``np.asarray(a)``, ``"dlpack"`` through
+``np.from_dlpack(a)`` (NumPy refuses a device's capsule), ``"cpu"`` through ``a.cpu().numpy()`` (a copy
+to the host: right on a GPU too)."""
 
 import numpy as np
 import torch
@@ -23,6 +24,8 @@ def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def host_view(t: torch.Tensor):
     if CHECK == "asarray":
         return np.asarray(t)
+    if CHECK == "dlpack":
+        return np.from_dlpack(t)
     if CHECK == "cpu":
         return t.cpu().numpy()
     return t.numpy()
