@@ -1,6 +1,7 @@
 """Shrink every problem of a KernelBench checkout with ``Problem.small()`` and run each shrunk
 reference once on the CPU: does the shrunk problem still build and run, how small did it get, and
-how long does its reference take?
+how long does its reference take? And at the second size a CPU judge adds for a shrunk problem
+(``Problem.resized``: one trial more there), does it still run, and how much larger is it?
 
     python benchmarks/small_sizes.py path/to/KernelBench/KernelBench --levels 1,2,3 \
         --out benchmarks/results/small_sizes_kernelbench.json
@@ -73,9 +74,22 @@ def main() -> None:
                 row |= {"outcome": "timeout"}
             except Exception as exc:  # the reference's own error at the shrunk sizes
                 row |= {"outcome": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            resized = small.resized() if row["outcome"] == "ran" else None
+            if resized is not None:
+                row |= {"second_elements": input_elements(resized.source)[0], "second": resized.size_notice}
+                job = pool.apply_async(_run_reference, (resized.source,))
+                try:
+                    row |= {"second_outcome": "ran", "second_seconds": job.get(args.timeout)["seconds"]}
+                except multiprocessing.TimeoutError:
+                    pool.terminate()
+                    pool = context.Pool(1)
+                    row |= {"second_outcome": "timeout"}
+                except Exception as exc:  # the reference refuses the second size: judged at one size
+                    row |= {"second_outcome": "error", "second_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             rows.append(row)
             print(json.dumps(row), flush=True)
     pool.terminate()
+    growth = sorted(r["second_elements"] / max(r["small_elements"], 1) for r in rows if "second_elements" in r)
     ran = [r for r in rows if r["outcome"] == "ran"]
     summary = {
         "machine": platform.processor() or platform.machine(),
@@ -87,6 +101,8 @@ def main() -> None:
         "shrunk": sum(bool(r.get("shrunk")) for r in rows),
         "median_reference_seconds": sorted(r["seconds"] for r in ran)[len(ran) // 2] if ran else None,
         "max_reference_seconds": max((r["seconds"] for r in ran), default=None),
+        "second_size_outcomes": dict(Counter(r["second_outcome"] for r in rows if "second_outcome" in r)),
+        "second_size_growth": {"median": growth[len(growth) // 2], "max": growth[-1]} if growth else None,
     }
     args.out.write_text(json.dumps({"summary": summary, "problems": rows}, indent=1) + "\n")
     print(json.dumps(summary, indent=1))

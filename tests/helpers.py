@@ -18,6 +18,9 @@ from tritongym.problems import Problem, find_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"
 DEVICE = os.environ.get("TRITONGYM_TEST_DEVICE", "cpu")
+SECOND_SIZE_TRIALS = int(DEVICE == "cpu")
+"""The trial a CPU judge adds at a shrunk problem's second size (judge/second_size.py): a problem at
+its small sizes has that many trials more than asked for on the CPU, none more on a GPU."""
 PROCESSES_REFUSED = seccomp.supported()
 """Whether the tests' runners may not create processes (the runner's seccomp filter, on x86-64, on
 every device: a GPU runner's compiler helper runs ptxas; red team 4 #7): a candidate's fork fails

@@ -270,9 +270,9 @@ def test_the_arguments_follow_the_graph_and_no_compilation_is_left(generated):
     _, out = generated
     text = (out / "solutions" / "20_order.py").read_text()
     # Dynamo lifts tensors as forward first touches them: the weight, y, the bias, x, then the buffer.
-    expected = (
-        "call([self.get_parameter('weight'), _laid_out(y, (4, 16), (16, 1)), self.get_parameter('bias'), "
-        "_laid_out(x, (4, 16), (16, 1)), self.get_buffer('shift')])"
+    expected = (  # call()'s arguments (made a list first on the CPU: their device places its buffers)
+        "[self.get_parameter('weight'), _laid_out(y, (4, 16), (16, 1)), self.get_parameter('bias'), "
+        "_laid_out(x, (4, 16), (16, 1)), self.get_buffer('shift')]"
     )
     assert expected in text
     for compiled in ("torch.compile(", "async_compile", "_dynamo.reset(", "torch._inductor.config"):
@@ -288,6 +288,10 @@ def test_the_written_solutions_are_judged_ok_without_the_service_packages(genera
     ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdicts"] == {"ok": 2} and summary["candidates"] == 2
+    # Inductor's CPU buffers come from its host-memory helper: the solutions make them on their inputs' device
+    for solution in (out / "solutions").glob("*.py"):
+        text = solution.read_text()
+        assert "_empty_strided_cpu" not in text and "with torch.no_grad(), torch.device(device):" in text
     assert summary["ok_without_speedup"] == []  # not timed on the CPU: nothing to list
     assert [s["problem"] for s in summary["generation"]["skipped"]] == ["21_graph_break"]
     assert summary["cost"]["per_candidate_s"] > 0 and "correctness" in summary["cost"]["stage_mean_s"]

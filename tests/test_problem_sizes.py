@@ -1,6 +1,8 @@
 """Shrinking any problem to a budget, the notice of what changed, and problems that cannot be prepared."""
 
+import json
 import logging
+import math
 
 import pytest
 from typer.testing import CliRunner
@@ -9,9 +11,18 @@ from helpers import CANDIDATES
 from tritongym import cli
 from tritongym.cli import EXIT_USAGE, app
 from tritongym.errors import ProblemError
+from tritongym.evaluate import EvalConfig
+from tritongym.evaluate.evaluator import build_job
 from tritongym.evaluate.result import EvalResult, Verdict
-from tritongym.problems import load_directory, load_file
-from tritongym.problems.sizes import input_elements, shrink_sizes
+from tritongym.problems import Problem, find_problem, load_directory, load_file
+from tritongym.problems.sizes import (
+    input_elements,
+    int_constants,
+    override_int_constants,
+    second_sizes,
+    second_value,
+    shrink_sizes,
+)
 
 CONV = """import torch
 import torch.nn as nn
@@ -352,3 +363,67 @@ def test_shrinking_keeps_a_factor_of_three():
     grouped = CONV.replace("in_channels = 3", "in_channels = 240")
     overrides = shrink_sizes(grouped)
     assert overrides["in_channels"] % 3 == 0 and overrides["in_channels"] < 240
+
+
+@pytest.mark.parametrize(
+    ("full", "small", "second"),
+    [
+        (4096, 100, 132),  # above 128 (a block covering 100), a multiple of gcd 4 by an odd factor prime to 25
+        (8192, 300, 524),  # above 512; 4 * 131 (129 = 3 * 43 shares 3 with 75)
+        (16777216, 1000, 1032),
+        (1000, 7, 9),  # a Python number among the inputs (a shift) too
+        (4096, 8, 16),  # both powers of two: it is one, twice the small
+        (4096, 64, 128),
+        (1000, 16, 24),  # 16 of 1000 shares 8 only: 24, no power of two
+        (48, 16, 48),  # never above the full size
+        (4096, 4096, 4096),  # not shrunk
+    ],
+)
+def test_a_second_value_is_above_the_small_ones_blocks_and_shares_what_both_share(full, small, second):
+    assert second_value(full, small) == second
+    if second != small:
+        assert second > triton_next_power_of_2(small) or second == full
+        assert second % math.gcd(full, small) == 0
+
+
+def triton_next_power_of_2(n: int) -> int:
+    return 1 << (n - 1).bit_length()
+
+
+def test_second_sizes_grow_the_shrunk_roots_within_the_budget():
+    small = shrink_sizes(CONV, budget=1 << 14)
+    source = override_int_constants(CONV, small)
+    shrunk = {name: (int_constants(CONV)[name], value) for name, value in small.items()}
+    second = second_sizes(source, shrunk, growth=8)
+    assert second == {"batch_size": 4, "height": 64, "width": 64, "out_channels": 32}
+    assert input_elements(source, second)[0] == 8 * input_elements(source)[0]
+    # four times at most (the default): the batch goes back to its small size first
+    assert second_sizes(source, shrunk) == {"height": 64, "width": 64, "out_channels": 32}
+    # one constant is kept whatever the budget
+    assert len(second_sizes(source, shrunk, growth=1)) == 1
+    small = shrink_sizes(MATMUL, budget=1 << 14)
+    source = override_int_constants(MATMUL, small)
+    shrunk = {name: (int_constants(MATMUL)[name], value) for name, value in small.items()}
+    shrunk["dim"] = (int_constants(MATMUL)["dim"], int_constants(source)["dim"])
+    second = second_sizes(source, shrunk)
+    assert set(second) == {"M", "K", "N"}  # dim = M // 2 follows M
+    assert int_constants(source, second)["dim"] == second["M"] // 2
+    assert second_sizes(source, {}) == {}
+
+
+def test_a_shrunk_problem_travels_with_what_was_shrunk():
+    """The judge's second size is made where the job is (``build_job``): a problem sent to a service or
+    stored with a task keeps ``shrunk``, and with it its second size."""
+    problem = find_problem("04_softmax").small()
+    data = problem.to_dict()
+    assert data["shrunk"] == {"batch_size": [4096, 8], "dim": [4096, 100]}
+    again = Problem(**json.loads(json.dumps(data)))
+    assert again.resized().source == problem.resized().source
+    assert again.resized().sizes == {"batch_size": 16, "dim": 132}
+    assert problem.small().shrunk == problem.shrunk  # shrinking a shrunk problem again keeps what it came from
+    assert "shrunk" not in find_problem("04_softmax").to_dict()
+    assert find_problem("04_softmax").resized() is None
+    job = build_job(problem, "", EvalConfig())
+    assert job["resized_source"] == problem.resized().source
+    assert job["resized_sizes"] == "batch_size 8->16, dim 100->132"
+    assert build_job(find_problem("04_softmax"), "", EvalConfig())["resized_source"] == ""

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from helpers import DEVICE, eval_config, run_candidate, small_problem
+from helpers import DEVICE, SECOND_SIZE_TRIALS, eval_config, run_candidate, small_problem
 from tritongym.evaluate import Verdict, evaluate
 from tritongym.problems import Problem
 
@@ -68,7 +68,7 @@ def test_verdict(warm_env, candidate, problem, verdict, phrase):
 def test_correct_candidate_passes_every_trial():
     result = run_candidate("correct")
     assert result.verdict is Verdict.OK and result.correct and result.compiled
-    assert result.trials_passed == result.trials == 2
+    assert result.trials_passed == result.trials == 2 + SECOND_SIZE_TRIALS
     assert result.errors.max_abs_error < 1e-5
     stages = {"sandbox_start", "reference", "import", "build", "correctness", "total", "sandbox_wall"}
     assert stages <= set(result.stage_seconds)

@@ -128,7 +128,8 @@ def test_an_honest_kernel_writing_a_registered_buffer_is_no_hack(judge):
     result = judge(small_problem("vector_add"), (HERE / "output_in_a_buffer.py").read_text(), config())
     assert result.verdict is Verdict.OK, result.feedback
     forged = (HERE / "output_in_a_buffer.py").read_text()
-    forged = forged.replace("        return self.out.clone()", "        return torch.from_numpy(a.numpy() + b.numpy())")
+    host_sum = "        return torch.from_numpy(a.cpu().numpy() + b.cpu().numpy())"
+    forged = forged.replace("        return self.out.clone()", host_sum)
     assert judge(small_problem("vector_add"), forged, config()).verdict is Verdict.HACK_NO_TRITON
 
 

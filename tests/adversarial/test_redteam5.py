@@ -258,7 +258,7 @@ def test_an_honest_kernel_whose_answer_is_the_poison_is_not_a_hack(warm_env):
     on_host = (
         (HERE / "honest_boolean_reduction.py")
         .read_text()
-        .replace("        return out\n", "        return torch.from_numpy((x.numpy() > 0).any(axis=1))\n")
+        .replace("        return out\n", "        return torch.from_numpy((x.cpu().numpy() > 0).any(axis=1))\n")
     )
     assert warm_env.submit(problem, on_host, config()).result().verdict is Verdict.HACK_NO_TRITON
 

@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -147,3 +148,16 @@ def test_api_pages_load_their_assets_from_the_service(pool, tmp_path, page):
         for asset in assets:
             response = client.get(asset)
             assert response.status_code == 200 and len(response.content) > 10_000, asset
+
+
+def test_a_shrunk_problem_sent_to_the_service_keeps_its_second_size(pool, tmp_path):
+    """``Problem.to_dict`` carries what was shrunk, and the service's judge runs its second size: a
+    kernel sized for the one shrunk size fails there, as through a local pool."""
+    sized = (Path(__file__).parents[1] / "adversarial" / "cpusize" / "one_program_block.py").read_text()
+    client, _ = make_client(pool, tmp_path)
+    with client:
+        sent = {"problem": PROBLEM.to_dict(), "candidate": sized, "config": {"trials": 2}}
+        (task_id,) = client.post("/v1/tasks", json={"tasks": [sent]}).json()["ids"]
+        result = wait_done(client, task_id)["result"]
+        assert result["verdict"] == "mismatch", result["feedback"]
+        assert "other sizes than the problem shows: n 1000->1032" in result["feedback"]

@@ -20,7 +20,7 @@ from transformers import LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallb
 
 from helpers import DEVICE, small_problem
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
-from tritongym.integrations.scoring import Scorer
+from tritongym.integrations.scoring import Scorer, problem_from_columns
 from tritongym.integrations.trl import (
     AsyncKernelReward,
     KernelEnvironment,
@@ -227,6 +227,11 @@ def test_the_dataset_holds_a_conversational_prompt_and_the_problem_columns():
     assert row["prompt"][-1]["role"] == "user" and "ModelNew" in row["prompt"][-1]["content"]
     assert row["problem"] == "01_vector_add" and row["problem_source"] == PROBLEMS[0].source
     assert row["entry_point"] == "Model"
+    # what was shrunk travels to the reward, which judges the second size from it (Problem.resized)
+    assert json.loads(row["problem_shrunk"]) == {"n": [16777216, 1000]}
+    judged = problem_from_columns(row["problem"], row["problem_source"], row["entry_point"], row["problem_shrunk"])
+    assert judged.resized().source == PROBLEMS[0].resized().source
+    assert problem_from_columns(row["problem"], row["problem_source"]).resized() is None  # an older dataset
     with pytest.raises(ValueError, match="no problems"):
         kernel_dataset([])
 

@@ -25,6 +25,7 @@ from tritongym.integrations.verl import (
     compute_score_batch,
     compute_score_sync,
     estimator_options,
+    problem_of,
     register_with_verl,
     turn_of_tokens,
     verl_advantages,
@@ -233,6 +234,8 @@ def test_dataset_rows_carry_the_problem_in_extra_info_and_round_trip_through_par
     assert row["agent_name"] == "tritongym_kernel" and row["reward_model"]["ground_truth"]
     back = pq.read_table(write_verl_dataset(rows, tmp_path / "data" / "train.parquet")).to_pylist()
     assert back == rows
+    # what was shrunk comes back with the problem: the judge's second size is made from it
+    assert problem_of(back[0]["extra_info"]).resized().size_notice == "batch_size 8->16, dim 96->160"
     with pytest.raises(ValueError, match="no problems"):
         verl_rows([])
 

@@ -40,6 +40,11 @@ class ProblemIn(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     source: str = Field(min_length=1, max_length=1_000_000)
     entry_point: str = Field(default="Model", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    shrunk: dict[str, tuple[int, int]] = Field(
+        default_factory=dict,
+        max_length=64,
+        description="Size constants shrunk for the CPU, name -> (full, small): the judge's second size follows",
+    )
 
 
 class TaskIn(BaseModel):

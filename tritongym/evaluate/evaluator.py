@@ -104,9 +104,13 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
 
 
 def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
-    """The judge's job for one evaluation (the judge draws the secret seeds itself)."""
+    """The judge's job for one evaluation (the judge draws the secret seeds itself). A shrunk problem
+    comes with its second size (``Problem.resized``), where a judge without a GPU runs one trial more."""
+    resized = problem.resized()
     return {
         "problem_source": problem.source,
+        "resized_source": resized.source if resized is not None else "",
+        "resized_sizes": resized.size_notice if resized is not None else "",
         "entry_point": problem.entry_point,
         "solution_class": problem.solution_class,
         "candidate_source": source,

@@ -15,8 +15,13 @@ tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, 
 given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4), and
 of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
-place their result. ``torch.from_numpy``, ``torch.frombuffer`` and DLPack's ``from_dlpack`` reach no
-mode: while it watches, they are wrapped (red team 11 #2), and what they return is marked. What no
+place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
+Inductor's ``empty_strided_cpu`` helper (it allocates below the dispatcher) reach no mode: while it
+watches, they are wrapped (red team 11 #2), and what they return is marked (``from_dlpack`` of a tensor
+not marked excepted: an alias of device memory); Inductor's
+``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU).
+``torch.UntypedStorage``'s constructor is wrapped too: a storage made with no device named is host
+memory (storages ignore device contexts), and so is every tensor ``set_`` on it. What no
 torch function makes reaches no TorchFunctionMode either, and ignores every device context: the
 legacy constructors (``torch.Tensor(n)``, ``torch.FloatTensor(data)``, which on a GPU make host
 tensors or refuse a CUDA device). A TorchDispatchMode (:class:`_Allocations`) sees every operation
@@ -26,8 +31,11 @@ PyTorch runs, and what one makes while no torch function is in progress is marke
 make, on a GPU too, but not these), except the model's parameters and buffers, which the runner's
 ``model.to(device)`` moves (``placed_state``). ``.cpu()`` or ``.to("cpu")`` (a device named by a
 string) of a tensor that is not marked makes a marked copy, as on a GPU (red team 12 #4); NumPy's view
-of a tensor a GPU holds in device memory (``x.numpy()``, which PyTorch refuses there) is not refused
-(see tests/adversarial/redteam12/README.md).
+of a tensor that is not marked (``x.numpy()``, ``np.asarray(x)``: one a GPU holds in device memory) is
+refused with PyTorch's GPU error, as there (``x.cpu().numpy()`` and ``x.numpy(force=True)`` copy, and
+are allowed; tests/adversarial/cpusize/README.md), and so is a DLPack capsule of it for another
+library (``np.from_dlpack(x)``; PyTorch's own ``from_dlpack`` of a device tensor is an alias of
+device memory, not marked).
 The launch monitor (guards.py) asks :meth:`HostTensors.refuse` before every launch, which raises
 Triton's error for an argument that a GPU would have in host memory. Marks are by storage and hold
 a weak reference to the storage itself (PyTorch keeps a storage's Python object while any tensor
@@ -50,23 +58,80 @@ import torch.utils.dlpack
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+_GUARDS = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
 _WRAPPING = [(torch, "from_numpy"), (torch, "frombuffer"), (torch, "from_dlpack"), (torch.utils.dlpack, "from_dlpack")]
-"""Functions that wrap memory PyTorch did not allocate, whatever the default device: never placed."""
+_WRAPPING += [(_GUARDS, "_empty_strided_cpu")] if hasattr(_GUARDS, "_empty_strided_cpu") else []
+"""Functions whose result is host memory whatever the default device, and that reach no mode: those
+that wrap memory PyTorch did not allocate, and Inductor's ``empty_strided_cpu`` helper (its CPU code's
+buffers, allocated below the dispatcher: red team 12, open until the CPU's Inductor solutions made
+their buffers on their inputs' device, ``output_code.PLACED_HELPER``)."""
+_DEVICE_HELPERS = [(_GUARDS, "_empty_strided_cuda")] if hasattr(_GUARDS, "_empty_strided_cuda") else []
+"""Inductor's GPU code's buffer helper (KernelBook's rows call it): device memory, which the CPU's
+PyTorch cannot make ("compiled without support for the specified device"); while a HostTensors
+watches it makes the CPU judge's device memory instead (unmarked, poisoned as ``empty`` is), so GPU
+code runs on the CPU as on a GPU."""
 _watching: list[HostTensors] = []
 """The HostTensors watching now, innermost last."""
 
 
+_TORCH_DLPACK = [0]
+"""PyTorch's own ``from_dlpack`` calls in progress: the ``__dlpack__`` they ask for is PyTorch's import
+of a tensor, right on a GPU too (not NumPy's view of device memory)."""
+
+
 def _host_memory(original, name: str):
+    dlpack = name.endswith("from_dlpack")
+
     def wrapped(*args, **kwargs):
-        out = original(*args, **kwargs)
+        _TORCH_DLPACK[0] += dlpack
+        try:
+            out = original(*args, **kwargs)
+        finally:
+            _TORCH_DLPACK[0] -= dlpack
         if _watching and isinstance(out, torch.Tensor):
-            _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")
+            source = args[0] if args else kwargs.get("ext_tensor")
+            if not (dlpack and isinstance(source, torch.Tensor) and not _watching[-1].made(source)):
+                _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")  # a device tensor's stays placed
         return out
 
     wrapped._tritongym_host = True
     wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
     wrapped.__doc__ = getattr(original, "__doc__", None)
     return wrapped
+
+
+def _device_memory(original, name: str):
+    def wrapped(size, stride, dtype):
+        return torch.empty_strided(size, stride, dtype=dtype, device=torch.device("cpu"))  # the CPU judge's device
+
+    wrapped._tritongym_host = True
+    wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
+    wrapped.__doc__ = getattr(original, "__doc__", None)
+    return wrapped
+
+
+POISON_BYTE = 0xFF
+"""What a storage made without data holds on the CPU (runner.poison's byte): uninitialised memory, as a
+GPU's is."""
+
+
+def _storage_new(original):
+    """``torch.UntypedStorage``'s constructor, watched: a storage made with no device named, or with
+    the CPU named by a string, is host memory on a GPU too (storages ignore ``torch.device``
+    contexts); one made by size holds the poison (uninitialised memory)."""
+
+    def __new__(cls, *args, **kwargs):
+        storage = original(cls, *args, **kwargs)
+        if _watching and isinstance(storage, torch.UntypedStorage):
+            device = kwargs.get("device")
+            if args and type(args[0]) is int and storage.nbytes():
+                storage.fill_(POISON_BYTE)
+            if device is None or (isinstance(device, str) and device.split(":")[0] == "cpu"):
+                _watching[-1]._mark_storage(storage, "torch.UntypedStorage without a device (host memory)")
+        return storage
+
+    __new__._tritongym_host = True
+    return __new__
 
 
 _PLACING = frozenset([torch.Tensor.to, torch.Tensor.type_as])
@@ -95,6 +160,22 @@ def _to_host(func, args: tuple, kwargs: dict) -> bool:
         return True
     named = [kwargs.get("device"), *args[1:2]] if func is torch.Tensor.to else []
     return any(_names_the_host(d) for d in named)
+
+
+_NUMPY = frozenset([torch.Tensor.numpy, torch.Tensor.__array__])
+"""NumPy's view of a tensor (``x.numpy()``, and ``np.asarray(x)``/``np.array(x)`` through
+``__array__``): PyTorch refuses it for a tensor in device memory."""
+
+
+def _numpy_of_device_memory(func, args: tuple, kwargs: dict) -> bool:
+    """Whether a call asks NumPy's view of a tensor without a copy (``force=True`` copies, on a GPU too)."""
+    return func in _NUMPY and bool(args) and isinstance(args[0], torch.Tensor) and not kwargs.get("force")
+
+
+def _dlpack_of_device_memory(func, args: tuple) -> bool:
+    """Whether a call hands a tensor to another library by DLPack (NumPy's ``from_dlpack``), not to
+    PyTorch's own ``from_dlpack``."""
+    return func is torch.Tensor.__dlpack__ and bool(args) and isinstance(args[0], torch.Tensor) and not _TORCH_DLPACK[0]
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -139,6 +220,8 @@ class _Allocations(TorchDispatchMode):
         return out
 
 
+_UNSET = object()
+
 LEGACY = "a legacy constructor such as torch.Tensor(n) or torch.FloatTensor(data), host memory on every machine"
 
 
@@ -155,6 +238,8 @@ class HostTensors(TorchFunctionMode):
         self._factories = True
         """Whether a factory given no device makes host memory (not in the runner's device context)."""
         self._allocations: _Allocations | None = None
+        self._storage_new: object = _UNSET
+        """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -179,11 +264,15 @@ class HostTensors(TorchFunctionMode):
         TorchFunctionMode (red team 11 #2). Their wrappers stay where the candidate's import put
         them; they mark for the HostTensors watching when they run."""
         _watching.append(self)
-        for owner, name in _WRAPPING:
-            original = getattr(owner, name, None)
-            if original is not None and not getattr(original, "_tritongym_host", False):
-                self._saved.append((owner, name, original))
-                setattr(owner, name, _host_memory(original, f"{owner.__name__}.{name}"))
+        for helpers, wrap in ((_WRAPPING, _host_memory), (_DEVICE_HELPERS, _device_memory)):
+            for owner, name in helpers:
+                original = getattr(owner, name, None)
+                if original is not None and not getattr(original, "_tritongym_host", False):
+                    self._saved.append((owner, name, original))
+                    setattr(owner, name, wrap(original, f"{owner.__name__}.{name}"))
+        if not getattr(torch.UntypedStorage.__dict__.get("__new__"), "_tritongym_host", False):
+            self._storage_new = torch.UntypedStorage.__dict__.get("__new__")
+            torch.UntypedStorage.__new__ = staticmethod(_storage_new(torch.UntypedStorage.__new__))
         self._allocations = _Allocations(self)
         self._allocations.__enter__()
         return super().__enter__()
@@ -198,10 +287,27 @@ class HostTensors(TorchFunctionMode):
             for owner, name, original in reversed(self._saved):
                 setattr(owner, name, original)
             self._saved.clear()
+            if self._storage_new is not _UNSET:  # the constructor as it was: inherited, or the class's own
+                if self._storage_new is None:
+                    del torch.UntypedStorage.__new__
+                else:
+                    torch.UntypedStorage.__new__ = self._storage_new
+                self._storage_new = _UNSET
             _watching.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if _dlpack_of_device_memory(func, args) and not self.made(args[0]):
+            raise BufferError(
+                "Unsupported device in DLTensor: NumPy's from_dlpack takes host memory only, and on a GPU this "
+                "tensor is in device memory (tritongym: the CPU judge does as a GPU does). Use Tensor.cpu() first."
+            )
+        if _numpy_of_device_memory(func, args, kwargs) and not self.made(args[0]):
+            raise TypeError(
+                "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+                "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
+                "a view of it; the CPU judge does as a GPU does.)"
+            )
         self._depth += 1
         try:
             out = func(*args, **kwargs)
@@ -241,6 +347,11 @@ class HostTensors(TorchFunctionMode):
         address = _address(t)
         if t.device.type == "cpu" and address:
             self._marked[address] = (weakref.ref(t.untyped_storage()), how)
+
+    def _mark_storage(self, storage: torch.UntypedStorage, how: str) -> None:
+        """Mark a storage made without a tensor: every tensor later ``set_`` on it is host memory."""
+        if storage.device.type == "cpu" and storage.data_ptr():
+            self._marked[storage.data_ptr()] = (weakref.ref(storage), how)
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t``'s storage was made in host memory (a GPU's too), or ''."""

@@ -40,7 +40,7 @@ JUDGE_MEMORY_FACTOR = 4
 """The judge's own process group (judge and zygote) may use this many times the job's memory limit."""
 BACKSTOP_S = 20.0
 """Seconds past the job's timeout after which a judge that has not answered is killed."""
-BEFORE_CANDIDATE = ("start", "reference")
+BEFORE_CANDIDATE = ("start", "reference", "reference_second_size")
 """Stages that run no candidate code: a failure there is the infrastructure's, not the candidate's."""
 START_TIMEOUT_S = 300.0
 """Importing torch and triton and creating a CUDA context takes seconds; a stuck start, not longer."""

@@ -12,6 +12,7 @@ them (a format bonus is not paid on a sample whose kernel could not be judged).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -84,14 +85,25 @@ def default_messages(problem: Problem) -> list[dict[str, str]]:
     return Prompts().initial(problem)
 
 
-def problem_from_columns(name: str, source: str, entry_point: str | None = "Model") -> Problem:
-    """The Problem a dataset row describes (the columns :func:`problem_columns` wrote)."""
-    return Problem(name=str(name), source=source, entry_point=entry_point or "Model")
+def problem_from_columns(
+    name: str, source: str, entry_point: str | None = "Model", shrunk: str | None = None
+) -> Problem:
+    """The Problem a dataset row describes (the columns :func:`problem_columns` wrote; ``shrunk``, the
+    ``problem_shrunk`` column, may be missing from a dataset written before it was one)."""
+    sizes = {name: tuple(pair) for name, pair in json.loads(shrunk).items()} if shrunk else {}
+    return Problem(name=str(name), source=source, entry_point=entry_point or "Model", shrunk=sizes)
 
 
 def problem_columns(problem: Problem) -> dict[str, str]:
-    """The columns that carry a problem through a dataset: ``problem``, ``problem_source``, ``entry_point``."""
-    return {"problem": problem.name, "problem_source": problem.source, "entry_point": problem.entry_point}
+    """The columns that carry a problem through a dataset: ``problem``, ``problem_source``, ``entry_point``
+    and ``problem_shrunk`` (what was shrunk for the CPU, as JSON, ``{}`` where nothing was: the
+    judge's second size is made from it, ``Problem.resized``)."""
+    return {
+        "problem": problem.name,
+        "problem_source": problem.source,
+        "entry_point": problem.entry_point,
+        "problem_shrunk": json.dumps(problem.to_dict().get("shrunk", {})),
+    }
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@
   other text rewards inside the KernelReward (``format_reward=``), not beside it, see
   docs/integrations.md).
 * :func:`kernel_dataset`: problems -> ``datasets.Dataset`` with a conversational ``prompt`` and the
-  columns the reward reads (``problem``, ``problem_source``, ``entry_point``).
+  columns the reward reads (``problem``, ``problem_source``, ``entry_point``, ``problem_shrunk``).
 * :class:`KernelEnvironment`: for ``GRPOTrainer(environment_factory=...)`` (multi-turn through tool
   calls): the model calls ``evaluate_kernel(code)`` and reads the feedback, as often as it likes up to
   a budget; the rollout's reward is that of its best (or last) evaluation.
@@ -88,10 +88,17 @@ class KernelReward:
         self.__name__ = name
 
     def _inputs(
-        self, completions: Sequence[Any], problem: Sequence[str], problem_source: Sequence[str], entry_point: Any
+        self,
+        completions: Sequence[Any],
+        problem: Sequence[str],
+        problem_source: Sequence[str],
+        entry_point: Any,
+        problem_shrunk: Any,
     ) -> tuple[list[Problem], list[str]]:
         entries = entry_point if entry_point is not None else ["Model"] * len(completions)
-        problems = [problem_from_columns(n, s, e) for n, s, e in zip(problem, problem_source, entries, strict=True)]
+        shrunk = problem_shrunk if problem_shrunk is not None else [None] * len(completions)
+        rows = zip(problem, problem_source, entries, shrunk, strict=True)
+        problems = [problem_from_columns(n, s, e, k) for n, s, e, k in rows]
         return problems, [completion_text(c) for c in completions]
 
     def _report(self, scores: list[Score], log_metric: Callable | None, log_extra: Callable | None) -> list:
@@ -112,9 +119,10 @@ class KernelReward:
         entry_point: Sequence[str] | None = None,
         log_metric: Callable | None = None,
         log_extra: Callable | None = None,
+        problem_shrunk: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
-        problems, texts = self._inputs(completions, problem, problem_source, entry_point)
+        problems, texts = self._inputs(completions, problem, problem_source, entry_point, problem_shrunk)
         return self._report(self.scorer.score(problems, texts), log_metric, log_extra)
 
 
@@ -130,9 +138,10 @@ class AsyncKernelReward(KernelReward):
         entry_point: Sequence[str] | None = None,
         log_metric: Callable | None = None,
         log_extra: Callable | None = None,
+        problem_shrunk: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
-        problems, texts = self._inputs(completions, problem, problem_source, entry_point)
+        problems, texts = self._inputs(completions, problem, problem_source, entry_point, problem_shrunk)
         return self._report(await self.scorer.ascore(problems, texts), log_metric, log_extra)
 
 
@@ -187,9 +196,16 @@ class KernelEnvironment:
         self.scores: list[Score] = []
         """The evaluations of the current rollout, in the order they finished."""
 
-    def reset(self, problem: str, problem_source: str, entry_point: str = "Model", **kwargs: Any) -> None:
+    def reset(
+        self,
+        problem: str,
+        problem_source: str,
+        entry_point: str = "Model",
+        problem_shrunk: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         """Start a rollout on the row's problem (the prompt is left as it is)."""
-        self._problem = problem_from_columns(problem, problem_source, entry_point)
+        self._problem = problem_from_columns(problem, problem_source, entry_point, problem_shrunk)
         self._started = 0
         self.scores = []
 

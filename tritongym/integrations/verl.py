@@ -128,7 +128,9 @@ def problem_of(extra_info: Mapping[str, Any] | None) -> Problem:
         raise ConfigError(
             "extra_info has no 'problem'/'problem_source': build the dataset with tritongym.integrations.verl.verl_rows"
         )
-    return problem_from_columns(info["problem"], info["problem_source"], info.get("entry_point"))
+    return problem_from_columns(
+        info["problem"], info["problem_source"], info.get("entry_point"), info.get("problem_shrunk")
+    )
 
 
 def score_dict(score: Score, infrastructure_score: float = math.nan) -> dict[str, float]:

@@ -16,6 +16,7 @@ from tritongym.problems.sizes import (
     missing_packages,
     module_names,
     override_int_constants,
+    second_sizes,
     shrink_sizes,
 )
 
@@ -67,9 +68,25 @@ class Problem:
         """What ``small()`` changed, for people (``batch_size 4096->16, dim 8192->32``); "" if nothing."""
         return describe_changes(self.shrunk)
 
-    def to_dict(self) -> dict[str, str]:
-        """What a problem travels with (HTTP, the task store); ``Problem(**d)`` rebuilds it."""
-        return {"name": self.name, "source": self.source, "entry_point": self.entry_point}
+    def to_dict(self) -> dict:
+        """What a problem travels with (HTTP, the task store); ``Problem(**d)`` rebuilds it. ``shrunk``
+        travels where there is one: the judge's second size (``resized``) is made from it."""
+        data: dict = {"name": self.name, "source": self.source, "entry_point": self.entry_point}
+        if self.shrunk:
+            data["shrunk"] = {name: list(pair) for name, pair in self.shrunk.items()}
+        return data
+
+    def resized(self) -> Problem | None:
+        """This shrunk problem at a second size (``sizes.second_sizes``: every shrunk constant at
+        another value between its small and its full one), or None where nothing was shrunk. A
+        judge without a GPU runs one trial there besides those at the problem's own sizes, so that a
+        kernel sized for the one shrunk size (a block that covers it, a constant baked from it) fails
+        there, as it does at the full size on a GPU."""
+        overrides = second_sizes(self.source, self.shrunk) if self.shrunk else {}
+        if not overrides:
+            return None
+        resized = self.with_sizes(**overrides)
+        return replace(resized, shrunk=changed_sizes(self.sizes, resized.sizes))
 
     def with_sizes(self, **sizes: int) -> Problem:
         """A copy whose module-level integer constants are overridden (constants derived from them follow)."""
@@ -88,7 +105,8 @@ class Problem:
         except ProblemError as exc:
             raise ProblemError(f"problem {self.name}: {exc}") from None
         small = self.with_sizes(**overrides)
-        small = replace(small, shrunk=changed_sizes(self.sizes, small.sizes))
+        original = self.sizes | {name: full for name, (full, _) in self.shrunk.items()}  # small() of a small one
+        small = replace(small, shrunk=changed_sizes(original, small.sizes))
         if not self.small_sizes and (elements := input_elements(small.source)[0]) > budget:
             log.warning(
                 "problem %s: inputs of %d elements at its smallest sizes, over the budget of %d (%s)",

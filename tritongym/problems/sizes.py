@@ -423,6 +423,62 @@ def shrink_sizes(
     return {name: value for name, value in overrides.items() if value != roots[name]}
 
 
+# A second size for a shrunk problem
+
+SECOND_SIZE_GROWTH = 4
+"""``second_sizes`` keeps the inputs at its sizes within this many times the elements at the small
+sizes (one trial there: the interpreter's cost grows with them). Two dimensions doubled fit."""
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
+
+
+def second_value(full: int, small: int) -> int:
+    """Another value of a constant shrunk from ``full`` to ``small``, above every power of two a
+    block covering ``small`` would be (so that a block, a grid or a constant sized for ``small``
+    does not cover it) and sharing what ``small`` and ``full`` share, so that a kernel right at both
+    is right at it: both powers of two, it is one (``2 * small``); else a multiple of their greatest
+    common divisor by an odd factor prime to ``small``'s (no divisibility ``small`` has and ``full``
+    lacks: 100 of 4096 gives 132). Never above ``full``; ``small`` itself where it was not shrunk."""
+    if small <= 0 or full <= small:
+        return small
+    if _power_of_two(full) and _power_of_two(small):
+        return 2 * small
+    common = math.gcd(full, small)
+    above = 1 << (small - 1).bit_length()  # the smallest power of two at or above small
+    factor = above // common + 1
+    while factor % 2 == 0 or math.gcd(factor, small // common) != 1:
+        factor += 1
+    return min(common * factor, full)
+
+
+def second_sizes(
+    source: str, shrunk: Mapping[str, tuple[int, int]], growth: int = SECOND_SIZE_GROWTH
+) -> dict[str, int]:
+    """Overrides of ``source`` (a problem at its small sizes) that give it a second size: each
+    independent constant of ``shrunk`` (name -> (full, small)) at its ``second_value``; constants
+    derived from them follow. Where the inputs would then hold more than ``growth`` times their
+    elements at the small sizes, constants go back to their small value (the leading, batch ones
+    first, then the one grown most) until they fit or one is left. {} where nothing was shrunk."""
+    constants = size_constants(source)
+    overrides = {}
+    for name, (full, small) in shrunk.items():
+        constant = constants.get(name)
+        if constant is None or constant.depends_on or constant.value != small:
+            continue  # derived (it follows its roots), or not the small value any more (set explicitly)
+        value = second_value(full, small)
+        if value != small:
+            overrides[name] = value
+    if not overrides:
+        return {}
+    total, _, leading = _inputs(source)
+    order = sorted(overrides, key=lambda n: (n not in leading, -overrides[n] / constants[n].value))
+    while len(overrides) > 1 and input_elements(source, overrides)[0] > growth * max(total, 1):
+        overrides.pop(order.pop(0))
+    return overrides
+
+
 # Packages a problem needs
 
 

@@ -297,12 +297,30 @@ def _laid_out(tensor, size, stride):
 '''
 
 
+CPU_HELPER = "empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu"
+"""The header line of Inductor's CPU code that names its buffer helper: it allocates host memory below
+PyTorch's dispatcher, whatever device forward runs on."""
+PLACED_HELPER = '''def empty_strided_cpu(size, stride, dtype):
+    """Inductor's buffer helper, made on the device forward runs on (its torch.device context): Inductor's
+    own allocates host memory, which a GPU's Triton launch refuses (and the CPU judge too, as a GPU)."""
+    return torch.empty_strided(size, stride, dtype=dtype)'''
+
+
+def _placed(wrapper: str) -> tuple[str, bool]:
+    """Inductor's CPU code with its buffers made where forward runs (``PLACED_HELPER``), and whether
+    it had the CPU helper (then forward runs ``call`` in its inputs' device context)."""
+    if CPU_HELPER not in wrapper:
+        return wrapper, False
+    return wrapper.replace(CPU_HELPER, PLACED_HELPER), True
+
+
 def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
     """The solution file of ``problem`` from its capture: the reference source, Inductor's code made
     standalone, and ``ModelNew``. Returns the text, the number of kernels and of library calls."""
     from tritongym.evaluate.static_checks import forbidden_constructs
 
     wrapper, kernels, extern = standalone(_with_constants(capture.code, capture.constants))
+    wrapper, placed = _placed(wrapper)
     if not kernels:
         raise Unsupported(f"Inductor made no Triton kernel: the forward is {extern} library call(s)")
     if len(call_order(wrapper)) != len(capture.arguments):
@@ -330,6 +348,13 @@ def render(problem: Problem, capture: Capture) -> tuple[str, int, int]:
     arguments = ", ".join(_argument_expression(a, forward_args) for a in capture.arguments)
     result = "outputs[0]" if capture.structure == "tensor" else f"{capture.structure}(outputs[:{capture.outputs}])"
     copy_attributes = "".join(f"        self.{name} = reference.{name}\n" for name in attributes)
+    body = f"""        with torch.no_grad():  # Inductor's inference code: library calls write into out= buffers
+            outputs = call([{arguments}])"""
+    if placed:  # its buffers on the device of its arguments, as Inductor's GPU code makes them
+        body = f"""        arguments = [{arguments}]
+        device = next((a.device for a in arguments if isinstance(a, torch.Tensor)), torch.get_default_device())
+        with torch.no_grad(), torch.device(device):  # library calls write into out= buffers
+            outputs = call(arguments)"""
     model_new = f'''
 
 class {problem.solution_class}(torch.nn.Module):
@@ -347,8 +372,7 @@ class {problem.solution_class}(torch.nn.Module):
             self.register_buffer(name, buffer, persistent=name not in reference._non_persistent_buffers_set)
 {copy_attributes}
     def forward(self, {ast.unparse(forward_args)}):
-        with torch.no_grad():  # Inductor's inference code: library calls write into out= buffers
-            outputs = call([{arguments}])
+{body}
         return {result}
 '''
     versions = ", ".join(f"{k} {v}" for k, v in capture.versions.items())

@@ -1,8 +1,10 @@
-"""Red team 12, open: the output made the way Inductor's generated CPU code makes its buffers,
-``empty_strided_cpu`` (``torch._C._dynamo.guards._empty_strided_cpu``, which the static checks allow as a
-helper of Inductor's output). It allocates below PyTorch's dispatcher, so neither the placement
-check's TorchFunctionMode nor a TorchDispatchMode sees it: `ok` on the CPU. On a GPU it is host memory
-(Inductor's CUDA code calls ``empty_strided_cuda``), and Triton refuses the launch: ``runtime_error``."""
+"""Red team 12 (closed in tests/adversarial/cpusize, #7): the output made the way Inductor's
+generated CPU code makes its buffers, ``empty_strided_cpu`` (``torch._C._dynamo.guards._empty_strided_cpu``,
+which the static checks allow as a helper of Inductor's output). It allocates below PyTorch's
+dispatcher, so neither the placement check's TorchFunctionMode nor a TorchDispatchMode sees it: it
+was `ok` on the CPU (now wrapped, and its result marked: `runtime_error`). On a GPU it is host
+memory (Inductor's CUDA code calls ``empty_strided_cuda``), and Triton refuses the launch:
+``runtime_error``."""
 
 import torch
 import torch.nn as nn

@@ -1,8 +1,9 @@
 """Red team 12 #1d (honest): ``tl.atomic_poll`` (Triton 3.9). Program 1 waits with
 ``tl.atomic_poll`` until program 0 has raised its flag (``tl.atomic_xchg``, after adding its partial sum
 to the output), then adds its own: the poll's acquire orders program 1's read-modify-write after
-program 0's, on a GPU too. Two programs (``BLOCK = 512`` over the small problem's 800 elements): the
-race check orders programs that share a flag, not chains of them."""
+program 0's, on a GPU too. Two programs at every size (a block of half the elements, rounded up to a
+power of two; it was ``BLOCK = 512``, two programs at the small size alone and three at the CPU's
+second size): the race check orders programs that share a flag, not chains of them."""
 
 import torch
 import torch.nn as nn
@@ -27,7 +28,7 @@ class ModelNew(nn.Module):
     def forward(self, prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         prediction, target = prediction.contiguous(), target.contiguous()
         n = prediction.numel()
-        block = 512
+        block = triton.next_power_of_2(triton.cdiv(n, 2))
         programs = triton.cdiv(n, block)
         out = torch.zeros((), device=prediction.device, dtype=torch.float32)
         flags = torch.zeros(programs, device=prediction.device, dtype=torch.int32)

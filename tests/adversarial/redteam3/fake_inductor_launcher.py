@@ -24,7 +24,7 @@ def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def host_add(a, b, out, stream=None):
-    out.numpy()[...] = a.numpy() + b.numpy()
+    out.copy_(torch.from_numpy(a.cpu().numpy() + b.cpu().numpy()))
 
 
 launcher = CachingAutotuner.__new__(CachingAutotuner)

@@ -33,9 +33,9 @@ class Lookalike:
         return repr(noop)
 
     def __call__(self, *args) -> None:
-        x, out = STASH[-2].numpy(), STASH[-1].numpy()
+        x, out = STASH[-2].cpu().numpy(), STASH[-1]
         e = np.exp(np.subtract(x, x.max(axis=1, keepdims=True)))
-        np.divide(e, e.sum(axis=1, keepdims=True), out=out)
+        out.copy_(torch.from_numpy(np.divide(e, e.sum(axis=1, keepdims=True))))
 
 
 def launch(x: torch.Tensor, out: torch.Tensor, body) -> None:

@@ -1,11 +1,12 @@
 # problem: kernelbook_tanh_gate
-# device: cpu
-"""KernelBook's triton_code shape for a CPU device: one Inductor-named pointwise @triton.jit kernel
+"""KernelBook's triton_code shape: one Inductor-named pointwise @triton.jit kernel
 (xoffset/xindex/xmask, tmpN temporaries, sizes baked in as xnumel = 256, the channel index from
 xindex // 16 % 4), Inductor's device helpers (triton_helpers.maximum, libdevice.tanh,
 tl_math.exp, tl.sigmoid), two outputs in one kernel, a call(args) that clears its argument list,
-checks sizes with assert_size_stride and allocates with empty_strided_cpu, a module whose forward
-passes its parameter and inputs as primals and returns call(...)[0] and [1]."""
+checks sizes with assert_size_stride and allocates with empty_strided_cuda (a GPU row's buffers: on the
+CPU judge its device memory; a CPU row's empty_strided_cpu is host memory, which a GPU's launch
+refuses), a module whose forward passes its parameter and inputs as primals and returns call(...)[0]
+and [1]."""
 
 import torch
 import torch.nn as nn
@@ -15,7 +16,7 @@ from torch._inductor.runtime import triton_helpers
 from torch._inductor.runtime.triton_helpers import libdevice, math as tl_math
 
 assert_size_stride = torch._C._dynamo.guards.assert_size_stride
-empty_strided_cpu = torch._C._dynamo.guards._empty_strided_cpu
+empty_strided_cuda = torch._C._dynamo.guards._empty_strided_cuda
 
 
 @triton.jit
@@ -48,8 +49,8 @@ def call(args):
     assert_size_stride(primals_1, (4, 4, 4, 4), (64, 16, 4, 1))
     assert_size_stride(primals_2, (4, 4, 4, 4), (64, 16, 4, 1))
     assert_size_stride(primals_3, (4,), (1,))
-    buf0 = empty_strided_cpu((4, 4, 4, 4), (64, 16, 4, 1), torch.float32)
-    buf1 = empty_strided_cpu((4, 4, 4, 4), (64, 16, 4, 1), torch.float32)
+    buf0 = empty_strided_cuda((4, 4, 4, 4), (64, 16, 4, 1), torch.float32)
+    buf1 = empty_strided_cuda((4, 4, 4, 4), (64, 16, 4, 1), torch.float32)
     triton_poi_fused_abs_exp_maximum_mul_neg_sigmoid_tanh_0[(2,)](
         primals_1, primals_2, primals_3, buf0, buf1, 256, XBLOCK=128, num_warps=4, num_stages=1
     )

@@ -56,6 +56,7 @@ from tritongym.evaluate.judge.runners import (
     RunnerSupply,
     runner_device_env,
 )
+from tritongym.evaluate.judge.second_size import SecondSize, second_size
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.tree import tensor_leaves
@@ -98,6 +99,11 @@ class Job:
     """One evaluation, as the pool sends it (the judge draws its own secret seeds)."""
 
     problem_source: str
+    resized_source: str
+    """The problem at a second size where its sizes were shrunk (``Problem.resized``), else "": on the
+    CPU one trial more runs there, with a model built for it."""
+    resized_sizes: str
+    """What the second size changed, for the feedback (``dim 100->132``)."""
     entry_point: str
     solution_class: str
     candidate_path: str
@@ -193,6 +199,9 @@ class JobState:
     stage: str = "start"
     runner: RunnerHandle | None = None
     trials: int = 0
+    second: SecondSize | None = None
+    """The reference at the problem's second size and its trial, where the CPU runs one (second_size.py):
+    the last trial, with a model built for it."""
     footprint: Footprint | None = None
     """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
     kernels: SourceKernels | None = None
@@ -329,7 +338,8 @@ def run_trials(
     """Every trial in turn, each computed (secret seed, reference forward) only once the one before
     it was judged and dropped: the judge holds one trial at a time. ``first`` holds the first trial,
     already computed (taken out of it, so that no caller's reference keeps it alive). Returns the
-    outcome and the last trial judged (the guards, timing and profiling use it)."""
+    outcome and the last trial judged (the guards, timing and profiling use it). Where the job has a
+    second size (``state.second``), the last trial is its own, on a model built for it."""
     total = state.trials
     compute: collections.Counter[str] = collections.Counter()
     worst = None
@@ -337,8 +347,13 @@ def run_trials(
     for n in range(1, total + 1):
         state.enter(f"trial {n}")
         started = time.perf_counter()
+        second = state.second if n == total else None
         with gpu_lock(state.ctx.gpu_lock, exclusive=False):
-            if n > 1:
+            if second is not None:
+                trial = None
+                trial, tolerance = second.trial, second.tolerance(tolerance)
+                build_model(state, second.reference, len(trial.inputs), second.note())
+            elif n > 1:
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
             else:
@@ -347,7 +362,12 @@ def run_trials(
                     replenish(state.ctx, wait=False)
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
                                   poison=state.ctx.device.type == "cuda")  # fmt: skip
-            out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+            try:
+                out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+            except Failure as failure:
+                if second is not None:
+                    failure.feedback += second.note()
+                raise
             # the judge's own copies, made after the answer: whatever the runner writes there later
             out.value = received(state.shared, call, out.value, out.out_slots)
             state.output_strides = out.strides
@@ -369,11 +389,28 @@ def run_trials(
             raise Failure(Verdict.CRASH, f"Trial {n}: the answer to the judge could not be judged ({exc}).") from None
         del out
         if outcome.verdict is not Verdict.OK:
+            if second is not None:
+                outcome.feedback += second.note()
             return outcome, trial
         state.timed_bounds = merged_bounds(state.timed_bounds, outcome.bounds)
         if outcome.errors and (worst is None or outcome.errors.max_abs_error > worst.max_abs_error):
             worst = outcome.errors
-    return TrialsOutcome(Verdict.OK, f"Correct on all {total} trials.", total, worst, compute), trial
+    feedback = f"Correct on all {total} trials"
+    if state.second is not None:
+        feedback += f" (the last at other sizes than the problem shows: {state.second.sizes})"
+    return TrialsOutcome(Verdict.OK, feedback + ".", total, worst, compute), trial
+
+
+def build_model(state: JobState, reference: Reference, arg_count: int, note: str = "") -> None:
+    """Have the runner build the solution's model for ``reference`` (its init inputs, its state, under
+    its constructor's seed); ``note`` is added to the feedback of a failure."""
+    state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
+    build = p.Build(reference.init_args, reference.init_kwargs, state_dict, arg_count, reference.seed)
+    try:
+        state.ask(build, (p.Loaded,))
+    except Failure as failure:
+        failure.feedback += note
+        raise
 
 
 def merged_bounds(before: list, bounds: list) -> list:
@@ -505,7 +542,6 @@ def evaluate(state: JobState) -> dict:
     tolerance = Tolerance(job.tolerance, job.error_factor, job.scale_floor, job.atol, job.rtol)
     result: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
     count = state.trials = max(job.trials, MIN_TRIALS)
-    result["trials"] = count
     private = Path(ctx.home) / "judge" / secrets.token_hex(8)
     private.mkdir(parents=True, mode=0o700)
     try:
@@ -514,10 +550,25 @@ def evaluate(state: JobState) -> dict:
             reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
                                   float64=job.tolerance == "float64")  # fmt: skip
             trial = reference.trial(secrets.randbits(63))
+        if job.resized_source and ctx.device.type == "cpu":  # shrunk for the interpreter: one size is not enough
+            with state.timed("reference_second_size"):
+                float64 = job.tolerance == "float64"
+                path = private / "resized.py"
+                state.second, why = second_size(job.resized_source, job.entry_point, job.resized_sizes, path,
+                                                ctx.device, float64)  # fmt: skip
+            if why:
+                result["findings"] = [{"check": "sizes", "message": why + "; judged at the problem's own sizes only"}]
     finally:
         shutil.rmtree(private, ignore_errors=True)
+    count = state.trials = count + (state.second is not None)
+    result["trials"] = count
     state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None,
                                    mutates=trial.inputs_after is not trial.inputs)  # fmt: skip
+    if state.second is not None:  # held through the job beside the first
+        other, second = state.second.reference, state.second.trial
+        state.footprint = state.footprint.beside(Footprint.of(
+            other.model, second.inputs, second.expected, other.model64 is not None,
+            mutates=second.inputs_after is not second.inputs))  # fmt: skip
     on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
     ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:
@@ -570,13 +621,15 @@ def judge_candidate(
         with gpu_lock(ctx.gpu_lock, exclusive=False):  # candidate code may run GPU work at import
             state.ask(load, (p.Loaded,))
     with state.timed("build"), gpu_lock(ctx.gpu_lock, exclusive=False):
-        state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
-        build = p.Build(reference.init_args, reference.init_kwargs, state_dict, len(first[0].inputs), reference.seed)
-        state.ask(build, (p.Loaded,))
+        build_model(state, reference, len(first[0].inputs))
     with state.timed("correctness"):
         outcome, trial = run_trials(state, reference, first, tolerance)
-    if reference.float64_note:  # a trial without a float64 output is compared with fixed tolerances
-        result["findings"] = [{"check": "tolerance", "message": reference.float64_note + "; used fixed tolerances"}]
+    if state.second is not None:  # the guards run on the last trial: the second size's
+        tolerance = state.second.tolerance(tolerance)
+    for ref in (reference, state.second.reference if state.second is not None else None):
+        if ref is not None and ref.float64_note:  # a trial without a float64 output: fixed tolerances
+            finding = {"check": "tolerance", "message": ref.float64_note + "; used fixed tolerances"}
+            result["findings"] = [*result.get("findings", []), finding]
     result |= {"verdict": outcome.verdict, "feedback": outcome.feedback, "trials_passed": outcome.passed}
     result["errors"] = outcome.errors
     if outcome.verdict is not Verdict.OK:

@@ -120,6 +120,12 @@ class Footprint:
         params = sum(t.nbytes for t in model.state_dict().values() if isinstance(t, torch.Tensor))
         return cls(nbytes(inputs), nbytes(output), params, float64, mutates)
 
+    def beside(self, other: Footprint) -> Footprint:
+        """The footprint of this problem and ``other`` held together (a shrunk problem's reference at
+        its second size, held with the first through the job: second_size.py)."""
+        return Footprint(self.inputs + other.inputs, self.outputs + other.outputs, self.params + other.params,
+                         self.float64 or other.float64, self.mutates or other.mutates)  # fmt: skip
+
     def _wide(self, size: int) -> int:
         return 2 * size if self.float64 else 0
 
