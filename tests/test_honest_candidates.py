@@ -4,9 +4,7 @@ refusing honest code, and an environment that refuses honest kernels trains mode
 solutions. Each file's header names its problem (a bundled one at its small sizes, or a
 purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
 where it legitimately leaves part of the work to PyTorch, ``# device: gpu`` where Triton's
-interpreter cannot run it, ``# device: cpu`` where the idiom is a CPU device's (KernelBook's rows
-for a CPU allocate in host memory, which a GPU's launch refuses: ``runtime_error`` there, as for the
-user), ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
+interpreter cannot run it, ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
 some supported release, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
 
 The guards' fixes that these found are tested here too, with the attack each guard was built for
@@ -53,10 +51,7 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def _marks(text: str) -> list:
-    device = _header(text, "device")
-    marks = [pytest.mark.gpu] if device == "gpu" else []
-    if device == "cpu" and not DEVICE.startswith("cpu"):  # buffers in host memory: a GPU's launch refuses them
-        marks.append(pytest.mark.skip(reason=f"an idiom of a CPU device, not of {DEVICE}"))
+    marks = [pytest.mark.gpu] if _header(text, "device") == "gpu" else []
     for package, version in (("triton", triton.__version__), ("torch", torch.__version__)):
         needs = _header(text, package)  # the first release with the API the idiom uses
         if needs and _release(version) < _release(needs):
