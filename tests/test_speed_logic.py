@@ -129,7 +129,7 @@ def test_a_repetition_whose_flush_or_hand_off_was_slow_says_it_had_company(monke
 def test_a_hand_off_the_gpu_did_not_time_says_nothing_about_company(monkeypatch):
     # a late empty bracket (counted as it is at the longest hold): the GPU reached ``handed`` before the
     # twin had queued its wait, so the events hold the host's round trip to the twin
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep: None)
+    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: None)
     host_timed = FakeBench(0.010, 0.008, 0.002, 0.0045, hand_off=0.0023)
     host_timed.runner = 0.0  # the runner's, likewise: not measured (Bench.runner_hand_off)
     host_timed.twin_timed = False
