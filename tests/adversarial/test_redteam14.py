@@ -1,0 +1,73 @@
+"""The fourteenth red team's breaks (tests/adversarial/redteam14/README.md). Each test asserts the right
+verdict; the candidates run in the session's warm CPU sandbox (Triton's interpreter)."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+import tritongym.evaluate.evaluator as evaluator
+from helpers import small_problem
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.problems.sizes import SECOND_SIZE_GROWTH, input_elements, second_values
+
+HERE = Path(__file__).parent / "redteam14"
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
+
+
+def a_draw_missing(value: int, name: str, problem) -> random.Random:
+    """A seeded stand-in for the judge's secret draw whose first second size of ``name`` is not
+    ``value`` (the one size a table of the candidate's could hold)."""
+    for seed in range(100):
+        if problem.resized(random.Random(seed)).sizes[name] != value:
+            return random.Random(seed)
+    raise AssertionError("every draw gave the tabled size")
+
+
+@pytest.mark.parametrize(("table", "verdict"), [("strict", Verdict.RUNTIME_ERROR), ("fallback", Verdict.MISMATCH)])
+def test_a_table_of_both_sizes_fails_at_a_drawn_second_size(judge, monkeypatch, table, verdict):
+    """#1: the second size was a fixed function of the small and the full size (1000 of 16777216 gave
+    1032 in every job), so a kernel tabled for both was ``ok`` on the CPU, and wrong at the full size
+    (a GPU's). The judge now draws each job's second size in secret among the sizes that share what
+    the small and the full size share."""
+    problem = small_problem("01_vector_add")
+    source = (HERE / "both_sizes_hard_wired.py").read_text().replace('TABLE = "strict"', f'TABLE = "{table}"')
+    monkeypatch.setattr(evaluator, "SECOND_SIZE_DRAW", None)  # the judge before: the rule's one size
+    before = judge(problem, source, config())
+    assert before.verdict is Verdict.OK and before.trials == 3, before.feedback
+    assert "other sizes than the problem shows: n 1000->1032" in before.feedback
+    monkeypatch.setattr(evaluator, "SECOND_SIZE_DRAW", a_draw_missing(1032, "n", problem))
+    result = judge(problem, source, config())
+    assert result.verdict is verdict, result.feedback
+    assert re.search(r"other sizes than the problem shows: n 1000->\d+", result.feedback)
+    assert "n 1000->1032" not in result.feedback
+
+
+@pytest.mark.parametrize("name", ["01_vector_add", "03_row_sum", "04_softmax", "06_linear_relu"])
+def test_the_drawn_second_sizes_are_many_valid_and_within_the_cost_bound(name):
+    """#1: what the draw may give: above every power of two a block covering the small size would be,
+    sharing the full and the small size's divisors, the inputs within the growth bound, and more than
+    one value for every constant it grows (the set a table would have to hold)."""
+    problem = small_problem(name)
+    elements = input_elements(problem.source)[0]
+    seen: dict[str, set[int]] = {}
+    draw = random.Random(14)
+    for _ in range(40):
+        resized = problem.resized(draw)
+        assert input_elements(resized.source)[0] <= SECOND_SIZE_GROWTH * elements
+        for constant, (small, value) in resized.shrunk.items():
+            if constant not in problem.shrunk:
+                continue  # derived from a grown one
+            full = problem.shrunk[constant][0]
+            assert value in second_values(full, small)
+            assert value > 1 << (small - 1).bit_length() and value % math.gcd(full, small) == 0
+            seen.setdefault(constant, set()).add(value)
+    assert seen
+    assert any(len(values) > 1 for values in seen.values()), seen
