@@ -122,9 +122,10 @@ def test_a_second_size_the_reference_refuses_leaves_the_problems_own(judge):
 @pytest.mark.parametrize(("check", "verdict"), [("numpy", Verdict.RUNTIME_ERROR), ("asarray", Verdict.RUNTIME_ERROR),
                                                 ("dlpack", Verdict.RUNTIME_ERROR), ("cpu", Verdict.OK)])  # fmt: skip
 def test_numpys_view_of_a_device_tensor_is_refused_as_on_a_gpu(judge, check, verdict):
-    """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU."""
+    """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU.
+    (``penalize``: under ``forbid`` the ``.cpu()`` copy of a whole input is a host read, red team 14 #2.)"""
     source = (HERE / "numpy_check_of_an_input.py").read_text().replace('CHECK = "numpy"', f'CHECK = "{check}"')
-    result = judge(small_problem("01_vector_add"), source, config())
+    result = judge(small_problem("01_vector_add"), source, config(torch_compute="penalize"))
     assert result.verdict is verdict, result.feedback
     if verdict is Verdict.RUNTIME_ERROR:
         expected = "Unsupported device in DLTensor" if check == "dlpack" else "can't convert cuda:0 device type tensor"

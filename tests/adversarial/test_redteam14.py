@@ -9,10 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import tritongym.evaluate.evaluator as evaluator
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.judge.judge import host_read
+from tritongym.evaluate.placement import HostTensors
 from tritongym.problems.sizes import SECOND_SIZE_GROWTH, input_elements, second_values
 
 HERE = Path(__file__).parent / "redteam14"
@@ -71,3 +74,64 @@ def test_the_drawn_second_sizes_are_many_valid_and_within_the_cost_bound(name):
             seen.setdefault(constant, set()).add(value)
     assert seen
     assert any(len(values) > 1 for values in seen.values()), seen
+
+
+ROUTES = ["minus_one", "doubled", "split", "float64", "probe", "laundered"]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_answer_computed_on_the_host_is_refused_however_it_is_handed_over(judge, route):
+    """#2: row sums by Python over ``x.tolist()`` (or over a kernel's copy of ``x``), handed to a kernel
+    transformed (less 1, doubled, split in two, in float64) or only outside the hollow forward (a probe
+    kernel's flag tells it apart): ``ok`` under ``forbid``. Forward copied its whole input to the host,
+    which on a GPU is a device-to-host copy of the data the kernels should have read."""
+    source = (HERE / "host_answer_handed_over_transformed.py").read_text()
+    source = source.replace('ROUTE = "minus_one"', f'ROUTE = "{route}"')
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "to the host" in result.feedback
+
+
+def test_every_spelling_of_a_host_read_is_counted_and_host_memory_is_not():
+    """#2's count (placement.host_read_bytes): each way of reading a device tensor's values into Python
+    or host memory counts its bytes (on a GPU, a device-to-host copy); reading what is already in host
+    memory (a ``.cpu()`` copy, counted once when made) counts nothing."""
+    x = torch.arange(64, dtype=torch.float32)
+    reads = {
+        "tolist": lambda: x.tolist(),
+        "item": lambda: x[0].item(),
+        "float": lambda: float(x[1]),
+        "int": lambda: int(x[1]),
+        "bool": lambda: bool(x[1]),
+        "format": lambda: f"{x[2]:.3f}",
+        "repr": lambda: repr(x),
+        "numpy_copy": lambda: x.numpy(force=True),
+        "cpu": lambda: x.cpu(),
+        "to_cpu": lambda: x.to("cpu"),
+    }
+    for name, read in reads.items():
+        host = HostTensors()
+        with host:
+            read()
+        assert host.host_bytes >= 4, name
+        assert host.host_bytes <= x.nbytes, name
+    host = HostTensors()
+    with host:
+        copy = x.cpu()
+        assert host.host_bytes == x.nbytes
+        copy.tolist(), float(copy[3]), copy.numpy()
+        assert host.host_bytes == x.nbytes  # host memory read on the host: no copy
+        buffer = torch.empty(64)  # made without a device: host memory on a GPU
+        buffer.copy_(x)  # a device-to-host copy
+        assert host.host_bytes == 2 * x.nbytes
+        x.shape, x.numel(), x.dtype, x.device  # what a launch needs: no values read
+        assert host.host_bytes == 2 * x.nbytes
+
+
+def test_a_few_values_read_back_are_not_a_host_read():
+    """#2's honest side: a partial result per block or a flag read back is a small share of the inputs."""
+    inputs = [torch.zeros(64, 64)]
+    assert host_read(8, inputs) is None  # under the floor
+    assert host_read(64 * 64 * 4 // 16, inputs) is None  # a sixteenth: one partial sum per 16 values
+    assert host_read(64 * 64 * 4 // 8, inputs) == (2048, 16384)
+    assert host_read("a lie", inputs) is None

@@ -178,6 +178,41 @@ def _dlpack_of_device_memory(func, args: tuple) -> bool:
     return func is torch.Tensor.__dlpack__ and bool(args) and isinstance(args[0], torch.Tensor) and not _TORCH_DLPACK[0]
 
 
+_HOST_READS = frozenset(
+    [
+        torch.Tensor.tolist,
+        torch.Tensor.item,
+        torch.Tensor.numpy,
+        torch.Tensor.__array__,
+        torch.Tensor.__float__,
+        torch.Tensor.__int__,
+        torch.Tensor.__index__,
+        torch.Tensor.__bool__,
+        torch.Tensor.__complex__,
+        torch.Tensor.__format__,
+        torch.Tensor.__repr__,
+    ]
+)
+"""What reads a tensor's values into host memory: Python's numbers (``tolist``, ``item``, ``float(x)``,
+``f"{x}"``, ``repr``), NumPy's copy (``numpy(force=True)``; a view is refused). On a GPU each is a
+copy from device memory to the host. A storage's own reads (``x.untyped_storage().tolist()``) are not
+seen (red team 14, open)."""
+
+
+def host_read_bytes(func, args: tuple, kwargs: dict, made) -> int:
+    """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
+    the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to("cpu")``, or a
+    ``copy_`` into host memory; 0 for any other call."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return 0
+    if func is torch.Tensor.copy_:
+        source = args[1] if len(args) > 1 else kwargs.get("src")
+        return source.nbytes if isinstance(source, torch.Tensor) and made(args[0]) and not made(source) else 0
+    if (func in _HOST_READS or _to_host(func, args, kwargs)) and not made(args[0]):
+        return args[0].element_size() if func is torch.Tensor.item else args[0].nbytes
+    return 0
+
+
 def _tensors(value, found: list, depth: int = 0) -> list:
     if isinstance(value, torch.Tensor):
         found.append(value)
@@ -240,6 +275,9 @@ class HostTensors(TorchFunctionMode):
         self._allocations: _Allocations | None = None
         self._storage_new: object = _UNSET
         """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
+        self.host_bytes = 0
+        """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
+        on a GPU, device-to-host copies; red team 14 #2)."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -308,6 +346,7 @@ class HostTensors(TorchFunctionMode):
                 "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
                 "a view of it; the CPU judge does as a GPU does.)"
             )
+        self.host_bytes += host_read_bytes(func, args, kwargs, self.made)
         self._depth += 1
         try:
             out = func(*args, **kwargs)
