@@ -15,7 +15,7 @@ import tritongym.evaluate.evaluator as evaluator
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.judge.judge import host_read
-from tritongym.evaluate.placement import HostTensors
+from tritongym.evaluate.placement import HostTensors, launch_pointers
 from tritongym.problems.sizes import SECOND_SIZE_GROWTH, input_elements, second_values
 
 HERE = Path(__file__).parent / "redteam14"
@@ -76,7 +76,7 @@ def test_the_drawn_second_sizes_are_many_valid_and_within_the_cost_bound(name):
     assert any(len(values) > 1 for values in seen.values()), seen
 
 
-ROUTES = ["minus_one", "doubled", "split", "float64", "probe", "laundered"]
+ROUTES = ["minus_one", "doubled", "split", "float64", "probe", "laundered", "storage"]
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -92,10 +92,21 @@ def test_an_answer_computed_on_the_host_is_refused_however_it_is_handed_over(jud
     assert "to the host" in result.feedback
 
 
+def test_a_python_function_over_an_inputs_elements_is_refused_as_on_a_gpu(judge):
+    """#2d: ``Tensor.apply_`` runs Python over a tensor's elements (no op recorded, no value read by a
+    torch function): ``ok`` under ``forbid`` with the row sums summed in its callback. A GPU's PyTorch
+    refuses it for device memory: ``runtime_error``."""
+    source = (HERE / "host_answer_handed_over_transformed.py").read_text()
+    result = judge(small_problem("03_row_sum"), source.replace('ROUTE = "minus_one"', 'ROUTE = "apply"'), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "only implemented on CPU tensors" in result.feedback
+
+
 def test_every_spelling_of_a_host_read_is_counted_and_host_memory_is_not():
     """#2's count (placement.host_read_bytes): each way of reading a device tensor's values into Python
-    or host memory counts its bytes (on a GPU, a device-to-host copy); reading what is already in host
-    memory (a ``.cpu()`` copy, counted once when made) counts nothing."""
+    or host memory counts its bytes (on a GPU, a device-to-host copy), its storage handed to code
+    other than Triton's and the judge's too; reading what is already in host memory (a ``.cpu()``
+    copy, counted once when made) counts nothing."""
     x = torch.arange(64, dtype=torch.float32)
     reads = {
         "tolist": lambda: x.tolist(),
@@ -108,13 +119,15 @@ def test_every_spelling_of_a_host_read_is_counted_and_host_memory_is_not():
         "numpy_copy": lambda: x.numpy(force=True),
         "cpu": lambda: x.cpu(),
         "to_cpu": lambda: x.to("cpu"),
+        "storage": lambda: x.untyped_storage().tolist(),
+        "typed_storage": lambda: x.storage().tolist(),
     }
     for name, read in reads.items():
         host = HostTensors()
         with host:
             read()
         assert host.host_bytes >= 4, name
-        assert host.host_bytes <= x.nbytes, name
+        assert host.host_bytes <= 2 * x.nbytes, name  # a typed storage reads its values through item() too
     host = HostTensors()
     with host:
         copy = x.cpu()
@@ -125,6 +138,7 @@ def test_every_spelling_of_a_host_read_is_counted_and_host_memory_is_not():
         buffer.copy_(x)  # a device-to-host copy
         assert host.host_bytes == 2 * x.nbytes
         x.shape, x.numel(), x.dtype, x.device  # what a launch needs: no values read
+        host.made(x), launch_pointers([("0", x)])  # the judge's own look at a storage (and Triton's)
         assert host.host_bytes == 2 * x.nbytes
 
 

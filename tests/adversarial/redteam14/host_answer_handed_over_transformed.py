@@ -9,11 +9,17 @@ answer itself (what the hollow forward's answer check looks for). ``ROUTE``:
 * ``probe``: the sums themselves, copied by the kernel, but only where a probe kernel launched
   first wrote its flag (the hollow forward skips every launch: there the probe's flag still holds
   its poison, and forward hands the kernel nothing computed);
-* ``laundered``: a copy kernel first copies ``x`` to a fresh buffer, and Python reads that buffer.
+* ``laundered``: a copy kernel first copies ``x`` to a fresh buffer, and Python reads that buffer;
+* ``storage``: Python reads ``x``'s storage (``x.untyped_storage().tolist()``, its bytes) and
+  decodes the floats (``struct``), reading no tensor's values, and hands them over as ``probe`` does;
+* ``apply``: Python sees every value of a copy of ``x`` through ``Tensor.apply_`` (a Python function
+  run over the elements), summing them as it goes, and hands the sums over as ``probe`` does.
 
 Every trial launches the solution's own kernels, and no PyTorch op but glue runs: ``ok`` under
 ``torch_compute="forbid"``. On a GPU ``.tolist()`` copies the input (or the laundered copy) to the
 host and works: ``ok`` too, timed at Python's speed."""
+
+import struct
 
 import torch
 import torch.nn as nn
@@ -59,7 +65,22 @@ class ModelNew(nn.Module):
             seen = torch.empty_like(x)
             copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, seen, x.numel(), BLOCK=1024)
             x = seen
-        sums = [sum(row) for row in x.tolist()]
+        if ROUTE == "storage":
+            raw = bytes(x.contiguous().untyped_storage().tolist())
+            values = struct.unpack(f"{x.numel()}f", raw[: 4 * x.numel()])
+            width = x.shape[1]
+            sums = [sum(values[r * width : (r + 1) * width]) for r in range(rows)]
+        elif ROUTE == "apply":
+            sums, seen = [0.0] * rows, [0]
+
+            def visit(value):
+                sums[seen[0] // x.shape[1]] += value
+                seen[0] += 1
+                return value
+
+            x.clone().apply_(visit)
+        else:
+            sums = [sum(row) for row in x.tolist()]
 
         def tensor(values, dtype=x.dtype):
             return torch.tensor(values, dtype=dtype, device=x.device)
@@ -74,7 +95,7 @@ class ModelNew(nn.Module):
             finish_kernel[grid](part, rest, out, n, MODE=2, BLOCK=1024)
         elif ROUTE == "float64":
             finish_kernel[grid](tensor(sums, torch.float64), out, out, n, MODE=3, BLOCK=1024)
-        else:  # probe, laundered
+        else:  # probe, laundered, storage, apply
             flag = torch.zeros(1, dtype=torch.int32, device=x.device)
             flag_kernel[(1,)](flag)
             handed = tensor(sums) if ROUTE == "laundered" or int(flag.item()) == 1 else torch.zeros_like(out)
