@@ -16,6 +16,7 @@ import json
 import logging
 import multiprocessing
 import platform
+import random
 import time
 from collections import Counter
 from pathlib import Path
@@ -48,6 +49,12 @@ def main() -> None:
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per reference forward")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--draw",
+        type=int,
+        default=None,
+        help="draw each second size as a judge does, from this seed (default: the smallest)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     import torch
@@ -74,7 +81,8 @@ def main() -> None:
                 row |= {"outcome": "timeout"}
             except Exception as exc:  # the reference's own error at the shrunk sizes
                 row |= {"outcome": "error", "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-            resized = small.resized() if row["outcome"] == "ran" else None
+            draw = None if args.draw is None else random.Random(f"{args.draw}:{problem.name}")
+            resized = small.resized(draw) if row["outcome"] == "ran" else None
             if resized is not None:
                 row |= {"second_elements": input_elements(resized.source)[0], "second": resized.size_notice}
                 job = pool.apply_async(_run_reference, (resized.source,))

@@ -3,6 +3,7 @@
 import json
 import logging
 import math
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -21,6 +22,7 @@ from tritongym.problems.sizes import (
     override_int_constants,
     second_sizes,
     second_value,
+    second_values,
     shrink_sizes,
 )
 
@@ -423,7 +425,8 @@ def test_a_shrunk_problem_travels_with_what_was_shrunk():
     assert problem.small().shrunk == problem.shrunk  # shrinking a shrunk problem again keeps what it came from
     assert "shrunk" not in find_problem("04_softmax").to_dict()
     assert find_problem("04_softmax").resized() is None
-    job = build_job(problem, "", EvalConfig())
-    assert job["resized_source"] == problem.resized().source
-    assert job["resized_sizes"] == "batch_size 8->16, dim 100->132"
+    job = build_job(problem, "", EvalConfig())  # the job's second size is drawn (red team 14 #1)
+    found = re.fullmatch(r"batch_size 8->16, dim 100->(\d+)", job["resized_sizes"])
+    assert found and int(found[1]) in second_values(4096, 100), job["resized_sizes"]
+    assert job["resized_source"] == problem.with_sizes(batch_size=16, dim=int(found[1])).source
     assert build_job(find_problem("04_softmax"), "", EvalConfig())["resized_source"] == ""

@@ -5,6 +5,7 @@ CPU sandbox (Triton's interpreter)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,7 +36,9 @@ def test_a_kernel_sized_for_the_shrunk_size_fails_at_the_second(judge, candidate
     result = judge(shrunk, source, config())
     assert result.verdict is verdict, result.feedback
     assert "trial 3 of 3" in result.feedback.lower()
-    assert f"other sizes than the problem shows: {shrunk.resized().size_notice}" in result.feedback
+    drawn = re.escape(shrunk.resized().size_notice).replace(r"\->", "->")
+    drawn = re.sub(r"->\d+", r"->\\d+", drawn)  # the judge draws each job's second size
+    assert re.search(f"other sizes than the problem shows: {drawn}", result.feedback), result.feedback
     # the same problem at one size (what the judge had before it ran a second): ok
     one_size = judge(replace(shrunk, shrunk={}), source, config())
     assert one_size.verdict is Verdict.OK and one_size.trials == 2, one_size.feedback
@@ -46,7 +49,8 @@ def test_a_bundled_solution_is_right_at_both_sizes(judge):
     result = judge(problem, problem.solution, config())
     assert result.verdict is Verdict.OK, result.feedback
     assert result.trials == 3
-    assert "the last at other sizes than the problem shows: batch_size 16->32, in_features 40->72" in result.feedback
+    shown = r"the last at other sizes than the problem shows: batch_size 16->\d+, in_features 40->\d+"
+    assert re.search(shown, result.feedback), result.feedback
 
 
 def test_a_problem_at_its_own_sizes_runs_no_second(judge):
@@ -103,23 +107,25 @@ class ModelNew(nn.Module):
 
 
 def test_a_second_size_the_reference_refuses_leaves_the_problems_own(judge):
-    """The second size of ``dim`` (132) is no multiple of 25: the reference fails there, which is
-    nothing the candidate did; it is judged at the problem's sizes, and a finding says why."""
+    """No second size of ``dim`` (132, 140, ...: 4 by an odd factor prime to 25) is a multiple of 25:
+    the reference fails there, which is nothing the candidate did; it is judged at the problem's
+    sizes, and a finding says why."""
     problem = Problem(name="refuses_other_sizes", source=REFUSES_OTHER_SIZES, shrunk={"dim": (4096, 100)})
     assert problem.resized().sizes["dim"] == 132
     result = judge(problem, DOUBLE, config())
     assert result.verdict is Verdict.OK and result.trials == 2, result.feedback
     (finding,) = [f for f in result.findings if f.check == "sizes"]
-    assert "the reference failed at the second size (dim 100->132" in finding.message
+    assert re.search(r"the reference failed at the second size \(dim 100->\d+", finding.message)
     assert "multiple of 25" in finding.message
 
 
 @pytest.mark.parametrize(("check", "verdict"), [("numpy", Verdict.RUNTIME_ERROR), ("asarray", Verdict.RUNTIME_ERROR),
                                                 ("dlpack", Verdict.RUNTIME_ERROR), ("cpu", Verdict.OK)])  # fmt: skip
 def test_numpys_view_of_a_device_tensor_is_refused_as_on_a_gpu(judge, check, verdict):
-    """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU."""
+    """Red team 12, open: ``x.numpy()`` of an input (a GPU's device memory) was allowed on the CPU.
+    (``penalize``: under ``forbid`` the ``.cpu()`` copy of a whole input is a host read, red team 14 #2.)"""
     source = (HERE / "numpy_check_of_an_input.py").read_text().replace('CHECK = "numpy"', f'CHECK = "{check}"')
-    result = judge(small_problem("01_vector_add"), source, config())
+    result = judge(small_problem("01_vector_add"), source, config(torch_compute="penalize"))
     assert result.verdict is verdict, result.feedback
     if verdict is Verdict.RUNTIME_ERROR:
         expected = "Unsupported device in DLTensor" if check == "dlpack" else "can't convert cuda:0 device type tensor"

@@ -207,7 +207,10 @@ def test_a_task_the_service_cannot_answer_fails_alone():
 def test_output_computed_outside_triton_is_no_triton(judge, torch_compute):
     result = judge(small_problem("softmax"), source("numpy_does_the_work"), config(torch_compute=torch_compute))
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback + result.detail
-    assert "even when none of the solution's Triton kernels ran" in result.feedback
+    # under forbid its copy of the input to the host decides first (red team 14 #2)
+    hollow = "none of the solution's Triton kernels ran"
+    why = "bytes of device memory to the host" if torch_compute == "forbid" else hollow
+    assert why in result.feedback
 
 
 def test_a_text_without_a_triton_kernel_is_refused_whatever_its_runner_would_report(judge):

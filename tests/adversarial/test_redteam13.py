@@ -130,9 +130,13 @@ def test_an_answer_the_host_computed_and_a_kernel_copied_is_not_triton_work(judg
     """#6: row sums from Python (``tolist``) or NumPy, copied into the output by a Triton kernel, passed
     every guard (a launch in every trial; the hollow forward returned poison): ``ok`` under ``forbid``.
     In the hollow forward no kernel runs, so a tensor forward passed to a launch that holds the answer
-    was computed without Triton."""
+    was computed without Triton. (Under ``forbid`` red team 14 #2's count of forward's copies to the
+    host refuses it first; ``penalize`` reaches the hollow forward.)"""
     source = (HERE / "host_sum_copied_by_a_kernel.py").read_text().replace('ROUTE = "tolist"', f'ROUTE = "{route}"')
     result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "bytes of device memory to the host" in result.feedback
+    result = judge(small_problem("03_row_sum"), source, config(torch_compute="penalize"))
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "already held the correct output" in result.feedback
 

@@ -160,4 +160,4 @@ def test_a_shrunk_problem_sent_to_the_service_keeps_its_second_size(pool, tmp_pa
         (task_id,) = client.post("/v1/tasks", json={"tasks": [sent]}).json()["ids"]
         result = wait_done(client, task_id)["result"]
         assert result["verdict"] == "mismatch", result["feedback"]
-        assert "other sizes than the problem shows: n 1000->1032" in result["feedback"]
+        assert re.search(r"other sizes than the problem shows: n 1000->\d+", result["feedback"])

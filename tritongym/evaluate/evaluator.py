@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import signal
 import time
 
@@ -103,10 +104,16 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
     )
 
 
+SECOND_SIZE_DRAW = secrets.SystemRandom()
+"""Where each job's second size is drawn (the operating system's randomness, as the judge's seeds)."""
+
+
 def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
     """The judge's job for one evaluation (the judge draws the secret seeds itself). A shrunk problem
-    comes with its second size (``Problem.resized``), where a judge without a GPU runs one trial more."""
-    resized = problem.resized()
+    comes with its second size (``Problem.resized``), where a judge without a GPU runs one trial more,
+    drawn here for this job from ``SECOND_SIZE_DRAW`` (secret: a rule the candidate could follow would
+    let it hard-wire the second size beside the first)."""
+    resized = problem.resized(SECOND_SIZE_DRAW)
     return {
         "problem_source": problem.source,
         "resized_source": resized.source if resized is not None else "",

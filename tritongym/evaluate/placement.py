@@ -50,11 +50,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import sys
 import weakref
 
 import torch
 import torch.utils.dlpack
+import triton
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -167,6 +169,12 @@ _NUMPY = frozenset([torch.Tensor.numpy, torch.Tensor.__array__])
 ``__array__``): PyTorch refuses it for a tensor in device memory."""
 
 
+_CPU_ONLY = frozenset([torch.Tensor.apply_, torch.Tensor.map_, torch.Tensor.map2_])
+"""Methods that run a Python function over a tensor's elements: PyTorch refuses them for a tensor in
+device memory (red team 14 #2d: Python saw every value of the input through them, and no op was
+recorded)."""
+
+
 def _numpy_of_device_memory(func, args: tuple, kwargs: dict) -> bool:
     """Whether a call asks NumPy's view of a tensor without a copy (``force=True`` copies, on a GPU too)."""
     return func in _NUMPY and bool(args) and isinstance(args[0], torch.Tensor) and not kwargs.get("force")
@@ -176,6 +184,53 @@ def _dlpack_of_device_memory(func, args: tuple) -> bool:
     """Whether a call hands a tensor to another library by DLPack (NumPy's ``from_dlpack``), not to
     PyTorch's own ``from_dlpack``."""
     return func is torch.Tensor.__dlpack__ and bool(args) and isinstance(args[0], torch.Tensor) and not _TORCH_DLPACK[0]
+
+
+_HOST_READS = frozenset(
+    [
+        torch.Tensor.tolist,
+        torch.Tensor.item,
+        torch.Tensor.numpy,
+        torch.Tensor.__array__,
+        torch.Tensor.__float__,
+        torch.Tensor.__int__,
+        torch.Tensor.__index__,
+        torch.Tensor.__bool__,
+        torch.Tensor.__complex__,
+        torch.Tensor.__format__,
+        torch.Tensor.__repr__,
+    ]
+)
+"""What reads a tensor's values into host memory: Python's numbers (``tolist``, ``item``, ``float(x)``,
+``f"{x}"``, ``repr``), NumPy's copy (``numpy(force=True)``; a view is refused). On a GPU each is a
+copy from device memory to the host."""
+
+
+_STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch.Tensor._typed_storage])
+"""What hands Python a tensor's storage, whose values it then reads with no torch function
+(``x.untyped_storage().tolist()``, indexing, ``bytes()``): taken as a read of the whole storage
+where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
+ask for storages of every launch's arguments)."""
+_OWN_CODE = tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, sys.modules["tritongym"]))
+"""Where the code is whose requests for a storage are not forward's reads."""
+
+
+def host_read_bytes(func, args: tuple, kwargs: dict, made, caller: str = "") -> int:
+    """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
+    the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to("cpu")``, a
+    ``copy_`` into host memory, or its storage handed to code of ``caller``'s file (``_STORAGES``;
+    none of Triton's or the judge's); 0 for any other call."""
+    if not args or not isinstance(args[0], torch.Tensor):
+        return 0
+    if func in _STORAGES:
+        own = caller.startswith(_OWN_CODE)
+        return 0 if own or made(args[0]) else args[0].untyped_storage().nbytes()
+    if func is torch.Tensor.copy_:
+        source = args[1] if len(args) > 1 else kwargs.get("src")
+        return source.nbytes if isinstance(source, torch.Tensor) and made(args[0]) and not made(source) else 0
+    if (func in _HOST_READS or _to_host(func, args, kwargs)) and not made(args[0]):
+        return args[0].element_size() if func is torch.Tensor.item else args[0].nbytes
+    return 0
 
 
 def _tensors(value, found: list, depth: int = 0) -> list:
@@ -240,6 +295,9 @@ class HostTensors(TorchFunctionMode):
         self._allocations: _Allocations | None = None
         self._storage_new: object = _UNSET
         """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
+        self.host_bytes = 0
+        """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
+        on a GPU, device-to-host copies; red team 14 #2)."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -302,12 +360,21 @@ class HostTensors(TorchFunctionMode):
                 "Unsupported device in DLTensor: NumPy's from_dlpack takes host memory only, and on a GPU this "
                 "tensor is in device memory (tritongym: the CPU judge does as a GPU does). Use Tensor.cpu() first."
             )
+        if func in _CPU_ONLY and args and isinstance(args[0], torch.Tensor) and not self.made(args[0]):
+            raise TypeError(
+                f"{_name(func)} is only implemented on CPU tensors (tritongym: on a GPU this tensor is in device "
+                "memory, where PyTorch refuses to run a Python function over its elements; the CPU judge does as a "
+                "GPU does)."
+            )
         if _numpy_of_device_memory(func, args, kwargs) and not self.made(args[0]):
             raise TypeError(
                 "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
                 "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
                 "a view of it; the CPU judge does as a GPU does.)"
             )
+        if self._depth == 0:  # a read inside another (``x.storage()`` asks for the untyped one) is that one's
+            caller = sys._getframe(1).f_code.co_filename if func in _STORAGES else ""
+            self.host_bytes += host_read_bytes(func, args, kwargs, self.made, caller)
         self._depth += 1
         try:
             out = func(*args, **kwargs)

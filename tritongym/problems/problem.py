@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -76,13 +77,14 @@ class Problem:
             data["shrunk"] = {name: list(pair) for name, pair in self.shrunk.items()}
         return data
 
-    def resized(self) -> Problem | None:
+    def resized(self, draw: random.Random | None = None) -> Problem | None:
         """This shrunk problem at a second size (``sizes.second_sizes``: every shrunk constant at
-        another value between its small and its full one), or None where nothing was shrunk. A
-        judge without a GPU runs one trial there besides those at the problem's own sizes, so that a
-        kernel sized for the one shrunk size (a block that covers it, a constant baked from it) fails
-        there, as it does at the full size on a GPU."""
-        overrides = second_sizes(self.source, self.shrunk) if self.shrunk else {}
+        another value between its small and its full one, drawn by ``draw``, the smallest of each
+        where None), or None where nothing was shrunk. A judge without a GPU runs one trial there
+        besides those at the problem's own sizes, so that a kernel sized for the one shrunk size (a
+        block that covers it, a constant baked from it) fails there, as it does at the full size on
+        a GPU; the judge draws it in secret (``build_job``), so that no table of sizes covers it."""
+        overrides = second_sizes(self.source, self.shrunk, draw=draw) if self.shrunk else {}
         if not overrides:
             return None
         resized = self.with_sizes(**overrides)

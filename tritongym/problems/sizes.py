@@ -13,6 +13,7 @@ import ast
 import importlib.util
 import math
 import operator
+import random
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -434,48 +435,86 @@ def _power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
-def second_value(full: int, small: int) -> int:
-    """Another value of a constant shrunk from ``full`` to ``small``, above every power of two a
-    block covering ``small`` would be (so that a block, a grid or a constant sized for ``small``
-    does not cover it) and sharing what ``small`` and ``full`` share, so that a kernel right at both
-    is right at it: both powers of two, it is one (``2 * small``); else a multiple of their greatest
-    common divisor by an odd factor prime to ``small``'s (no divisibility ``small`` has and ``full``
-    lacks: 100 of 4096 gives 132). Never above ``full``; ``small`` itself where it was not shrunk."""
+SECOND_SIZE_REACH = 4
+"""``second_values`` draws from values up to this many times the smallest power of two at or above
+the small value (and never above the full one)."""
+
+
+def second_values(full: int, small: int, reach: int = SECOND_SIZE_REACH) -> list[int]:
+    """The values a constant shrunk from ``full`` to ``small`` may take at the second size, smallest
+    first: each above every power of two a block covering ``small`` would be (so that a block, a
+    grid or a constant sized for ``small`` does not cover it), at most ``reach`` times that power of
+    two and never above ``full``, and sharing what ``small`` and ``full`` share, so that a kernel right
+    at both is right at each: both powers of two, a power of two (``2 * small``, ``4 * small``); else
+    a multiple of their greatest common divisor by an odd factor prime to ``small``'s (no divisibility
+    ``small`` has and ``full`` lacks: 100 of 4096 gives 132, 140, 148, ... 508). Where none is within
+    reach, the smallest such value (or ``full``). ``[small]`` where it was not shrunk."""
     if small <= 0 or full <= small:
-        return small
-    if _power_of_two(full) and _power_of_two(small):
-        return 2 * small
-    common = math.gcd(full, small)
+        return [small]
     above = 1 << (small - 1).bit_length()  # the smallest power of two at or above small
+    top = min(full, reach * above)
+    if _power_of_two(full) and _power_of_two(small):
+        return [small << k for k in range(1, top.bit_length()) if small << k <= top] or [2 * small]
+    common = math.gcd(full, small)
+    factors = range(above // common + 1, top // common + 1)
+    values = [common * f for f in factors if f % 2 and math.gcd(f, small // common) == 1]
+    if values:
+        return values
     factor = above // common + 1
     while factor % 2 == 0 or math.gcd(factor, small // common) != 1:
         factor += 1
-    return min(common * factor, full)
+    return [min(common * factor, full)]
+
+
+def second_value(full: int, small: int) -> int:
+    """The smallest of ``second_values``: the second size a judge that draws none would take."""
+    return second_values(full, small)[0]
 
 
 def second_sizes(
-    source: str, shrunk: Mapping[str, tuple[int, int]], growth: int = SECOND_SIZE_GROWTH
+    source: str,
+    shrunk: Mapping[str, tuple[int, int]],
+    growth: int = SECOND_SIZE_GROWTH,
+    draw: random.Random | None = None,
 ) -> dict[str, int]:
     """Overrides of ``source`` (a problem at its small sizes) that give it a second size: each
-    independent constant of ``shrunk`` (name -> (full, small)) at its ``second_value``; constants
-    derived from them follow. Where the inputs would then hold more than ``growth`` times their
-    elements at the small sizes, constants go back to their small value (the leading, batch ones
-    first, then the one grown most) until they fit or one is left. {} where nothing was shrunk."""
+    independent constant of ``shrunk`` (name -> (full, small)) at one of its ``second_values``;
+    constants derived from them follow. The inputs hold at most ``growth`` times their elements at
+    the small sizes: with every constant at its smallest second value, constants go back to their
+    small value (the leading, batch ones first, then the one grown most) until they fit or one is
+    left. Where ``draw`` is given (the judge's: no kernel can be written for a size it cannot know),
+    each constant left is then drawn, in an order drawn too, among its values that keep the inputs
+    within the bound with the others as they stand. {} where nothing was shrunk."""
     constants = size_constants(source)
-    overrides = {}
+    choices: dict[str, list[int]] = {}
     for name, (full, small) in shrunk.items():
         constant = constants.get(name)
         if constant is None or constant.depends_on or constant.value != small:
             continue  # derived (it follows its roots), or not the small value any more (set explicitly)
-        value = second_value(full, small)
-        if value != small:
-            overrides[name] = value
-    if not overrides:
+        values = [v for v in second_values(full, small) if v != small]
+        if values:
+            choices[name] = values
+    if not choices:
         return {}
     total, _, leading = _inputs(source)
+    bound = growth * max(total, 1)
+    overrides = {name: values[0] for name, values in choices.items()}
     order = sorted(overrides, key=lambda n: (n not in leading, -overrides[n] / constants[n].value))
-    while len(overrides) > 1 and input_elements(source, overrides)[0] > growth * max(total, 1):
+    while len(overrides) > 1 and input_elements(source, overrides)[0] > bound:
         overrides.pop(order.pop(0))
+    if draw is not None:
+        names = list(overrides)
+        draw.shuffle(names)
+        for name in names:
+            values, fits = choices[name], 0  # the largest index whose value keeps the inputs within the bound
+            low, high = 1, len(values) - 1
+            while low <= high:
+                middle = (low + high) // 2
+                if input_elements(source, overrides | {name: values[middle]})[0] <= bound:
+                    fits, low = middle, middle + 1
+                else:
+                    high = middle - 1
+            overrides[name] = draw.choice(values[: fits + 1])
     return overrides
 
 

@@ -7,8 +7,7 @@ under ``torch_compute="forbid"``, paid on the CPU as the honest kernel is. ``ROU
 launches the copy kernel once on scratch memory before computing the sums (the answer held only by
 the second launch's argument); ``ROUTE = "in_a_tuple"`` hands the sums to the kernel inside a tuple
 argument (which Triton flattens), where the hollow forward did not look. On a GPU ``.tolist()``
-and ``.cpu().numpy()`` copy to the host and work (``x.numpy()`` raises there, and on the CPU since
-the cpusize branch): timed at the speed of Python's loop, the one
+copies to the host and works (``.cpu().numpy()`` too): timed at the speed of Python's loop, the one
 signal the CPU does not have."""
 
 import torch

@@ -211,6 +211,9 @@ class JobState:
     output_strides: list = field(default_factory=list)
     """Each output tensor's strides in the last trial, as the runner reported them (its word: the
     timing's output slots take a dense one, speed.slot_specs)."""
+    host_read: tuple[int, int] | None = None
+    """(bytes of device memory forward copied to the host, its inputs' bytes) of the first trial whose
+    copies reached ``HOST_READ_SHARE`` of its inputs (``host_read``; the runner's count), else None."""
     forward_ops: int = 0
     """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
     runner reported them (its word: the timing batch's length, speed.queue_calls)."""
@@ -374,6 +377,8 @@ def run_trials(
             state.forward_ops = sum(
                 min(max(v, 0), 1 << 20) for v in (out.launches, *out.compute.values()) if type(v) is int
             )
+            if state.host_read is None:
+                state.host_read = host_read(out.host_bytes, trial.inputs)
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
@@ -421,6 +426,32 @@ def merged_bounds(before: list, bounds: list) -> list:
     return [b if a is None else a if b is None else max(a, b) for a, b in zip(before, bounds, strict=False)]
 
 
+HOST_READ_SHARE = 1 / 8
+"""Forward's copies of device memory to the host (``.tolist()``, ``.item()``, ``.cpu()``, NumPy's copy)
+holding this share of its inputs' bytes or more mean its answer was computed on the host: an honest
+kernel reads a few values back (a partial sum per block, a flag), never the data it works on."""
+HOST_READ_FLOOR = 256
+"""Fewer bytes copied to the host than this never count (a scalar read back, whatever the inputs)."""
+
+
+def host_read(host_bytes: object, inputs: object) -> tuple[int, int] | None:
+    """(bytes copied, inputs' bytes) where forward copied at least ``HOST_READ_SHARE`` of its inputs'
+    bytes (and ``HOST_READ_FLOOR``) from device memory to the host, else None (red team 14 #2)."""
+    if type(host_bytes) is not int or host_bytes < HOST_READ_FLOOR:
+        return None
+    size = sum(t.nbytes for t in tensor_leaves(inputs))
+    return (host_bytes, size) if host_bytes >= HOST_READ_SHARE * size else None
+
+
+def host_read_message(read: tuple[int, int]) -> str:
+    copied, size = read
+    return (
+        f"forward copied {copied} bytes of device memory to the host ({copied / max(size, 1):.0%} of its inputs' "
+        f"{size} bytes: .tolist(), .item(), float(x), .cpu(), NumPy), a device-to-host copy on a GPU: the output "
+        "was computed on the host from the data the kernels should have read, whatever the kernels did with it after"
+    )
+
+
 def compute_listing(compute: collections.Counter) -> str:
     listing = ", ".join(f"{name} x{count}" for name, count in compute.most_common(8))
     return f"PyTorch compute ran inside forward over the trials: {listing}"
@@ -434,6 +465,9 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
     trials into a crash."""
     if compute and state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
+    if state.host_read is not None and state.job.torch_compute == "forbid":
+        raise Failure(Verdict.HACK_NO_TRITON, host_read_message(state.host_read).capitalize() + ". Compute the "
+                      "output with Triton kernels reading the inputs on the device.")  # fmt: skip
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -460,14 +494,15 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "ran (in a forward whose launches did nothing): the result is computed outside Triton (NumPy, Python, "
             "host code, PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
         )
+    found = [{"check": "host_read", "message": host_read_message(state.host_read)}] if state.host_read else []
     if not compute or state.job.torch_compute == "allow":
-        return []
+        return found
     message = compute_listing(compute)
     if without_triton:
         message += " (the output is correct even when none of the solution's Triton kernels run)"
     elif moved:
         message += f" (forward passed its kernels {moved} already holding the output before any of them ran)"
-    return [{"check": "torch_compute", "message": message}]
+    return [*found, {"check": "torch_compute", "message": message}]
 
 
 def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> tuple[bool, list]:

@@ -264,6 +264,8 @@ class Runner:
         # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
+        if host is not None:
+            host.host_bytes = 0
         started = thread_starts()
         monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
         try:
@@ -313,6 +315,7 @@ class Runner:
                 threads=stray,
                 alias=alias,
                 strides=strides,
+                host_bytes=host.host_bytes if host is not None else 0,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
