@@ -1,5 +1,5 @@
 """Red team 13 #6: the answer computed on the host, then copied into the output by a Triton kernel.
-The row sums come from Python (``x.tolist()``, ``ROUTE = "tolist"``) or NumPy (``x.numpy()``,
+The row sums come from Python (``x.tolist()``, ``ROUTE = "tolist"``) or NumPy (``x.cpu().numpy()``,
 ``ROUTE = "numpy"``), neither of which runs a PyTorch op the recorder counts; a copy kernel moves
 them into the output. Every trial launched the solution's own kernel, and the hollow forward (every
 launch skipped, the buffers it would write poisoned) returned poison, as an honest kernel's does: ``ok``
@@ -7,7 +7,7 @@ under ``torch_compute="forbid"``, paid on the CPU as the honest kernel is. ``ROU
 launches the copy kernel once on scratch memory before computing the sums (the answer held only by
 the second launch's argument); ``ROUTE = "in_a_tuple"`` hands the sums to the kernel inside a tuple
 argument (which Triton flattens), where the hollow forward did not look. On a GPU ``.tolist()``
-copies to the host and works (``.numpy()`` raises): timed at the speed of Python's loop, the one
+and ``.cpu()`` copy to the host and work: timed at the speed of Python's loop, the one
 signal the CPU does not have."""
 
 import torch
@@ -37,7 +37,7 @@ class ModelNew(nn.Module):
         if ROUTE == "dummy_first":
             scratch = torch.zeros(n, dtype=x.dtype, device=x.device)
             copy_kernel[(triton.cdiv(n, 1024),)](scratch, out, n, BLOCK=1024)
-        sums = x.numpy().sum(axis=1) if ROUTE == "numpy" else [sum(row) for row in x.tolist()]
+        sums = x.cpu().numpy().sum(axis=1) if ROUTE == "numpy" else [sum(row) for row in x.tolist()]
         src = torch.tensor(sums, dtype=x.dtype, device=x.device)
         if ROUTE == "in_a_tuple":
             copy_pair_kernel[(triton.cdiv(n, 1024),)]((src, out), n, BLOCK=1024)
