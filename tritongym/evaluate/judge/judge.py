@@ -426,12 +426,19 @@ def compute_listing(compute: collections.Counter) -> str:
     return f"PyTorch compute ran inside forward over the trials: {listing}"
 
 
-def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
+def guard_findings(
+    state: JobState, last: list[Trial], reference: Reference, compute: collections.Counter, tolerance: Tolerance
+) -> list[dict]:
     """How much PyTorch compute does forward run; does it route around failed Triton launches; does
     its output depend on its Triton kernels at all. What the trials already showed is decided first:
     the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
     do nothing), and a forward that ends its process there would turn a hack verdict decided by the
-    trials into a crash."""
+    trials into a crash. ``last`` holds the last trial (taken out of it: the judge holds one trial at a
+    time); the hollow forward runs on a trial of its own from ``reference`` (the one the runner's
+    model was last built for), on inputs no call has seen: whatever the solution keeps from an
+    earlier call (an output buffer it rewrites each call, wherever it is held) then holds another
+    answer than this one, and a buffer that holds this one was written by this forward (honest4)."""
+    trial = last.pop()
     if compute and state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
@@ -441,6 +448,8 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
+    trial = None  # freed before the hollow forward's own is made
+    trial = reference.trial(secrets.randbits(63))
     without_triton, made = hollow_still_correct(state, trial, tolerance, other_poison=False)
     if without_triton:  # the answer may be the poison itself (all True): the other one tells (red team 5 #8)
         without_triton, _ = hollow_still_correct(state, trial, tolerance, other_poison=True)
@@ -635,7 +644,10 @@ def judge_candidate(
     if outcome.verdict is not Verdict.OK:
         return result
     with state.timed("guards"), gpu_lock(ctx.gpu_lock, exclusive=False):  # forwards on the GPU
-        result["findings"] = result.get("findings", []) + guard_findings(state, trial, outcome.compute, tolerance)
+        current = state.second.reference if state.second is not None else reference
+        last, trial = [trial], None
+        result["findings"] = result.get("findings", []) + guard_findings(state, last, current, outcome.compute,
+                                                                         tolerance)  # fmt: skip
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
