@@ -2,7 +2,8 @@
 per idiom) must be judged ``ok`` with the default settings: every hardening of the guards risks
 refusing honest code, and an environment that refuses honest kernels trains models away from good
 solutions. Each file's header names its problem (a bundled one at its small sizes, or a
-purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
+purpose-written reference in ``honest/problems/``, shrunk as the CPU shrinks a problem, a second
+size judged, where it says ``# sizes: full``), the findings the documented policy gives it
 where it legitimately leaves part of the work to PyTorch, ``# device: gpu`` where Triton's
 interpreter cannot run it, ``# device: cpu`` where the idiom is a CPU device's (KernelBook's rows
 for a CPU allocate in host memory, which a GPU's launch refuses: ``runtime_error`` there, as for the
@@ -45,7 +46,8 @@ def _problem(name: str) -> Problem:
     if not reference.exists():
         return find_problem(name).small()
     source = reference.read_text()
-    return Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
+    problem = Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
+    return problem.small() if _header(source, "sizes") == "full" else problem  # shrunk as the CPU shrinks it
 
 
 def _release(version: str) -> tuple[int, ...]:

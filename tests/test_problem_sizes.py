@@ -399,8 +399,8 @@ def test_second_sizes_grow_the_shrunk_roots_within_the_budget():
     assert input_elements(source, second)[0] == 8 * input_elements(source)[0]
     # four times at most (the default): the batch goes back to its small size first
     assert second_sizes(source, shrunk) == {"height": 64, "width": 64, "out_channels": 32}
-    # one constant is kept whatever the budget
-    assert len(second_sizes(source, shrunk, growth=1)) == 1
+    # one constant is kept whatever the budget (with those equal to it at both sizes: a square input's sides)
+    assert second_sizes(source, shrunk, growth=1) == {"height": 64, "width": 64}
     small = shrink_sizes(MATMUL, budget=1 << 14)
     source = override_int_constants(MATMUL, small)
     shrunk = {name: (int_constants(MATMUL)[name], value) for name, value in small.items()}
@@ -427,3 +427,49 @@ def test_a_shrunk_problem_travels_with_what_was_shrunk():
     assert job["resized_source"] == problem.resized().source
     assert job["resized_sizes"] == "batch_size 8->16, dim 100->132"
     assert build_job(find_problem("04_softmax"), "", EvalConfig())["resized_source"] == ""
+
+
+DEPTHWISE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, groups=in_channels)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+batch_size = 64
+in_channels = 128
+out_channels = 128
+kernel_size = 3
+width_in = 512
+height_in = 256
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height_in, width_in)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+"""
+
+
+def test_constants_equal_at_both_sizes_stay_equal_at_the_second():
+    """A depthwise convolution's channels in and out (equal at the full and the small size: the problem
+    states one filter per channel) go back to their small value together where the inputs outgrow the
+    budget: one of them alone grown made a convolution of two filters per channel, which an honest
+    kernel of the problem as stated computes wrong (honest4's kb_depthwise_conv.py)."""
+    small = shrink_sizes(DEPTHWISE)
+    source = override_int_constants(DEPTHWISE, small)
+    full = int_constants(DEPTHWISE)
+    shrunk = {name: (full[name], value) for name, value in small.items()}
+    assert shrunk["in_channels"] == shrunk["out_channels"]
+    for growth in (1, 2, 4, 8, 16, 64):
+        second = int_constants(source, second_sizes(source, shrunk, growth=growth))
+        assert second["in_channels"] == second["out_channels"], growth
+    assert second_sizes(source, shrunk, growth=64)["in_channels"] > small["in_channels"]

@@ -460,7 +460,11 @@ def second_sizes(
     independent constant of ``shrunk`` (name -> (full, small)) at its ``second_value``; constants
     derived from them follow. Where the inputs would then hold more than ``growth`` times their
     elements at the small sizes, constants go back to their small value (the leading, batch ones
-    first, then the one grown most) until they fit or one is left. {} where nothing was shrunk."""
+    first, then the one grown most, then the one declared first) until they fit or one is left.
+    Constants of one full and one small value go back together: equal at both sizes (a depthwise
+    convolution's ``in_channels`` and ``out_channels``, a square input's ``height`` and ``width``),
+    they are equal at the second, as a kernel written for what the problem states may assume.
+    {} where nothing was shrunk."""
     constants = size_constants(source)
     overrides = {}
     for name, (full, small) in shrunk.items():
@@ -473,9 +477,17 @@ def second_sizes(
     if not overrides:
         return {}
     total, _, leading = _inputs(source)
-    order = sorted(overrides, key=lambda n: (n not in leading, -overrides[n] / constants[n].value))
-    while len(overrides) > 1 and input_elements(source, overrides)[0] > growth * max(total, 1):
-        overrides.pop(order.pop(0))
+    equal: dict[tuple[int, int], list[str]] = {}
+    for name in overrides:
+        equal.setdefault(tuple(shrunk[name]), []).append(name)
+    place = {name: i for i, name in enumerate(constants)}  # ties in the problem's order, whatever the dict's
+    order = sorted(
+        equal.values(),
+        key=lambda g: (not set(g) & leading, -overrides[g[0]] / constants[g[0]].value, min(place[n] for n in g)),
+    )
+    while len(order) > 1 and input_elements(source, overrides)[0] > growth * max(total, 1):
+        for name in order.pop(0):
+            overrides.pop(name)
     return overrides
 
 
