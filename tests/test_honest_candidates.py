@@ -402,3 +402,26 @@ def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeyp
     assert torch.equal(runner.model.lut, torch.full((8,), 2.0))
     assert torch.equal(runner.model.cache[0], torch.full((8,), 3.0))
     assert torch.equal(module.TABLE, torch.arange(8.0)) and torch.equal(x, torch.ones(8))
+
+
+def test_only_a_determinism_switch_turned_on_is_no_tampering(monkeypatch):
+    """``torch.use_deterministic_algorithms(True)`` (deterministic_algorithms.py) changes no precision;
+    its ``warn_only`` and the switch turned off from on are still changed settings."""
+    from tritongym.evaluate import taint
+
+    before = taint._torch_settings()
+    assert not taint._determinism("deterministic", False) and not taint._determinism("num_threads", True)
+    monkeypatch.setattr(taint, "_torch_settings", lambda: dict(before))
+    state = taint.ProcessState.__new__(taint.ProcessState)
+    state.settings, state.attributes, state.class_keys = dict(before), taint._attribute_ids(), taint._class_keys()
+    for turned, changed in (
+        ({"deterministic": True, "torch._C._get_deterministic_algorithms": True}, []),
+        ({"deterministic": True, "torch._C._get_deterministic_algorithms_warn_only": True}, ["warn_only"]),
+        ({"grad_enabled": False}, ["grad_enabled"]),
+    ):
+        monkeypatch.setattr(taint, "_torch_settings", lambda turned=turned: before | turned)
+        reasons = [r for r in state.tampering() if r.startswith("changed torch settings")]  # not the patch itself
+        assert all(word in " ".join(reasons) for word in changed) and bool(reasons) == bool(changed), reasons
+    state.settings = before | {"deterministic": True}  # on in the baseline, turned off
+    monkeypatch.setattr(taint, "_torch_settings", lambda: before | {"deterministic": False})
+    assert "changed torch settings: deterministic" in " ".join(state.tampering())
