@@ -5,6 +5,7 @@ import logging
 import math
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from helpers import CANDIDATES
@@ -473,3 +474,24 @@ def test_constants_equal_at_both_sizes_stay_equal_at_the_second():
         second = int_constants(source, second_sizes(source, shrunk, growth=growth))
         assert second["in_channels"] == second["out_channels"], growth
     assert second_sizes(source, shrunk, growth=64)["in_channels"] > small["in_channels"]
+
+
+def test_the_second_sizes_trial_is_allowed_its_own_time():
+    """The job's timeout is the problem's, at the size it shows: the trial more at the second size
+    moves the deadline by a trial at the problem's own size per time its tensors hold as many bytes
+    (twice, for a contraction's work), at most the timeout once more. A slow honest matmul of KernelBench's
+    tall-skinny problem (a 2048 x 2048 output at the small size, four times the elements at the second)
+    timed out at the second size only (honest4)."""
+    from tritongym.evaluate.judge.reference import Trial
+    from tritongym.evaluate.judge.second_size import SECOND_TRIAL_TIME, SecondSize
+
+    def trial(n: int) -> Trial:
+        inputs = [torch.zeros(n, 2), torch.zeros(2, n)]
+        return Trial(inputs, torch.zeros(n, n), None, inputs, None, "")
+
+    second = SecondSize(reference=None, trial=trial(64), sizes="M 32->64")
+    first = trial(32)
+    ratio = (4 * 64 * 4 + 64 * 64 * 4) / (4 * 32 * 4 + 32 * 32 * 4)
+    assert second.allowance(1.5, first, 180.0) == pytest.approx(SECOND_TRIAL_TIME * ratio * 1.5)
+    assert second.allowance(100.0, first, 180.0) == 180.0  # never past twice the timeout
+    assert SecondSize(reference=None, trial=trial(16), sizes="").allowance(1.0, first, 180.0) == SECOND_TRIAL_TIME
