@@ -2,7 +2,8 @@
 per idiom) must be judged ``ok`` with the default settings: every hardening of the guards risks
 refusing honest code, and an environment that refuses honest kernels trains models away from good
 solutions. Each file's header names its problem (a bundled one at its small sizes, or a
-purpose-written reference in ``honest/problems/``), the findings the documented policy gives it
+purpose-written reference in ``honest/problems/``, shrunk as the CPU shrinks a problem, a second
+size judged, where it says ``# sizes: full``), the findings the documented policy gives it
 where it legitimately leaves part of the work to PyTorch, ``# device: gpu`` where Triton's
 interpreter cannot run it, ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
 some supported release, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
@@ -43,7 +44,8 @@ def _problem(name: str) -> Problem:
     if not reference.exists():
         return find_problem(name).small()
     source = reference.read_text()
-    return Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
+    problem = Problem(name=name, source=source, entry_point=_header(source, "entry_point") or "Model")
+    return problem.small() if _header(source, "sizes") == "full" else problem  # shrunk as the CPU shrinks it
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -395,3 +397,26 @@ def test_the_hollow_forward_gives_back_what_the_solution_keeps(tmp_path, monkeyp
     assert torch.equal(runner.model.lut, torch.full((8,), 2.0))
     assert torch.equal(runner.model.cache[0], torch.full((8,), 3.0))
     assert torch.equal(module.TABLE, torch.arange(8.0)) and torch.equal(x, torch.ones(8))
+
+
+def test_only_a_determinism_switch_turned_on_is_no_tampering(monkeypatch):
+    """``torch.use_deterministic_algorithms(True)`` (deterministic_algorithms.py) changes no precision;
+    its ``warn_only`` and the switch turned off from on are still changed settings."""
+    from tritongym.evaluate import taint
+
+    before = taint._torch_settings()
+    assert not taint._determinism("deterministic", False) and not taint._determinism("num_threads", True)
+    monkeypatch.setattr(taint, "_torch_settings", lambda: dict(before))
+    state = taint.ProcessState.__new__(taint.ProcessState)
+    state.settings, state.attributes, state.class_keys = dict(before), taint._attribute_ids(), taint._class_keys()
+    for turned, changed in (
+        ({"deterministic": True, "torch._C._get_deterministic_algorithms": True}, []),
+        ({"deterministic": True, "torch._C._get_deterministic_algorithms_warn_only": True}, ["warn_only"]),
+        ({"grad_enabled": False}, ["grad_enabled"]),
+    ):
+        monkeypatch.setattr(taint, "_torch_settings", lambda turned=turned: before | turned)
+        reasons = [r for r in state.tampering() if r.startswith("changed torch settings")]  # not the patch itself
+        assert all(word in " ".join(reasons) for word in changed) and bool(reasons) == bool(changed), reasons
+    state.settings = before | {"deterministic": True}  # on in the baseline, turned off
+    monkeypatch.setattr(taint, "_torch_settings", lambda: before | {"deterministic": False})
+    assert "changed torch settings: deterministic" in " ".join(state.tampering())

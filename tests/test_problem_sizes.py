@@ -6,6 +6,7 @@ import math
 import re
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from helpers import CANDIDATES
@@ -401,8 +402,8 @@ def test_second_sizes_grow_the_shrunk_roots_within_the_budget():
     assert input_elements(source, second)[0] == 8 * input_elements(source)[0]
     # four times at most (the default): the batch goes back to its small size first
     assert second_sizes(source, shrunk) == {"height": 64, "width": 64, "out_channels": 32}
-    # one constant is kept whatever the budget
-    assert len(second_sizes(source, shrunk, growth=1)) == 1
+    # one constant is kept whatever the budget (with those equal to it at both sizes: a square input's sides)
+    assert second_sizes(source, shrunk, growth=1) == {"height": 64, "width": 64}
     small = shrink_sizes(MATMUL, budget=1 << 14)
     source = override_int_constants(MATMUL, small)
     shrunk = {name: (int_constants(MATMUL)[name], value) for name, value in small.items()}
@@ -430,3 +431,70 @@ def test_a_shrunk_problem_travels_with_what_was_shrunk():
     assert found and int(found[1]) in second_values(4096, 100), job["resized_sizes"]
     assert job["resized_source"] == problem.with_sizes(batch_size=16, dim=int(found[1])).source
     assert build_job(find_problem("04_softmax"), "", EvalConfig())["resized_source"] == ""
+
+
+DEPTHWISE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, groups=in_channels)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+batch_size = 64
+in_channels = 128
+out_channels = 128
+kernel_size = 3
+width_in = 512
+height_in = 256
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height_in, width_in)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
+"""
+
+
+def test_constants_equal_at_both_sizes_stay_equal_at_the_second():
+    """A depthwise convolution's channels in and out (equal at the full and the small size: the problem
+    states one filter per channel) go back to their small value together where the inputs outgrow the
+    budget: one of them alone grown made a convolution of two filters per channel, which an honest
+    kernel of the problem as stated computes wrong (honest4's kb_depthwise_conv.py)."""
+    small = shrink_sizes(DEPTHWISE)
+    source = override_int_constants(DEPTHWISE, small)
+    full = int_constants(DEPTHWISE)
+    shrunk = {name: (full[name], value) for name, value in small.items()}
+    assert shrunk["in_channels"] == shrunk["out_channels"]
+    for growth in (1, 2, 4, 8, 16, 64):
+        second = int_constants(source, second_sizes(source, shrunk, growth=growth))
+        assert second["in_channels"] == second["out_channels"], growth
+    assert second_sizes(source, shrunk, growth=64)["in_channels"] > small["in_channels"]
+
+
+def test_the_second_sizes_trial_is_allowed_its_own_time():
+    """The job's timeout is the problem's, at the size it shows: the trial more at the second size
+    moves the deadline by a trial at the problem's own size per time its tensors hold as many bytes
+    (twice, for a contraction's work), at most the timeout once more. A slow honest matmul of KernelBench's
+    tall-skinny problem (a 2048 x 2048 output at the small size, four times the elements at the second)
+    timed out at the second size only (honest4)."""
+    from tritongym.evaluate.judge.reference import Trial
+    from tritongym.evaluate.judge.second_size import SECOND_TRIAL_TIME, SecondSize
+
+    def trial(n: int) -> Trial:
+        inputs = [torch.zeros(n, 2), torch.zeros(2, n)]
+        return Trial(inputs, torch.zeros(n, n), None, inputs, None, "")
+
+    second = SecondSize(reference=None, trial=trial(64), sizes="M 32->64")
+    first = trial(32)
+    ratio = (4 * 64 * 4 + 64 * 64 * 4) / (4 * 32 * 4 + 32 * 32 * 4)
+    assert second.allowance(1.5, first, 180.0) == pytest.approx(SECOND_TRIAL_TIME * ratio * 1.5)
+    assert second.allowance(100.0, first, 180.0) == 180.0  # never past twice the timeout
+    assert SecondSize(reference=None, trial=trial(16), sizes="").allowance(1.0, first, 180.0) == SECOND_TRIAL_TIME

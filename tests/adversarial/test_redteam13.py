@@ -125,7 +125,7 @@ def test_numpys_own_python_below_what_the_interpreter_calls_is_watched(judge):
     assert "numpy.lib._stride_tricks_impl._broadcast_to" in result.feedback
 
 
-@pytest.mark.parametrize("route", ["tolist", "numpy", "dummy_first", "in_a_tuple"])
+@pytest.mark.parametrize("route", ["tolist", "numpy", "dummy_first", "in_a_tuple", "kept_buffer"])
 def test_an_answer_the_host_computed_and_a_kernel_copied_is_not_triton_work(judge, route):
     """#6: row sums from Python (``tolist``) or NumPy, copied into the output by a Triton kernel, passed
     every guard (a launch in every trial; the hollow forward returned poison): ``ok`` under ``forbid``.

@@ -372,8 +372,10 @@ class Sandbox:
         start = time.monotonic()
         with contextlib.suppress(OSError):  # it died between jobs: the channel's EOF says so
             self._send(job)
-        # The judge enforces the job's timeout and memory limit on its runner; these catch the judge.
-        self._watch(outcome, start + timeout_s + BACKSTOP_S, JUDGE_MEMORY_FACTOR * memory_limit_bytes,
+        # The judge enforces the job's timeout and memory limit on its runner; these catch the judge. A job
+        # with a second size may take its timeout once more (second_size.SecondSize.allowance).
+        limit_s = timeout_s * (2 if job.get("resized_source") else 1) + BACKSTOP_S
+        self._watch(outcome, start + limit_s, JUDGE_MEMORY_FACTOR * memory_limit_bytes,
                     until="result", nonce=nonce)  # fmt: skip
         if outcome.result is None:
             if not (outcome.timed_out or outcome.out_of_memory or outcome.protocol_error):

@@ -104,6 +104,21 @@ def _flushes_denormals() -> bool:
     return float(torch.tensor([1e-38], dtype=torch.float32).mul_(0.01).item()) == 0.0
 
 
+DETERMINISM_SETTINGS = frozenset(
+    ["deterministic", "torch._C._get_deterministic_algorithms", "torch._C._get_cudnn_deterministic",
+     "torch._C._get_mkldnn_deterministic"]
+)  # fmt: skip
+"""Settings that make PyTorch's own ops deterministic (``torch.use_deterministic_algorithms(True)``,
+the reproducibility line real code carries): switched on, they change no precision and make nothing
+faster, so that is no tampering (honest4: ``deterministic_algorithms.py`` was ``hack_tampering``);
+switched off from on, or their ``warn_only`` and fill settings changed, they are."""
+
+
+def _determinism(key: str, value: object) -> bool:
+    """Whether ``value`` of the setting ``key`` is only a determinism switch turned on."""
+    return key in DETERMINISM_SETTINGS and value is True
+
+
 def _torch_settings() -> dict[str, object]:
     import torch
 
@@ -393,7 +408,9 @@ class ProcessState:
                 f"replaced, added or removed: {', '.join(changed[:5])}" + (" ..." if len(changed) > 5 else "")
             )
         settings = _torch_settings()
-        drift = sorted(k for k in self.settings if settings.get(k) != self.settings[k])
+        drift = sorted(
+            k for k in self.settings if settings.get(k) != self.settings[k] and not _determinism(k, settings.get(k))
+        )
         if drift:
             reasons.append(f"changed torch settings: {', '.join(drift)}")
         return reasons

@@ -479,11 +479,14 @@ def second_sizes(
 ) -> dict[str, int]:
     """Overrides of ``source`` (a problem at its small sizes) that give it a second size: each
     independent constant of ``shrunk`` (name -> (full, small)) at one of its ``second_values``;
-    constants derived from them follow. The inputs hold at most ``growth`` times their elements at
-    the small sizes: with every constant at its smallest second value, constants go back to their
-    small value (the leading, batch ones first, then the one grown most) until they fit or one is
-    left. Where ``draw`` is given (the judge's: no kernel can be written for a size it cannot know),
-    each constant left is then drawn, in an order drawn too, among its values that keep the inputs
+    constants derived from them follow. Constants of one full and one small value are one group:
+    equal at both sizes (a depthwise convolution's ``in_channels`` and ``out_channels``, a square
+    input's ``height`` and ``width``), they are equal at the second, as a kernel written for what the
+    problem states may assume. The inputs hold at most ``growth`` times their elements at the small
+    sizes: with every constant at its smallest second value, groups go back to their small value (the
+    leading, batch ones first, then the one grown most, then the one declared first) until they fit or
+    one is left. Where ``draw`` is given (the judge's: no kernel can be written for a size it cannot
+    know), each group left is then drawn, in an order drawn too, among its values that keep the inputs
     within the bound with the others as they stand. {} where nothing was shrunk."""
     constants = size_constants(source)
     choices: dict[str, list[int]] = {}
@@ -499,22 +502,29 @@ def second_sizes(
     total, _, leading = _inputs(source)
     bound = growth * max(total, 1)
     overrides = {name: values[0] for name, values in choices.items()}
-    order = sorted(overrides, key=lambda n: (n not in leading, -overrides[n] / constants[n].value))
-    while len(overrides) > 1 and input_elements(source, overrides)[0] > bound:
-        overrides.pop(order.pop(0))
+    equal: dict[tuple[int, int], list[str]] = {}
+    for name in overrides:
+        equal.setdefault(tuple(shrunk[name]), []).append(name)
+    place = {name: i for i, name in enumerate(constants)}  # ties in the problem's order, whatever the dict's
+    order = sorted(
+        equal.values(),
+        key=lambda g: (not set(g) & leading, -overrides[g[0]] / constants[g[0]].value, min(place[n] for n in g)),
+    )
+    while len(order) > 1 and input_elements(source, overrides)[0] > bound:
+        for name in order.pop(0):
+            overrides.pop(name)
     if draw is not None:
-        names = list(overrides)
-        draw.shuffle(names)
-        for name in names:
-            values, fits = choices[name], 0  # the largest index whose value keeps the inputs within the bound
+        draw.shuffle(order)
+        for group in order:
+            values, fits = choices[group[0]], 0  # the largest index whose value keeps the inputs within the bound
             low, high = 1, len(values) - 1
             while low <= high:
                 middle = (low + high) // 2
-                if input_elements(source, overrides | {name: values[middle]})[0] <= bound:
+                if input_elements(source, overrides | dict.fromkeys(group, values[middle]))[0] <= bound:
                     fits, low = middle, middle + 1
                 else:
                     high = middle - 1
-            overrides[name] = draw.choice(values[: fits + 1])
+            overrides |= dict.fromkeys(group, draw.choice(values[: fits + 1]))
     return overrides
 
 

@@ -6,9 +6,13 @@ launch skipped, the buffers it would write poisoned) returned poison, as an hone
 under ``torch_compute="forbid"``, paid on the CPU as the honest kernel is. ``ROUTE = "dummy_first"``
 launches the copy kernel once on scratch memory before computing the sums (the answer held only by
 the second launch's argument); ``ROUTE = "in_a_tuple"`` hands the sums to the kernel inside a tuple
-argument (which Triton flattens), where the hollow forward did not look. On a GPU ``.tolist()``
-copies to the host and works (``.cpu().numpy()`` too): timed at the speed of Python's loop, the one
+argument (which Triton flattens), where the hollow forward did not look; ``ROUTE = "kept_buffer"``
+writes them into a buffer kept between calls in a class attribute, one the hollow forward takes as
+kept from an earlier call where forward left it as it was (honest4). On a GPU ``.tolist()``
+and ``.cpu()`` copy to the host and work: timed at the speed of Python's loop, the one
 signal the CPU does not have."""
+
+import typing
 
 import torch
 import torch.nn as nn
@@ -31,6 +35,8 @@ def copy_pair_kernel(pair, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
+    kept: typing.ClassVar[dict] = {}
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
         n = out.numel()
@@ -39,6 +45,8 @@ class ModelNew(nn.Module):
             copy_kernel[(triton.cdiv(n, 1024),)](scratch, out, n, BLOCK=1024)
         sums = x.cpu().numpy().sum(axis=1) if ROUTE == "numpy" else [sum(row) for row in x.tolist()]
         src = torch.tensor(sums, dtype=x.dtype, device=x.device)
+        if ROUTE == "kept_buffer":
+            src = ModelNew.kept.setdefault(n, torch.empty_like(src)).copy_(src)
         if ROUTE == "in_a_tuple":
             copy_pair_kernel[(triton.cdiv(n, 1024),)]((src, out), n, BLOCK=1024)
         else:

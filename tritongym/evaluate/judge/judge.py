@@ -347,12 +347,14 @@ def run_trials(
     compute: collections.Counter[str] = collections.Counter()
     worst = None
     trial = first.pop()
+    one_trial_s = 0.0
     for n in range(1, total + 1):
         state.enter(f"trial {n}")
         started = time.perf_counter()
         second = state.second if n == total else None
         with gpu_lock(state.ctx.gpu_lock, exclusive=False):
             if second is not None:
+                state.deadline += second.allowance(one_trial_s, trial, state.job.timeout_s)
                 trial = None
                 trial, tolerance = second.trial, second.tolerance(tolerance)
                 build_model(state, second.reference, len(trial.inputs), second.note())
@@ -381,8 +383,9 @@ def run_trials(
                 state.host_read = host_read(out.host_bytes, trial.inputs)
             if call.in_slots:
                 out.inputs_after = state.shared.read()
+        one_trial_s = time.perf_counter() - started  # the last at the problem's own size: the second's measure
         if n == 1:  # includes Triton's JIT compilation of every kernel the forward launches
-            state.stages["first_trial"] = round(time.perf_counter() - started, 4)
+            state.stages["first_trial"] = round(one_trial_s, 4)
         compute.update({str(k): int(v) for k, v in out.compute.items() if isinstance(v, int)})
         try:
             outcome = check_output(n, total, trial, out, state.runner.children(), tolerance)
@@ -457,12 +460,19 @@ def compute_listing(compute: collections.Counter) -> str:
     return f"PyTorch compute ran inside forward over the trials: {listing}"
 
 
-def guard_findings(state: JobState, trial, compute: collections.Counter, tolerance: Tolerance) -> list[dict]:
+def guard_findings(
+    state: JobState, last: list[Trial], reference: Reference, compute: collections.Counter, tolerance: Tolerance
+) -> list[dict]:
     """How much PyTorch compute does forward run; does it route around failed Triton launches; does
     its output depend on its Triton kernels at all. What the trials already showed is decided first:
     the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
     do nothing), and a forward that ends its process there would turn a hack verdict decided by the
-    trials into a crash."""
+    trials into a crash. ``last`` holds the last trial (taken out of it: the judge holds one trial at a
+    time); the hollow forward runs on a trial of its own from ``reference`` (the one the runner's
+    model was last built for), on inputs no call has seen: whatever the solution keeps from an
+    earlier call (an output buffer it rewrites each call, wherever it is held) then holds another
+    answer than this one, and a buffer that holds this one was written by this forward (honest4)."""
+    trial = last.pop()
     if compute and state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
     if state.host_read is not None and state.job.torch_compute == "forbid":
@@ -475,6 +485,8 @@ def guard_findings(state: JobState, trial, compute: collections.Counter, toleran
             "forward still returned a result when every launch of the solution's Triton kernels failed: "
             "it routes around Triton (try/except or a fallback path). Remove the fallback.",
         )
+    trial = None  # freed before the hollow forward's own is made
+    trial = reference.trial(secrets.randbits(63))
     without_triton, made = hollow_still_correct(state, trial, tolerance, other_poison=False)
     if without_triton:  # the answer may be the poison itself (all True): the other one tells (red team 5 #8)
         without_triton, _ = hollow_still_correct(state, trial, tolerance, other_poison=True)
@@ -650,6 +662,8 @@ def judge_candidate(
         if ctx.nvml_pids:
             state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
+        if state.second is not None:  # the deadline may move by the second size's allowance, the timeout at most
+            lifetime += job.timeout_s
         # the runner's RLIMIT_CPU (the same budget) stops it alone first; this counts its compiler tools too
         state.runner.cpu_limit_s = cpu_budget_s(state.runner.cpu_seconds(), lifetime) + CPU_LIMIT_GRACE_S + 1
         load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
@@ -670,7 +684,10 @@ def judge_candidate(
     if outcome.verdict is not Verdict.OK:
         return result
     with state.timed("guards"), gpu_lock(ctx.gpu_lock, exclusive=False):  # forwards on the GPU
-        result["findings"] = result.get("findings", []) + guard_findings(state, trial, outcome.compute, tolerance)
+        current = state.second.reference if state.second is not None else reference
+        last, trial = [trial], None
+        result["findings"] = result.get("findings", []) + guard_findings(state, last, current, outcome.compute,
+                                                                         tolerance)  # fmt: skip
     if ctx.device.type == "cuda" and (job.timing or job.profile):
         from tritongym.evaluate.judge.speed import speed_and_coverage
 

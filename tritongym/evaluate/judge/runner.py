@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import importlib.util
 import inspect
 import math
@@ -383,8 +384,8 @@ class Runner:
             # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
             # put back after the answer, as every kept tensor is
             keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
-            kept = kept_tensors(self.model)
-            held |= {t.untyped_storage().data_ptr() for t in kept}
+            kept = [t for t in live_tensors() if storage_address(t) not in keep]
+            held |= {storage_address(t) for t in kept}
             made.before(kept)
             if self.device.type == "cuda":  # no free block holds an earlier answer (the CPU poisons `empty`'s)
                 poison_free_memory(self.device, [t.nbytes for t in tensor_leaves(given)] * 2)
@@ -482,28 +483,19 @@ def clipped_counts(names) -> dict[str, int]:
     return dict(counts)
 
 
-def kept_tensors(model: torch.nn.Module) -> list[torch.Tensor]:
-    """The tensors a solution keeps between calls beyond its state dict: every parameter and buffer
-    of its modules (non-persistent buffers too: a rotary table, a lookup table), the tensors its
-    modules hold as plain attributes (a cached transposed weight, a workspace, an output buffer it
-    rewrites each call) and those its module holds as globals, directly or in a list, tuple or dict.
-    The hollow forward poisons those passed to a skipped launch as it poisons any buffer a launch
-    would write, then puts their contents back once its answer is sent: later calls (timing) read
-    what an honest solution left there, not the poison."""
-    found: list[torch.Tensor] = [*model.parameters(), *model.buffers()]
-    namespaces = [vars(m) for m in model.modules()]
-    module = sys.modules.get(getattr(type(model), "__module__", None) or "")  # the solution's file
-    if module is not None:
-        namespaces.append(vars(module))
-    for namespace in namespaces:
-        for value in list(namespace.values()):
-            items = [value]  # read through the C types' own methods: no subclass's runs here
-            if isinstance(value, dict):
-                items = list(dict.values(value))
-            elif isinstance(value, (list, tuple)):
-                items = list((list if isinstance(value, list) else tuple).__iter__(value))
-            found += [t for t in items[:1024] if isinstance(t, torch.Tensor)]
-    return found
+def live_tensors() -> list[torch.Tensor]:
+    """Every tensor alive in this process (the garbage collector tracks each): whatever a solution
+    keeps between calls, wherever it keeps it: a parameter or buffer of its modules (non-persistent
+    ones too: a rotary table, a lookup table), a plain attribute (a cached transposed weight, a
+    workspace, an output buffer it rewrites each call), a global, a class attribute, a
+    ``functools.lru_cache``'s entry, an object of its own holding one. The hollow forward poisons
+    those passed to a skipped launch as it poisons any buffer a launch would write, then puts their
+    contents back once its answer is sent: later calls (timing) read what an honest solution left
+    there, not the poison. A first version looked only where a solution's modules and globals hold
+    tensors directly or in one container: an output buffer cached anywhere else held the last
+    answer, unchanged, and was taken for one forward made (honest4). Types are read with ``type``,
+    not ``isinstance``, which asks an object's own ``__class__``."""
+    return [t for t in gc.get_objects() if issubclass(type(t), torch.Tensor)]
 
 
 ANSWER_SAMPLE = 4096
@@ -552,10 +544,31 @@ class MadeBeforeKernels:
         self.seen: set[int] = set()
         self.kept: dict[int, torch.Tensor] = {}
 
+    SNAPSHOT_FACTOR = 4
+    """A storage larger than this many times the largest output is not copied (a judge's slot arena, a
+    large cache: never an output's view), nor are more than twice as many bytes in all: the hollow
+    forward's extra memory is a small multiple of the outputs'."""
+
     def before(self, kept: list[torch.Tensor]) -> None:
+        """Copy the storages of ``kept`` (the tensors alive when forward starts) that could hold an
+        output: what a view of one held then is told from what forward put there, whatever view of it
+        forward hands a launch (a slice of a workspace, a flat buffer viewed in the output's shape).
+        Smallest first, within ``SNAPSHOT_FACTOR``; one not copied is no exemption: it holds an earlier
+        call's answer, for other inputs (the hollow forward's are its own), unless forward wrote this one."""
+        sizes = [n * _itemsize(d) for n, d in self.wanted]
+        if not sizes:
+            return
+        largest, left = max(sizes), 2 * self.SNAPSHOT_FACTOR * sum(sizes)
+        storages: dict[int, torch.UntypedStorage] = {}
         for t in kept:
-            if self._wanted(t):
-                self.kept[t.untyped_storage().data_ptr()] = t.detach().clone()
+            address = storage_address(t)
+            if address is not None and t.layout is torch.strided:
+                storages.setdefault(address, t.untyped_storage())
+        for address, storage in sorted(storages.items(), key=lambda item: item[1].nbytes()):
+            size = storage.nbytes()
+            if size < min(sizes) or size > self.SNAPSHOT_FACTOR * largest or size > left:
+                continue
+            self.kept[address], left = storage.clone(), left - size
 
     def _wanted(self, t: torch.Tensor) -> bool:
         return (t.numel(), str(t.dtype)) in self.wanted and t.layout is torch.strided
@@ -566,13 +579,37 @@ class MadeBeforeKernels:
             return
         self.seen.add(address)
         start = self.kept.get(address)
-        if start is not None and start.shape == t.shape and torch.equal(start, t):
-            return  # a kept tensor forward left as it was: the last call's, not this forward's work
+        if start is not None and _unchanged(t, start):
+            return  # a tensor kept from an earlier call that forward left as it was: not this forward's work
         flat = t.detach().reshape(-1)
         if one_value(flat):
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
+
+
+def storage_address(t: torch.Tensor) -> int | None:
+    """Where ``t``'s storage is, or None for a tensor without one of its own (sparse, nested)."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def _itemsize(dtype: str) -> int:
+    return getattr(torch, dtype.removeprefix("torch."), torch.uint8).itemsize
+
+
+def _unchanged(t: torch.Tensor, storage: torch.UntypedStorage) -> bool:
+    """Whether ``t`` holds what the same view of ``storage`` (its storage's copy when forward started)
+    holds."""
+    try:
+        then = torch.empty(0, dtype=t.dtype, device=storage.device).set_(
+            storage, t.storage_offset(), t.shape, t.stride()
+        )
+        return torch.equal(then, t.detach())
+    except RuntimeError:  # the view reaches past what the storage held then (it grew): not what it was
+        return False
 
 
 def poison(t: torch.Tensor, other: bool = False) -> None:

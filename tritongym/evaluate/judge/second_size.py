@@ -21,8 +21,13 @@ import torch
 
 from tritongym.evaluate.compare import Tolerance
 from tritongym.evaluate.judge.feedback import Failure, short
-from tritongym.evaluate.judge.memory import is_out_of_memory
+from tritongym.evaluate.judge.memory import is_out_of_memory, nbytes
 from tritongym.evaluate.judge.reference import Reference, Trial
+
+SECOND_TRIAL_TIME = 2.0
+"""The time the second size's trial is allowed beyond the job's timeout, in trials at the problem's
+own size, per time its inputs and output hold as many bytes as theirs: a contraction's work grows
+faster than its elements (a matmul's by 8 where they grow by 4)."""
 
 
 @dataclass
@@ -39,6 +44,16 @@ class SecondSize:
         if self.reference.float64_note and tolerance.policy != "fixed":
             return Tolerance("fixed", atol=tolerance.atol, rtol=tolerance.rtol)
         return tolerance
+
+    def allowance(self, one_trial_s: float, first: Trial, timeout_s: float) -> float:
+        """Seconds the job's deadline grows by before this trial, which ``one_trial_s`` (a trial at the
+        problem's own size, ``first``) does not count: the timeout is the problem's, at the size it
+        shows, and the trial more a check of the judge's (honest4: a slow honest matmul of a 2048 x
+        2048 output, within the timeout at one size, timed out at the second's four times the
+        elements). At most ``timeout_s``: the job takes at most twice its timeout."""
+        size = nbytes(first.inputs) + nbytes(first.expected)
+        ratio = (nbytes(self.trial.inputs) + nbytes(self.trial.expected)) / max(size, 1)
+        return min(SECOND_TRIAL_TIME * max(ratio, 1.0) * one_trial_s, timeout_s)
 
     def note(self) -> str:
         """What the feedback of a failure at the second size adds."""
