@@ -36,10 +36,14 @@ def config(**overrides) -> EvalConfig:
 )
 def test_a_dot_precision_a_gpu_accepts_runs_on_the_cpu(judge, precision):
     """#3: the interpreter's options refused ``bf16x3``/``bf16x6`` (a `runtime_error` for an honest GPU
-    kernel). Each is within this problem's tolerance at its small sizes (TF32 is not: red team 10 #2)."""
+    kernel). bf16x6 and tf32x3 are within this problem's tolerance at its small sizes (TF32 is not: red
+    team 10 #2); bf16x3 keeps about 16 bits of each operand, and its error sits at the float32 bar here
+    (1.24e-5 against 1.15e-5 in one run of about 13, on random inputs): ``ok`` or ``precision`` by the
+    draw, on a GPU as on the CPU, never an error of its own."""
     source = (HERE / "split_precision_dot.py").read_text().replace('PRECISION = "bf16x6"', f'PRECISION = "{precision}"')
     result = judge(small_problem("06_linear_relu"), source, config())
-    assert result.verdict is Verdict.OK, result.feedback
+    allowed = {Verdict.OK, Verdict.PRECISION} if precision == "bf16x3" else {Verdict.OK}
+    assert result.verdict in allowed, result.feedback
 
 
 def test_split_dots_keep_the_bits_of_their_pieces():
