@@ -15,7 +15,9 @@ class EvalConfig:
     """Settings of one evaluation. ``EvalConfig.help(name)`` returns a field's documentation."""
 
     trials: int = _doc(
-        "Correctness trials, each on fresh inputs from a fresh secret seed; at least 2 always run.", default=5
+        "Correctness trials, each on fresh inputs from a fresh secret seed; at least 2 always run (on the CPU, "
+        "a shrunk problem runs one more at a second size).",
+        default=5,
     )
     tolerance: Literal["float64", "fixed"] = _doc(
         "'float64': the candidate's error against a float64 run of the reference may be at most "
