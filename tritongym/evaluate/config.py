@@ -40,7 +40,11 @@ class EvalConfig:
     rtol: float | None = _doc(
         "Relative tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
     )
-    timeout_s: float = _doc("Wall-clock limit of the whole evaluation in its sandbox.", default=180.0)
+    timeout_s: float = _doc(
+        "Wall-clock limit of the whole evaluation in its sandbox (on the CPU, a shrunk problem's trial at a "
+        "second size may add up to as much again).",
+        default=180.0,
+    )
     memory_limit_mb: int = _doc(
         "Memory the sandbox may use beyond the problem's own: host memory (resident set), and on a GPU device "
         "memory besides a base for CUDA and its libraries (judge/gpu_memory.py).",
