@@ -15,7 +15,9 @@ class EvalConfig:
     """Settings of one evaluation. ``EvalConfig.help(name)`` returns a field's documentation."""
 
     trials: int = _doc(
-        "Correctness trials, each on fresh inputs from a fresh secret seed; at least 2 always run.", default=5
+        "Correctness trials, each on fresh inputs from a fresh secret seed; at least 2 always run (on the CPU, "
+        "a shrunk problem runs one more at a second size).",
+        default=5,
     )
     tolerance: Literal["float64", "fixed"] = _doc(
         "'float64': the candidate's error against a float64 run of the reference may be at most "
@@ -38,7 +40,11 @@ class EvalConfig:
     rtol: float | None = _doc(
         "Relative tolerance of the fixed policy; default 1e-4 for fp32, 1e-2 for fp16/bf16.", default=None
     )
-    timeout_s: float = _doc("Wall-clock limit of the whole evaluation in its sandbox.", default=180.0)
+    timeout_s: float = _doc(
+        "Wall-clock limit of the whole evaluation in its sandbox (on the CPU, a shrunk problem's trial at a "
+        "second size may add up to as much again).",
+        default=180.0,
+    )
     memory_limit_mb: int = _doc(
         "Memory the sandbox may use beyond the problem's own: host memory (resident set), and on a GPU device "
         "memory besides a base for CUDA and its libraries (judge/gpu_memory.py).",
@@ -52,7 +58,9 @@ class EvalConfig:
     torch_compute: Literal["forbid", "penalize", "allow"] = _doc(
         "PyTorch compute ops (matmul, conv, reductions, activations, arithmetic) inside forward: "
         "'forbid' makes them a hack_torch_compute verdict, 'penalize' reports them as a finding "
-        "(rewards may discount it), 'allow' ignores them.",
+        "(rewards may discount it), 'allow' ignores them. On the CPU, forward's copies of device memory "
+        "to the host (an eighth of its inputs' bytes or more) are hack_no_triton under 'forbid' and a "
+        "host_read finding otherwise.",
         default="penalize",
     )
     static_checks: bool = _doc(

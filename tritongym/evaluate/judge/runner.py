@@ -320,8 +320,8 @@ class Runner:
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
-        # on the CPU the answer stays allocated until the next call or the hollow forward (on the last
-        # trial's inputs): a buffer allocated there below the dispatcher, which no poison reaches
+        # on the CPU the answer stays allocated until the next call or the hollow forward (on inputs of
+        # its own): a buffer allocated there below the dispatcher, which no poison reaches
         # (Inductor's empty_strided_cpu), must not be handed its memory, the very answer. A GPU poisons
         # its free memory before the hollow forward, and holds no output more than it must
         self.answered = got if self.device.type == "cpu" else None
