@@ -129,14 +129,14 @@ def run_dir(out: Path, experiment: str, arm: str, seed: int) -> Path:
 
 def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
     """Correct but with most GPU time outside the candidate's kernels (coverage under ``threshold``);
-    where coverage is not measured (CPU, or a weakened environment), correct with PyTorch compute
-    reported in forward."""
+    where coverage is not measured (CPU, or a weakened environment), correct with PyTorch compute in
+    forward or with its inputs' data read on the host (findings ``torch_compute``, ``host_read``)."""
     if not result.get("correct"):
         return False
     coverage = result.get("coverage")
     if coverage is not None:
         return coverage < threshold
-    return any(f.get("check") == "torch_compute" for f in result.get("findings", []))
+    return any(f.get("check") in ("torch_compute", "host_read") for f in result.get("findings", []))
 
 
 def outcome_metrics(results: Sequence[Mapping[str, Any]], rewards: Sequence[float], threshold: float) -> dict:
