@@ -151,7 +151,6 @@ def test_a_few_values_read_back_are_not_a_host_read():
     assert host_read("a lie", inputs) is None
 
 
-@pytest.mark.xfail(strict=True, reason="the caller is told by its frame's file, which a code object can forge")
 @pytest.mark.parametrize("forge", ["file", "globals"])
 def test_a_storage_read_by_code_that_claims_tritons_file_is_counted(judge, forge):
     """#2d forged: row sums decoded from the input's storage by a function whose code object names
