@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import triton
 
 import tritongym.evaluate.evaluator as evaluator
 from helpers import small_problem
@@ -149,3 +150,38 @@ def test_a_few_values_read_back_are_not_a_host_read():
     assert host_read(64 * 64 * 4 // 16, inputs) is None  # a sixteenth: one partial sum per 16 values
     assert host_read(64 * 64 * 4 // 8, inputs) == (2048, 16384)
     assert host_read("a lie", inputs) is None
+
+
+@pytest.mark.parametrize("forge", ["file", "globals"])
+def test_a_storage_read_by_code_that_claims_tritons_file_is_counted(judge, forge):
+    """#2d forged: row sums decoded from the input's storage by a function whose code object names
+    Triton's file (and, for ``globals``, runs over a Triton module's namespace): ``ok`` under
+    ``forbid`` while the calling frame's file told Triton's requests for a storage from forward's.
+    The caller is now told by its code object's identity among those Triton and the judge had loaded
+    before the candidate's import, run over their own module's globals."""
+    source = (HERE / "storage_read_by_code_named_triton.py").read_text()
+    source = source.replace('FORGE = "file"', f'FORGE = "{forge}"')
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "to the host" in result.feedback
+
+
+def test_code_named_after_tritons_file_is_not_tritons():
+    """#2g's count (placement.OwnCode): a storage asked for by a function whose code object names
+    Triton's file, or runs over a Triton module's globals too, is forward's read; the judge's own
+    request (``launch_pointers``) is not."""
+    x = torch.arange(64, dtype=torch.float32)
+
+    def storage(t):
+        return t.untyped_storage()
+
+    storage.__code__ = storage.__code__.replace(co_filename=triton.jit.__code__.co_filename)
+    rebuilt = type(storage)(storage.__code__, triton.jit.__globals__, "storage")
+    host = HostTensors()
+    with host:
+        launch_pointers([("0", x)])
+        assert host.host_bytes == 0
+        storage(x)
+        assert host.host_bytes == x.nbytes
+        rebuilt(x)
+        assert host.host_bytes == 2 * x.nbytes

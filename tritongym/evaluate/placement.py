@@ -52,6 +52,7 @@ import contextlib
 import functools
 import os
 import sys
+import types
 import weakref
 
 import torch
@@ -215,15 +216,89 @@ _OWN_CODE = tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, sys.mod
 """Where the code is whose requests for a storage are not forward's reads."""
 
 
-def host_read_bytes(func, args: tuple, kwargs: dict, made, caller: str = "") -> int:
+def _own_class(cls: type) -> bool:
+    path = getattr(sys.modules.get(getattr(cls, "__module__", None) or ""), "__file__", None)
+    return isinstance(path, str) and path.startswith(_OWN_CODE)
+
+
+class OwnCode:
+    """The code objects of Triton's and the judge's modules as loaded when taken (before the candidate's
+    import), and those modules' namespaces: a frame is theirs only where its code object is one of
+    these, by identity, and its globals one of these namespaces. A file name proves nothing: a
+    candidate's function may carry a code object renamed after Triton's file (``__code__.replace(
+    co_filename=...)``), and be built over a Triton module's globals (``type(f)(code,
+    triton.jit.__globals__)``); neither makes its code one of those loaded (red team 14 #2d)."""
+
+    def __init__(self) -> None:
+        self._codes: dict[int, types.CodeType] = {}
+        """id -> code object (held, so that no other object takes its id)."""
+        self._namespaces: dict[int, dict] = {}
+        self.take()
+
+    def take(self) -> None:
+        """Add what Triton's and the judge's modules now loaded hold (their functions, their classes'
+        methods and properties, what decorators wrap, and the functions nested in each)."""
+        seen: set[int] = set()
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if not isinstance(path, str) or not path.startswith(_OWN_CODE):
+                continue
+            namespace = vars(module)
+            self._namespaces[id(namespace)] = namespace
+            for value in list(namespace.values()):
+                self._collect(value, seen, 0)
+
+    def _collect(self, value, seen: set[int], depth: int) -> None:
+        if id(value) in seen or depth > 6:
+            return
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            self._code(value.__code__)
+            for cell in value.__closure__ or ():
+                with contextlib.suppress(ValueError):  # an empty cell
+                    self._collect(cell.cell_contents, seen, depth + 1)
+        elif isinstance(value, type):
+            if not _own_class(value):
+                return
+            for member in list(vars(value).values()):
+                self._collect(member, seen, depth + 1)
+            return
+        elif isinstance(value, (staticmethod, classmethod)):
+            self._collect(value.__func__, seen, depth + 1)
+        elif isinstance(value, property):
+            for accessor in (value.fget, value.fset, value.fdel):
+                self._collect(accessor, seen, depth + 1)
+        elif not _own_class(type(value)):
+            return
+        for name in ("__wrapped__", "fn"):  # a decorator's original, a JIT function's
+            inner = vars(value).get(name) if hasattr(value, "__dict__") else None
+            if isinstance(inner, types.FunctionType):
+                self._collect(inner, seen, depth + 1)
+
+    def _code(self, code: types.CodeType) -> None:
+        if code.co_filename.startswith(_OWN_CODE):
+            self._codes[id(code)] = code
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                self._code(const)
+
+    def runs(self, frame: types.FrameType | None) -> bool:
+        """Whether ``frame`` runs code of Triton's or the judge's, over its own module's globals."""
+        return (
+            frame is not None
+            and self._codes.get(id(frame.f_code)) is frame.f_code
+            and self._namespaces.get(id(frame.f_globals)) is frame.f_globals
+        )
+
+
+def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False) -> int:
     """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
     the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to("cpu")``, a
-    ``copy_`` into host memory, or its storage handed to code of ``caller``'s file (``_STORAGES``;
-    none of Triton's or the judge's); 0 for any other call."""
+    ``copy_`` into host memory, or its storage handed to the caller (``_STORAGES``), unless ``own``
+    (the caller is Triton's or the judge's: ``OwnCode``); 0 for any other call."""
     if not args or not isinstance(args[0], torch.Tensor):
         return 0
     if func in _STORAGES:
-        own = caller.startswith(_OWN_CODE)
         return 0 if own or made(args[0]) else args[0].untyped_storage().nbytes()
     if func is torch.Tensor.copy_:
         source = args[1] if len(args) > 1 else kwargs.get("src")
@@ -298,6 +373,9 @@ class HostTensors(TorchFunctionMode):
         self.host_bytes = 0
         """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
         on a GPU, device-to-host copies; red team 14 #2)."""
+        self.own_code = OwnCode()
+        """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
+        before the candidate's import: ``OwnCode.take``)."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -373,8 +451,8 @@ class HostTensors(TorchFunctionMode):
                 "a view of it; the CPU judge does as a GPU does.)"
             )
         if self._depth == 0:  # a read inside another (``x.storage()`` asks for the untyped one) is that one's
-            caller = sys._getframe(1).f_code.co_filename if func in _STORAGES else ""
-            self.host_bytes += host_read_bytes(func, args, kwargs, self.made, caller)
+            own = func in _STORAGES and self.own_code.runs(sys._getframe(1))
+            self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own)
         self._depth += 1
         try:
             out = func(*args, **kwargs)

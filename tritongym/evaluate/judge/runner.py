@@ -173,6 +173,8 @@ class Runner:
         from tritongym.evaluate.taint import ProcessState
 
         self.baseline = ProcessState()
+        if self.host is not None:  # Triton's and the judge's code as loaded before any of the candidate's runs
+            self.host.own_code.take()
         self.cls = self._import(job)
         self.send(p.Loaded())
 
