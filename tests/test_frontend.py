@@ -60,6 +60,12 @@ def scaled_kernel(a_ptr, out_ptr, n, BLOCK: tl.constexpr, ACT: tl.constexpr):
     tl.store(out_ptr + offsets, ACT(x), mask=mask)
 
 
+@triton.jit
+def grouped_kernel(out_ptr, M, GROUP: tl.constexpr):
+    groups = (M + 3) // 4
+    tl.store(out_ptr, min(groups - 1, GROUP) + max(groups, GROUP))
+
+
 @triton.autotune(configs=[triton.Config({"BLOCK": 16}, num_warps=1)], key=["n"])
 @triton.jit(do_not_specialize=["n"])
 def tuned_kernel(a_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -177,6 +183,43 @@ def test_the_frontend_works_after_the_interpreter_left_the_language_patched():
     env = dict(os.environ) | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "warm 1" in done.stdout, done.stderr[-3000:]
+
+
+def test_python_min_and_max_of_tensors_use_the_code_generators_builtins_as_imported(kernels, monitored, monkeypatch):
+    """Triton 3.4/3.5 import their code generator at the first compile, and its table of Python's builtins
+    (``min`` -> ``tl.minimum``) takes what ``triton.language`` holds then: after an interpreted launch,
+    the interpreter's builtins, which fail on the code generator's values (kb_gemm_autotune's ``min`` was
+    a compile error there). The table stands in for one built that way; the frontend uses its own."""
+    from triton.compiler.code_generator import CodeGenerator
+
+    def interpreters(*args, **kwargs):
+        raise AttributeError("'triton._C.libtriton.ir.value' object has no attribute 'data'")
+
+    stale = dict(CodeGenerator.builtin_namespace) | {"min": interpreters, "max": interpreters}
+    monkeypatch.setattr(CodeGenerator, "builtin_namespace", stale)
+    out = torch.zeros(1, dtype=torch.int32)
+    kernels.grouped_kernel[(1,)](out, 17, GROUP=8)  # groups = 5: min(4, 8) + max(5, 8)
+    assert out.tolist() == [12] and CodeGenerator.builtin_namespace is stale  # the table is put back
+
+
+def test_min_of_tensors_passes_the_frontend_after_the_zygotes_first_interpreted_launch(tmp_path):
+    """The zygote's order (the self-test's launch, then the frontend's first run), on the installed Triton."""
+    script = tmp_path / "zygote_order.py"
+    script.write_text(
+        "import torch, triton, triton.language as tl\n"
+        "from tritongym.evaluate import frontend\n"
+        "from tritongym.evaluate.selftest import interpreter_problem\n"
+        "assert interpreter_problem() is None\n"
+        "@triton.jit\n"
+        "def k(out_ptr, M, GROUP: tl.constexpr):\n"
+        "    tl.store(out_ptr, min((M + 3) // 4 - 1, GROUP))\n"
+        "out = torch.zeros(1, dtype=torch.int32)\n"
+        "frontend.check(k, (out, 17), {'GROUP': 8})\n"
+        "print('checked', frontend.runs[0])\n"
+    )
+    env = dict(os.environ) | {"TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "checked 1" in done.stdout, done.stderr[-3000:]
 
 
 BREAKING_VECTOR_ADD = """

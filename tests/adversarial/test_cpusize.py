@@ -195,6 +195,48 @@ def test_an_output_on_a_storage_made_without_a_device_is_host_memory(judge, devi
         assert "made by torch.UntypedStorage without a device" in result.feedback
 
 
+@pytest.mark.parametrize(("device_storage", "verdict"), [(False, Verdict.RUNTIME_ERROR), (True, Verdict.OK)])
+def test_an_output_on_a_legacy_typed_storage_is_host_memory(judge, device_storage, verdict):
+    """Open after red team 12: ``torch.FloatStorage(n)`` then ``set_`` made an output no check marked
+    (``TypedStorage`` names ``torch.device("cpu")`` to the UntypedStorage it makes: `ok`); on a GPU a legacy
+    storage is host memory. A ``torch.TypedStorage`` made with ``device=a.device`` is right there too."""
+    source = (HERE / "output_on_a_legacy_typed_storage.py").read_text()
+    source = source.replace("DEVICE_STORAGE = False", f"DEVICE_STORAGE = {device_storage}")
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is verdict, result.feedback
+    if verdict is Verdict.RUNTIME_ERROR:
+        assert "made by a typed storage (torch.FloatStorage...) without a device" in result.feedback
+
+
+def test_legacy_and_typed_storages_are_marked_as_their_device_is_named():
+    """Unit: under HostTensors every legacy typed storage (by size, from data) and a ``torch.TypedStorage``
+    with no device or the CPU named by a string is host memory, poisoned when made by size; one made on a
+    tensor's device, or wrapping a device storage, is not; ``TypedStorage.__init__`` is PyTorch's again after."""
+    import warnings
+
+    import torch
+
+    from tritongym.evaluate.placement import POISON_BYTE, HostTensors
+
+    init = torch.TypedStorage.__dict__["__init__"]
+    device_tensor = torch.randn(4)
+    with HostTensors() as host, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage is deprecated
+        made = [
+            (torch.FloatStorage(4), True), (torch.IntStorage([1, 2, 3, 4]), True),
+            (torch.TypedStorage(4, dtype=torch.float32), True),
+            (torch.TypedStorage(4, dtype=torch.float32, device="cpu"), True),
+            (torch.TypedStorage(4, dtype=torch.float32, device=device_tensor.device), False),
+            (torch.FloatStorage(wrap_storage=device_tensor.untyped_storage()), False),
+        ]  # fmt: skip
+        for storage, marked in made:
+            on_it = torch.empty(0, device=device_tensor.device, dtype=storage.dtype).set_(storage, 0, (4,), (1,))
+            assert bool(host.made(on_it)) is marked, storage
+        assert set(bytes(made[0][0].untyped())) == {POISON_BYTE}
+        assert torch.TypedStorage.__dict__["__init__"] is not init
+    assert torch.TypedStorage.__dict__["__init__"] is init
+
+
 def test_a_storage_made_by_size_is_marked_and_poisoned_while_watched():
     """Unit: under HostTensors a storage made by size holds the poison; one made with no device (or the
     CPU named by a string) is host memory, and so is every tensor ``set_`` on it; ``torch.UntypedStorage``

@@ -97,7 +97,7 @@ def run(script, problems=(A,), samples=1, env=None, **config):
 def test_two_turns_feedback_becomes_the_next_message():
     episodes, records, _ = run({("a", 0): "bad", ("a", 1): "good"}, turns=2)
     assert [r.verdict for r in records] == ["mismatch", "ok"]
-    assert [r.reward for r in records] == [0.0, 0.5]
+    assert [r.reward for r in records] == [0.0, 1.0]  # ok, no lazy finding: 0.5 + 0.5 x coverage 1
     second = records[1].messages
     assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
     assert "tag = 'bad'" in second[2]["content"] and "Verdict: mismatch" in second[3]["content"]

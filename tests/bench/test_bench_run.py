@@ -73,7 +73,7 @@ def test_cli_multi_turn_over_http_with_the_local_pool(cli_run):
     for problem, turns in by_problem.items():
         turns.sort(key=lambda r: r.turn)
         assert [r.verdict for r in turns] in (["compile_error", "ok"], ["runtime_error", "ok"]), problem
-        assert turns[0].reward == 0.0 and turns[1].reward == 0.5
+        assert turns[0].reward == 0.0 and turns[1].reward == 1.0  # correct and no lazy finding (coverage 1)
         feedback = turns[1].messages[-1]["content"]
         assert "tl.lod" in feedback and "solution.py line" in feedback and "/tmp" not in feedback
         assert turns[1].result["correct"] and turns[1].run_id == run["run_id"]

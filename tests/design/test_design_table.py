@@ -64,7 +64,8 @@ def test_tabulation_resumes_and_the_table_answers_like_the_environment(design_en
 
 def test_table_file_rules(tmp_path):
     from tritongym.evaluate import EvalResult, Verdict
-    from tritongym.evaluate.result import KernelShare
+    from tritongym.evaluate.result import Finding, KernelShare
+    from tritongym.rewards.outcome import reward_coverage
 
     path = tmp_path / "t.jsonl"
     table = Table.read(path)
@@ -72,6 +73,7 @@ def test_table_file_rules(tmp_path):
     (item,) = renderings()[:1]
     kernels = [KernelShare(name="k", launches=1, time_us=1.0, share=0.9, own=True)]
     result = EvalResult(problem="e", verdict=Verdict.OK, feedback="", correct=True, coverage=0.9, kernels=kernels)
+    result.findings = [Finding("torch_compute", "add x5"), Finding("sizes", "one size")]
     table.append(item, result)
     with path.open("a") as fh:
         fh.write('{"key": "cut sh')  # an interrupted write
@@ -81,6 +83,8 @@ def test_table_file_rules(tmp_path):
         again.start(eval_meta(EvalConfig(device=DEVICE, trials=3)))
     weakened = TableEnv(again, weaken=["coverage"]).answer(item.problem, item.source)
     assert weakened.coverage is None and weakened.kernels == [] and weakened.correct
+    # without coverage the rewards read laziness from the findings: the weakened guard removes those too
+    assert [f.check for f in weakened.findings] == ["sizes"] and reward_coverage(weakened.to_dict()) == 1.0
     assert TableEnv(again).answer(item.problem, item.source).coverage == 0.9
     with pytest.raises(TableMiss, match="no evaluation of this program"):
         TableEnv(again).answer(item.problem, item.source + "\n")

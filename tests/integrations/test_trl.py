@@ -199,7 +199,8 @@ def test_rewards_come_back_in_input_order_with_none_for_infrastructure_errors():
         log_extra=extra.__setitem__,
     )
     # infrastructure errors are None although their format earned 1.0: no training signal at all
-    assert out == [None, pytest.approx(0.5 + 0.1), 0.0, None, pytest.approx(-1.0 + 0.1), None]
+    # ok: 0.5 correct + 0.5 coverage (unprofiled, no torch_compute/host_read finding: 1), plus its format
+    assert out == [None, pytest.approx(1.0 + 0.1), 0.0, None, pytest.approx(-1.0 + 0.1), None]
     infra = "infrastructure_error"
     assert extra["verdict"] == [infra, "ok", "no_code", infra, "hack_no_triton", infra]
     assert metrics == {"kernel_reward/correct": pytest.approx(1 / 6), "kernel_reward/infrastructure_errors": 0.5}
@@ -210,7 +211,7 @@ def test_the_async_reward_gives_the_same_rewards():
     texts = [answer("class ModelNew: ok"), answer("class ModelNew: infra"), "no code"]
     sync = KernelReward(StubEnv(OUTCOMES))([None] * 3, texts, **columns(3))
     asynchronous = asyncio.run(AsyncKernelReward(StubEnv(OUTCOMES))([None] * 3, texts, **columns(3)))
-    assert asynchronous == sync == [0.5, None, 0.0]
+    assert asynchronous == sync == [1.0, None, 0.0]
 
 
 def test_trl_sees_the_async_reward_as_a_coroutine_and_names_both_by_their_name():
@@ -248,7 +249,7 @@ def test_a_kernelbook_row_keeps_its_entry_point_from_table_to_reward(env, tmp_pa
     assert row["entry_point"] == "ScaledShift" and "ScaledShiftNew" in row["prompt"][-1]["content"]
     columns = {k: [row[k]] for k in ("problem", "problem_source", "entry_point")}
     completion = [{"role": "assistant", "content": fenced(SOLUTION)}]
-    assert KernelReward(env, config=CONFIG)([row["prompt"]], [completion], **columns) == [0.5]
+    assert KernelReward(env, config=CONFIG)([row["prompt"]], [completion], **columns) == [1.0]
 
 
 def test_the_tool_environment_scores_the_best_evaluation_and_keeps_to_its_budget():
@@ -264,7 +265,7 @@ def test_the_tool_environment_scores_the_best_evaluation_and_keeps_to_its_budget
     environment.reset(**{k: v[0] for k, v in columns(1).items()})
     for code in ("class ModelNew: infra", "class ModelNew: ok"):
         asyncio.run(environment.evaluate_kernel(code))
-    assert environment.get_reward() == 0.5
+    assert environment.get_reward() == 1.0
     environment.reset(**{k: v[0] for k, v in columns(1).items()})
     asyncio.run(environment.evaluate_kernel("class ModelNew: infra"))
     assert environment.get_reward() is None
@@ -376,5 +377,5 @@ def test_grpo_with_the_tool_environment_rewards_rollouts_by_their_evaluations(tm
     assert all(len(v) <= 3 for v in step["verdicts"])  # the budget holds even for concurrent calls
     assert step["logged"] == pytest.approx(step["own"])  # TRL's reward is the environment's
     for verdicts, reward in zip(step["verdicts"], step["own"], strict=True):
-        best = -1.0 if "hack_no_triton" in verdicts else (0.5 if "ok" in verdicts else (-1.0 if verdicts else 0.0))
+        best = -1.0 if "hack_no_triton" in verdicts else (1.0 if "ok" in verdicts else (-1.0 if verdicts else 0.0))
         assert reward == best

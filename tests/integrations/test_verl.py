@@ -172,7 +172,7 @@ def test_compute_score_pays_a_bundled_solution_and_penalises_a_hack(env):
     solution = f"<think>add</think>\n```python\n{PROBLEM.solution}\n```"
     hack = f"```python\n{(HACKS / 'pytorch_only.py').read_text()}\n```"
     good = asyncio.run(compute_score("tritongym", solution, PROBLEM.solution, info(), env=env))
-    assert good == {"score": 0.5, "correct": 1, "compiled": 1, "hack": 0, "no_code": 0, "infrastructure_error": 0}
+    assert good == {"score": 1.0, "correct": 1, "compiled": 1, "hack": 0, "no_code": 0, "infrastructure_error": 0}
     bad, none = compute_score_batch(["tritongym"] * 2, [hack, "no code"], [None] * 2, [info()] * 2, env=env)
     assert bad["score"] == -1.0 and bad["hack"] == 1.0 and bad["correct"] == 0.0
     assert none["score"] == 0.0 and none["no_code"] == 1.0
@@ -197,7 +197,7 @@ def test_the_sync_and_batch_scores_keep_input_order_and_take_the_named_reward():
     answers = ["```python\nclass ModelNew: wrong\n```", "```python\nclass ModelNew: ok\n```"]
     batch = compute_score_batch(["tritongym"] * 2, answers, [None] * 2, [info()] * 2, env=scripted, reward="tiered")
     assert [s["score"] for s in batch] == [-1.0, 0.0]  # tiered: not correct, correct but untimed (CPU)
-    assert compute_score_sync("tritongym", answers[1], None, info(), env=scripted)["score"] == 0.5
+    assert compute_score_sync("tritongym", answers[1], None, info(), env=scripted)["score"] == 1.0  # coverage 1
 
 
 class FailingEnv:
@@ -352,7 +352,7 @@ def run_episode(answers, turns=3):
 def test_the_agent_loop_feeds_back_until_correct_and_masks_the_feedback(core_algos):
     output, vocab = run_episode(["bad", "good", "bad"])
     assert output.extra_fields["turn_verdicts"] == ["mismatch", "ok"]  # stopped when correct
-    assert output.extra_fields["turn_scores"] == [0.0, 0.5] and output.reward_score == 0.5
+    assert output.extra_fields["turn_scores"] == [0.0, 1.0] and output.reward_score == 1.0
     mask, ids = torch.tensor(output.response_mask), torch.tensor(output.response_ids)
     assert ids[mask.bool()].tolist() == [vocab["bad"], vocab["<eos>"], vocab["good"], vocab["<eos>"]]
     assert turn_of_tokens(mask[None]).max() == 1 and not mask[2:-2].any()  # two turns, feedback masked

@@ -12,6 +12,7 @@ from tritongym.rewards import (
     similarity_reward,
     weighted_sum,
 )
+from tritongym.rewards.outcome import reward_coverage
 
 
 def row(verdict, correct=False, speedup=None, coverage=None):
@@ -23,10 +24,10 @@ def test_verifiable_reward_by_hand():
     assert reward(row("infrastructure_error")) is None
     assert reward(row("hack_input_mutation")) == -1.0
     assert reward(row("mismatch")) == 0.0
-    assert reward(row("ok", True)) == 0.5
+    assert reward(row("ok", True)) == 1.0  # unprofiled, no lazy finding: its kernels did the work (coverage 1)
     assert reward(row("ok", True, speedup=2.0, coverage=0.9)) == pytest.approx(0.5 + 1.0 + 0.45)
     assert reward(row("ok", True, speedup=10.0, coverage=1.0)) == pytest.approx(0.5 + 1.5 + 0.5)
-    assert reward(row("ok", True, speedup=-1.0)) == 0.5
+    assert reward(row("ok", True, speedup=-1.0)) == 1.0
     assert VerifiableReward(w_coverage=0.0)(row("ok", True, 1.0, 1.0)) == pytest.approx(1.0)
 
 
@@ -49,7 +50,7 @@ def test_a_speedup_flagged_implausible_earns_nothing():
     assert TieredReward()(flagged) == TieredReward()(row("ok", True))
     result = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True, speedup=50.0)
     result.findings.append(Finding("implausible_speedup", "below the roofline"))
-    assert VerifiableReward()(result) == 0.5
+    assert VerifiableReward()(result) == 1.0
 
 
 def test_an_untrusted_timing_earns_no_more_than_a_slow_honest_kernel():
@@ -66,8 +67,37 @@ def test_an_untrusted_timing_earns_no_more_than_a_slow_honest_kernel():
 def test_rewards_read_eval_results_directly():
     ok = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True)
     infra = EvalResult(problem="p", verdict=Verdict.INFRASTRUCTURE_ERROR, feedback="")
-    assert VerifiableReward()(ok) == 0.5 and VerifiableReward()(infra) is None
+    assert VerifiableReward()(ok) == 1.0 and VerifiableReward()(infra) is None
     assert TieredReward()(ok) == 0.0 and TieredReward()(infra) is None
+
+
+def finding(check):
+    return {"check": check, "message": "m"}
+
+
+@pytest.mark.parametrize("check", ["torch_compute", "host_read"])
+def test_an_unprofiled_lazy_kernel_earns_no_coverage(check):
+    """On the CPU nothing is profiled: a correct result's coverage for PR is 1 without a lazy finding
+    and 0 with one, so a lazy kernel is paid less than an honest one of the same speed (red: both 0.5)."""
+    honest = row("ok", True) | {"findings": [finding("sizes")]}
+    lazy = row("ok", True) | {"findings": [finding(check)]}
+    assert reward_coverage(honest) == 1.0 and reward_coverage(lazy) == 0.0
+    assert VerifiableReward()(honest) == pytest.approx(1.0) and VerifiableReward()(lazy) == pytest.approx(0.5)
+    result = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True)
+    result.findings.append(Finding(check, "PyTorch compute ran inside forward"))
+    assert VerifiableReward()(result) == pytest.approx(0.5)  # an EvalResult as a JSONL row
+
+
+def test_a_measured_coverage_wins_over_the_findings():
+    profiled_lazy = row("ok", True, coverage=0.8) | {"findings": [finding("torch_compute")]}
+    assert reward_coverage(profiled_lazy) == 0.8
+    assert reward_coverage(row("ok", True, coverage=1.7)) == 1.0  # clipped to a share
+
+
+@pytest.mark.parametrize("name", ["mismatch", "hack_no_triton", "infrastructure_error", "no_code", "unevaluated"])
+def test_only_a_correct_result_has_a_coverage_proxy(name):
+    assert reward_coverage(row(name) | {"findings": [finding("torch_compute")]}) is None
+    assert reward_coverage(row(name)) is None
 
 
 @pytest.mark.parametrize(

@@ -98,29 +98,30 @@ def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch):
         assert record.token_ids[-1] == tokenizer.eos_token_id
         if record.turn == 1:  # the second turn's context holds the first answer and its feedback
             assert len(record.messages) == 3 and record.messages[1]["role"] == "assistant"
-    # VerifiableReward on the CPU: correct = 0.5 (no timing, no coverage), failures 0.
-    # TRLOO returns-to-go: va s0 [0.5, 0.5], va s1 [1.0, 0.5], silu s0 [0.5, 0.5], silu s1 [0, 0];
-    # leave-one-out within (problem, turn): va t0 -0.5/+0.5, va t1 0/0, silu t0 +0.5/-0.5, t1 +0.5/-0.5.
+    # VerifiableReward on the CPU: correct = 0.5 + 0.5 x coverage 1 (no timing; honest kernels without a
+    # torch_compute/host_read finding: the findings' coverage is 1), failures 0.
+    # TRLOO returns-to-go: va s0 [1, 1], va s1 [2, 1], silu s0 [1, 1], silu s1 [0, 0];
+    # leave-one-out within (problem, turn): va t0 -1/+1, va t1 0/0, silu t0 +1/-1, t1 +1/-1.
     expected = {
-        ("01_vector_add", 0, 0): -0.5,
-        ("01_vector_add", 1, 0): 0.5,
+        ("01_vector_add", 0, 0): -1.0,
+        ("01_vector_add", 1, 0): 1.0,
         ("01_vector_add", 0, 1): 0.0,
         ("01_vector_add", 1, 1): 0.0,
-        ("02_silu", 0, 0): 0.5,
-        ("02_silu", 1, 0): -0.5,
-        ("02_silu", 0, 1): 0.5,
-        ("02_silu", 1, 1): -0.5,
+        ("02_silu", 0, 0): 1.0,
+        ("02_silu", 1, 0): -1.0,
+        ("02_silu", 0, 1): 1.0,
+        ("02_silu", 1, 1): -1.0,
     }
     got = {(r.problem, r.sample, r.turn): float(a) for r, a in zip(rows.records, plan.advantages, strict=True)}
     assert got == pytest.approx(expected)
     # behaviour and trainer log-probs agree (same model, no update yet): MRS keeps everything;
-    # on the CPU coverage is not measured: PRS keeps everything
+    # on the CPU coverage is not measured and no turn has a lazy finding: PRS keeps everything
     assert plan.keep.all() and metrics["filter/mrs_rejected"] == 0 and metrics["filter/prs_rejected"] == 0
     assert torch.allclose(captured["old_logp"][rows.token_mask], rows.behaviour_logp[rows.token_mask], atol=1e-4)
     assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
     assert metrics["correct_rate"] == pytest.approx(4 / 8) and metrics["verdict/compile_error"] == pytest.approx(2 / 8)
     assert metrics["episode_correct_rate"] == pytest.approx(3 / 4) and metrics["hack_rate"] == 0.0
-    assert metrics["reward_mean"] == pytest.approx(2.0 / 8) and metrics["train/optimizer_steps"] == 1
+    assert metrics["reward_mean"] == pytest.approx(4.0 / 8) and metrics["train/optimizer_steps"] == 1
     assert metrics["time/env"] > 0 and metrics["time/generate"] > 0
     out = tmp_path / "run"
     lines = (out / "metrics.jsonl").read_text().splitlines()

@@ -6,19 +6,20 @@ import pytest
 
 from tritongym.agent.episodes import Episode
 from tritongym.agent.records import TurnRecord
-from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.evaluate.result import EvalResult, Finding, Verdict
 from tritongym.problems import Problem
 from tritongym.train.metrics import rollout_metrics
 
 PROBLEM = Problem("p", "class Model:\n    pass\n")
 
 
-def turn(sample: int, verdict: str, speedup: float | None = None, coverage: float | None = None) -> TurnRecord:
+def turn(sample: int, verdict: str, speedup: float | None = None, coverage: float | None = None,
+         checks: tuple[str, ...] = ()) -> TurnRecord:  # fmt: skip
     result = None
     if verdict in Verdict.__members__.values():
         v = Verdict(verdict)
         result = EvalResult("p", v, "", compiled=v.compiled, correct=v is Verdict.OK, speedup=speedup,
-                            coverage=coverage).to_dict()  # fmt: skip
+                            coverage=coverage, findings=[Finding(c, "m") for c in checks]).to_dict()  # fmt: skip
     return TurnRecord(run_id="r", problem="p", sample=sample, turn=0, messages=[], completion="", verdict=verdict,
                       code=None if verdict == "no_code" else "x", result=result, reward=0.0)  # fmt: skip
 
@@ -46,3 +47,12 @@ def test_unmeasured_and_unevaluated_rates_are_nan():
     assert cpu["correct_rate"] == 0.5 and math.isnan(cpu["fast@1"]) and math.isnan(cpu["coverage_mean"])
     text_only = rollout_metrics(episodes(turn(0, "unevaluated"), turn(1, "unevaluated")))
     assert text_only["verdict/unevaluated"] == 1.0 and math.isnan(text_only["correct_rate"])
+
+
+def test_the_lazy_rate_counts_unprofiled_lazy_findings():
+    """On the CPU a correct turn with a torch_compute or host_read finding is lazy (red: 0, no coverage)."""
+    cpu = rollout_metrics(episodes(
+        turn(0, "ok"), turn(1, "ok", checks=("torch_compute",)), turn(2, "ok", checks=("host_read",)),
+        turn(3, "mismatch", checks=("torch_compute",)),
+    ))  # fmt: skip
+    assert cpu["lazy_rate"] == pytest.approx(2 / 4) and math.isnan(cpu["coverage_mean"])

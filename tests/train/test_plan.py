@@ -197,6 +197,33 @@ def test_rows_drop_unjudged_episodes_and_need_token_ids():
         build_rows([remote], pad_id=0)
 
 
+def test_prs_rejects_a_lazy_cpu_turn_by_its_findings():
+    """On the CPU no turn is profiled: the rows' coverage is the rewards' proxy (0 for a correct turn with a
+    torch_compute or host_read finding, 1 for one without), so PRS rejects the lazy turns (red: kept)."""
+    from tritongym.agent.episodes import Episode
+    from tritongym.agent.records import TurnRecord
+    from tritongym.problems import find_problem
+    from tritongym.rl.filters import profiling_rejection
+    from tritongym.train.batch import build_rows
+
+    problem = find_problem("01_vector_add")
+
+    def record(sample, verdict, checks=()):
+        result = {"verdict": verdict, "correct": verdict == "ok", "coverage": None,
+                  "findings": [{"check": c, "message": "m"} for c in checks]}  # fmt: skip
+        return TurnRecord(
+            "r", problem.name, sample, 0, [{"role": "user", "content": "x"}], "ab", verdict, result=result,
+            reward=0.0, prompt_token_ids=[1, 2], token_ids=[5], logprobs=[-1.0],
+        )  # fmt: skip
+
+    turns = [record(0, "ok"), record(1, "ok", ["torch_compute"]), record(2, "ok", ["host_read", "sizes"]),
+             record(3, "mismatch", ["torch_compute"])]  # fmt: skip
+    rows = build_rows([Episode(problem, t.sample, [t]) for t in turns], pad_id=0)
+    assert rows.coverage[:3].tolist() == [1.0, 0.0, 0.0] and math.isnan(rows.coverage[3])
+    keep = profiling_rejection(rows.correct, rows.coverage, generator=torch.Generator().manual_seed(0))
+    assert keep.tolist() == [True, False, False, True]
+
+
 def test_example_configs_load():
     from pathlib import Path
 

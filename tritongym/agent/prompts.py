@@ -15,6 +15,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from tritongym.agent.rules import rules_text
 from tritongym.errors import ConfigError
 from tritongym.policy.base import Message
 from tritongym.problems import Problem
@@ -28,6 +29,7 @@ PLACEHOLDERS = (
     "example_architecture",
     "example_solution",
     "feedback",
+    "rules",
 )
 EXAMPLE_PROBLEM = "01_vector_add"
 """The bundled problem whose reference and Triton solution form the one-shot example."""
@@ -133,6 +135,7 @@ class Prompts:
             "example_architecture": example_architecture,
             "example_solution": example_solution,
             "feedback": feedback,
+            "rules": rules_text(),
         }
 
     @property

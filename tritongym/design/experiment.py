@@ -36,6 +36,7 @@ from tritongym.design.table import Table
 from tritongym.design.task import DesignOptions, design_problems
 from tritongym.errors import ConfigError
 from tritongym.evaluate.result import EvalResult
+from tritongym.rewards.outcome import reward_coverage
 from tritongym.train.checkpoint import latest_checkpoint
 from tritongym.train.config import TrainConfig, load_config
 from tritongym.train.metrics import FAST_CONVENTION, read_metrics, record_step
@@ -128,15 +129,12 @@ def run_dir(out: Path, experiment: str, arm: str, seed: int) -> Path:
 
 
 def is_lazy(result: Mapping[str, Any], threshold: float) -> bool:
-    """Correct but with most GPU time outside the candidate's kernels (coverage under ``threshold``);
-    where coverage is not measured (CPU, or a weakened environment), correct with PyTorch compute in
-    forward or with its inputs' data read on the host (findings ``torch_compute``, ``host_read``)."""
-    if not result.get("correct"):
-        return False
-    coverage = result.get("coverage")
-    if coverage is not None:
-        return coverage < threshold
-    return any(f.get("check") in ("torch_compute", "host_read") for f in result.get("findings", []))
+    """Correct, with the coverage the rewards credit (``outcome.reward_coverage``) under ``threshold``: the
+    measured one (most GPU time outside the candidate's kernels), or where it is not measured (the CPU)
+    a ``torch_compute`` or ``host_read`` finding. A weakened environment removes both (the
+    ``lazy_strategy`` share of the designs still counts its lazy ones)."""
+    coverage = reward_coverage(result)
+    return coverage is not None and coverage < threshold
 
 
 def outcome_metrics(results: Sequence[Mapping[str, Any]], rewards: Sequence[float], threshold: float) -> dict:

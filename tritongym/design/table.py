@@ -29,12 +29,17 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.problems import Problem
 from tritongym.progress import ProgressReport
+from tritongym.rewards.outcome import LAZY_CHECKS
 
 log = logging.getLogger(__name__)
 
 WEAKENABLE = {"coverage": ("coverage", "kernels")}
 """Guards a TableEnv can switch off, and the result fields that switching them off clears:
 ``coverage`` is what ``EvalConfig.profile = false`` does not measure."""
+WEAKENED_FINDINGS = {"coverage": LAZY_CHECKS}
+"""The findings a switched-off guard removes too: where coverage is not measured the rewards take the
+share of the work a kernel did from the ``torch_compute``/``host_read`` findings
+(``outcome.reward_coverage``), so without them nothing tells a lazy kernel from an honest one."""
 
 
 def content_key(problem: Problem, candidate: str) -> str:
@@ -206,6 +211,7 @@ class TableEnv:
         for guard in self.weaken:
             for name in WEAKENABLE[guard]:
                 data[name] = [] if name == "kernels" else None
+            data["findings"] = [f for f in data.get("findings", []) if f.get("check") not in WEAKENED_FINDINGS[guard]]
         self.lookups += 1
         return EvalResult.from_dict(data)
 

@@ -241,7 +241,9 @@ def _mismatch_message(stats: ErrorStats, verdict: Verdict, dtype: torch.dtype | 
         text += (
             f". The result is close but far less accurate than PyTorch's own "
             f"(error {stats.reference_error:.3g}): compute and accumulate at the problem's precision "
-            f"(for tl.dot on float32 use input_precision='ieee', not tf32)"
+            f"(for tl.dot on float32 use input_precision='ieee', not tf32); a long reduction that adds its "
+            f"partials one at a time (tl.atomic_add of each element or small block) loses accuracy too: reduce "
+            f"within each program first (a large block, or a loop over blocks), so that few partials are added"
         )
     return text + (f" ({_overflow_note(stats.overflowed, dtype)})" if stats.overflowed and dtype else "")
 

@@ -242,9 +242,26 @@ builtins replaced by the interpreter's for the rest of the process (Triton 3.9; 
 leave every replacement in place after each launch), where the code generator cannot use them."""
 
 
+def _code_generator_builtins() -> dict:
+    """The code generator's names for Python's builtins in a kernel (``min`` -> ``tl.minimum``, ``max``,
+    ``print``), taken from ``triton.language`` as imported. Triton imports its code generator at its first
+    compile, which builds this table from what ``triton.language`` holds then; on Triton 3.4 and 3.5 an
+    interpreted launch before that leaves the interpreter's builtins there (bound to its own semantic,
+    which takes NumPy-backed handles), so ``min(a, b)`` of two tensors failed in every later check with
+    "'ir.value' object has no attribute 'data'". Imported here, before any kernel runs, the table is
+    Triton's own, and the frontend runs with it (``_frontend_view``) whenever its class was built."""
+    from triton.compiler.code_generator import CodeGenerator
+
+    return dict(getattr(CodeGenerator, "builtin_namespace", {}))
+
+
+_BUILTINS = _code_generator_builtins()
+
+
 @contextlib.contextmanager
 def _frontend_view():
-    """While the frontend runs: ``triton.language`` as imported (``_PRISTINE``), and an attribute read
+    """While the frontend runs: ``triton.language`` as imported (``_PRISTINE``), the code generator's
+    builtins as imported with it (``_BUILTINS``), and an attribute read
     that yields an interpreted function (a module's ``@triton.jit`` helper: ``triton_helpers.maximum``),
     for the code generator or for Triton's hash of a function's dependencies, yields its mirror."""
     from triton.compiler.code_generator import CodeGenerator
@@ -268,6 +285,8 @@ def _frontend_view():
         return mirror(value) if isinstance(value, InterpretedFunction) else value
 
     patched.append((CodeGenerator, "visit_Attribute", visit, visit_Attribute))
+    if "builtin_namespace" in CodeGenerator.__dict__:
+        patched.append((CodeGenerator, "builtin_namespace", CodeGenerator.builtin_namespace, dict(_BUILTINS)))
     finder = getattr(jit, "DependenciesFinder", None)
     record = getattr(finder, "__dict__", {}).get("record_reference")
     if record is not None:

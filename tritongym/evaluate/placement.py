@@ -21,7 +21,9 @@ watches, they are wrapped (red team 11 #2), and what they return is marked (``fr
 not marked excepted: an alias of device memory); Inductor's
 ``empty_strided_cuda`` makes the CPU's device memory instead (its GPU code runs as on a GPU).
 ``torch.UntypedStorage``'s constructor is wrapped too: a storage made with no device named is host
-memory (storages ignore device contexts), and so is every tensor ``set_`` on it. What no
+memory (storages ignore device contexts), and so is every tensor ``set_`` on it; so is
+``torch.TypedStorage``'s, which the legacy typed storages (``torch.FloatStorage(n)``) make theirs with
+(``_typed_storage_init``). What no
 torch function makes reaches no TorchFunctionMode either, and ignores every device context: the
 legacy constructors (``torch.Tensor(n)``, ``torch.FloatTensor(data)``, which on a GPU make host
 tensors or refuse a CUDA device). A TorchDispatchMode (:class:`_Allocations`) sees every operation
@@ -126,15 +128,43 @@ def _storage_new(original):
     def __new__(cls, *args, **kwargs):
         storage = original(cls, *args, **kwargs)
         if _watching and isinstance(storage, torch.UntypedStorage):
-            device = kwargs.get("device")
             if args and type(args[0]) is int and storage.nbytes():
                 storage.fill_(POISON_BYTE)
-            if device is None or (isinstance(device, str) and device.split(":")[0] == "cpu"):
+            if _storage_on_host(kwargs.get("device")):
                 _watching[-1]._mark_storage(storage, "torch.UntypedStorage without a device (host memory)")
         return storage
 
     __new__._tritongym_host = True
     return __new__
+
+
+def _storage_on_host(device: object) -> bool:
+    """Whether a storage constructor's ``device`` makes host memory on a GPU too: none named, or the CPU
+    named by a string."""
+    return device is None or (isinstance(device, str) and device.split(":")[0] == "cpu")
+
+
+def _typed_storage_init(original):
+    """``torch.TypedStorage.__init__``, watched. The legacy typed storages (``torch.FloatStorage(n)``,
+    ``torch.FloatStorage(data)``, every ``torch.<dtype>Storage``) are host memory on every machine: their
+    constructor passes ``TypedStorage`` its module's device as a string (``"cpu"``), as does a
+    ``torch.TypedStorage`` made with no device or the CPU named by a string. ``TypedStorage`` then makes
+    its ``UntypedStorage`` with ``torch.device(device)``, which that constructor's watch cannot tell from
+    an input's device; so the mark is made here, where the device is still as the caller named it (by
+    size, the storage holds the poison: the UntypedStorage constructor's). One that wraps a storage
+    (``wrap_storage=``) is where that storage is."""
+
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if _watching and kwargs.get("wrap_storage") is None and _storage_on_host(kwargs.get("device")):
+            storage = getattr(self, "_untyped_storage", None)
+            if isinstance(storage, torch.UntypedStorage):
+                _watching[-1]._mark_storage(
+                    storage, "a typed storage (torch.FloatStorage...) without a device (host memory)"
+                )
+
+    __init__._tritongym_host = True
+    return __init__
 
 
 _PLACING = frozenset([torch.Tensor.to, torch.Tensor.type_as])
@@ -370,6 +400,8 @@ class HostTensors(TorchFunctionMode):
         self._allocations: _Allocations | None = None
         self._storage_new: object = _UNSET
         """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
+        self._typed_init: object = _UNSET
+        """``torch.TypedStorage``'s own ``__init__`` while this one watches its constructor."""
         self.host_bytes = 0
         """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
         on a GPU, device-to-host copies; red team 14 #2)."""
@@ -409,6 +441,9 @@ class HostTensors(TorchFunctionMode):
         if not getattr(torch.UntypedStorage.__dict__.get("__new__"), "_tritongym_host", False):
             self._storage_new = torch.UntypedStorage.__dict__.get("__new__")
             torch.UntypedStorage.__new__ = staticmethod(_storage_new(torch.UntypedStorage.__new__))
+        if not getattr(torch.TypedStorage.__dict__.get("__init__"), "_tritongym_host", False):
+            self._typed_init = torch.TypedStorage.__dict__["__init__"]
+            torch.TypedStorage.__init__ = _typed_storage_init(self._typed_init)
         self._allocations = _Allocations(self)
         self._allocations.__enter__()
         return super().__enter__()
@@ -429,6 +464,9 @@ class HostTensors(TorchFunctionMode):
                 else:
                     torch.UntypedStorage.__new__ = self._storage_new
                 self._storage_new = _UNSET
+            if self._typed_init is not _UNSET:
+                torch.TypedStorage.__init__ = self._typed_init
+                self._typed_init = _UNSET
             _watching.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -81,3 +81,37 @@ def trusted_coverage(result: Any) -> float | None:
     number."""
     coverage = number(field(result, "coverage"))
     return None if coverage is None else min(max(coverage, 0.0), 1.0)
+
+
+TORCH_COMPUTE = "torch_compute"
+HOST_READ = "host_read"
+LAZY_CHECKS = (TORCH_COMPUTE, HOST_READ)
+"""The findings of a correct candidate that left part of forward's work to something other than its own
+kernels: PyTorch compute ops (``torch_compute``, the ``penalize`` policy) or host code fed by reads of
+device memory (``host_read``, counted on the CPU)."""
+
+
+def lazy(result: Any) -> bool:
+    """Whether the result carries a finding that part of forward's work ran outside the candidate's own
+    Triton kernels (``LAZY_CHECKS``)."""
+    return bool(_checks(result) & set(LAZY_CHECKS))
+
+
+def reward_coverage(result: Any) -> float | None:
+    """The share of forward's work the rewards credit to the candidate's own kernels (PR and PRS).
+
+    Profiled (a GPU): the measured coverage (:func:`trusted_coverage`). Not profiled (the CPU
+    interpreter, or profiling off), a correct result's share from the judge's findings, the only
+    evidence there is: 1.0 with none of ``LAZY_CHECKS`` (no PyTorch compute op ran in forward and it
+    read too little device memory on the host to compute the output there, so its own kernels did
+    all the work the judge can see), 0.0 with one (the judge can vouch for no share of the work: the
+    PyTorch op or the host code may have done all of it, as a token launch beside PyTorch's answer
+    does). So a lazy kernel earns no coverage reward and PRS rejects it, as low measured coverage
+    does on a GPU. None for any other verdict (``no_code`` and ``unevaluated`` included): coverage
+    scores correct results only."""
+    measured = trusted_coverage(result)
+    if measured is not None:
+        return measured
+    if verdict(result) != Verdict.OK.value:
+        return None
+    return 0.0 if lazy(result) else 1.0

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import category, timing_untrusted, trusted_coverage, trusted_speedup
+from tritongym.rewards.outcome import category, reward_coverage, timing_untrusted, trusted_speedup
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,9 @@ class VerifiableReward:
     speedup_cap: float = 3.0
     """Speedups above this earn no more (guards against timing outliers)."""
     w_coverage: float = 0.5
-    """Weight of profiling coverage (share of GPU time in the candidate's own Triton kernels): PR."""
+    """Weight of coverage (PR): the share of GPU time in the candidate's own Triton kernels where profiled;
+    unprofiled (the CPU), 1 for a correct result without a ``torch_compute`` or ``host_read`` finding and
+    0 for one with (``outcome.reward_coverage``)."""
     hack_penalty: float = -1.0
     """Reward of a verdict in the ``hack`` category (every hack_* verdict and uninitialized_output)."""
     failure: float = 0.0
@@ -40,7 +42,7 @@ class VerifiableReward:
         if kind is not Category.OK:
             return self.failure
         speedup = trusted_speedup(result)
-        coverage = trusted_coverage(result)
+        coverage = reward_coverage(result)
         reward = self.w_correct
         if speedup is not None:
             reward += self.w_speedup * min(max(speedup, 0.0), self.speedup_cap)

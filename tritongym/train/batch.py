@@ -16,7 +16,7 @@ from torch import Tensor
 from tritongym.agent.episodes import Episode
 from tritongym.agent.records import TurnRecord
 from tritongym.errors import ConfigError
-from tritongym.rewards.outcome import is_hack
+from tritongym.rewards.outcome import is_hack, reward_coverage
 
 
 @dataclass
@@ -43,7 +43,8 @@ class Rows:
     correct: Tensor
     """bool [B]."""
     coverage: Tensor
-    """float [B]: NaN where not measured."""
+    """float [B]: the coverage rewards credit (``outcome.reward_coverage``: measured, or on the CPU 0 for a
+    correct turn with a ``torch_compute``/``host_read`` finding and 1 for one without); NaN for the rest."""
     speedup: Tensor
     """float [B]: NaN where not measured."""
     hack: Tensor | None = None
@@ -59,6 +60,11 @@ class Rows:
 def _result_value(record: TurnRecord, name: str) -> float:
     value = (record.result or {}).get(name)
     return math.nan if value is None else float(value)
+
+
+def _coverage(record: TurnRecord) -> float:
+    value = reward_coverage({**(record.result or {}), "verdict": record.verdict})
+    return math.nan if value is None else value
 
 
 def build_rows(episodes: list[Episode], pad_id: int) -> Rows:
@@ -105,7 +111,7 @@ def build_rows(episodes: list[Episode], pad_id: int) -> Rows:
         trajectory=torch.tensor(trajectories, dtype=torch.long),
         turn=torch.tensor([r.turn for r in records], dtype=torch.long),
         correct=torch.tensor([bool((r.result or {}).get("correct")) for r in records], dtype=torch.bool),
-        coverage=torch.tensor([_result_value(r, "coverage") for r in records], dtype=torch.float32),
+        coverage=torch.tensor([_coverage(r) for r in records], dtype=torch.float32),
         speedup=torch.tensor([_result_value(r, "speedup") for r in records], dtype=torch.float32),
         hack=torch.tensor([is_hack(r.verdict) for r in records], dtype=torch.bool),
         dropped_episodes=dropped_episodes,

@@ -237,7 +237,8 @@ class RunSection:
     eval_timing: bool = False
     """Time candidates (GPU only): needed for speedup rewards and fast@p."""
     eval_profile: bool = False
-    """Profile candidates (GPU only): needed for coverage, PR and PRS."""
+    """Profile candidates (GPU only): the measured coverage PR and PRS use (unprofiled, they take a correct
+    result's coverage from its findings: 0 with ``torch_compute``/``host_read``, 1 without)."""
     tensorboard: bool = True
     """Also write TensorBoard scalars when tensorboard is installed."""
     plot: bool = True

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from tritongym.agent.episodes import UNEVALUATED, Episode
+from tritongym.agent.records import TurnRecord
 from tritongym.bench import metrics as bench_metrics
 from tritongym.evaluate.result import Verdict
+from tritongym.rewards.outcome import reward_coverage
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,13 @@ Dr.Kernel convention; ``tritongym bench`` reports both conventions)."""
 
 def _rate(value: float | None) -> float:
     return math.nan if value is None else value
+
+
+def _lazy(record: TurnRecord, threshold: float) -> bool:
+    """A correct turn whose coverage (measured, or on the CPU its findings' share: outcome.reward_coverage)
+    is below ``threshold``."""
+    coverage = reward_coverage({**(record.result or {}), "verdict": record.verdict})
+    return coverage is not None and coverage < threshold
 
 
 def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dict[str, float]:
@@ -52,7 +61,7 @@ def rollout_metrics(episodes: list[Episode], lazy_threshold: float = 0.3) -> dic
     coverage = bench_metrics.coverage_distribution(bench_metrics.scored(attempts))
     out["coverage_mean"] = coverage["mean"] if coverage else math.nan
     lazy = [
-        a.correct and a.coverage is not None and a.coverage < lazy_threshold for a in bench_metrics.scored(attempts)
+        _lazy(r, lazy_threshold) for e in episodes for r in e.records if r.verdict not in (UNEVALUATED, INFRASTRUCTURE)
     ]
     out["lazy_rate"] = sum(lazy) / len(lazy) if lazy else math.nan
     best, _ = bench_metrics.best_within(attempts, lambda a: True)

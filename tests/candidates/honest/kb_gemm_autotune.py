@@ -1,7 +1,4 @@
 # problem: kb2_12_gemm_multiply_leakyrelu
-# triton: 3.6
-# (open: on 3.4 and 3.5 the CPU's frontend check fails Python's min of two tensors, "'ir.value' object has
-# no attribute 'data'"; whether a GPU's compiler of those releases accepts it was not checked)
 """A Triton GEMM as models write it for KernelBench level 2: @triton.autotune over several configs
 (BLOCK_M/N/K, GROUP_M, num_stages, num_warps), a grouped program-id swizzle, the nn.Linear's weight
 read as W^T through its strides, tl.dot with an fp32 accumulator (ieee: the problem is float32), the
