@@ -435,8 +435,9 @@ class HostReads(TorchFunctionMode):
         return "host memory" if t.device.type == "cpu" else ""
 
     def names_host(self, device: object) -> bool:
-        """Whether a ``device=`` (or ``.to``'s argument) names the host: ``on_host``."""
-        return on_host(device)
+        """Whether a ``device=`` (or ``.to``'s argument) names the host: ``on_host``, a tensor where it is
+        host memory (``made``)."""
+        return bool(self.made(device)) if isinstance(device, torch.Tensor) else on_host(device)
 
     def count(self, func, args: tuple, kwargs: dict, caller: types.FrameType | None) -> None:
         """Add what a torch function called from ``caller`` copies to the host (``host_read_bytes``),
