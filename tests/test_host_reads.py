@@ -60,6 +60,8 @@ def test_every_copy_of_device_memory_to_the_host_is_counted_given_the_device():
     assert gpu(torch.tensor, x, device="cpu") == nbytes
     assert gpu(torch.asarray, x, device="cpu") == nbytes
     assert gpu(torch.Tensor.new_tensor, h, x) == nbytes  # on the host tensor's device
+    assert gpu(torch.tensor, [x[0], x[1]]) == 8  # each element read on the host, wherever the result goes
+    assert gpu(torch.as_tensor, [[x[0]], (x[1], x[2])], device="cuda") == 12
     assert gpu(torch.Tensor.type, x, torch.FloatTensor) == nbytes
     assert gpu(torch.Tensor.type, x, "torch.DoubleTensor") == nbytes
     assert gpu(torch.Tensor.untyped_storage, x) == nbytes
@@ -75,6 +77,8 @@ def test_what_stays_on_the_device_or_was_on_the_host_is_not_counted():
     assert gpu(torch.Tensor.__setitem__, h, 0, 1.0) == 0
     assert gpu(torch.as_tensor, x) == 0  # on the data's device
     assert gpu(torch.tensor, x, device="cuda") == 0
+    assert gpu(torch.tensor, [1.0, 2.0], device="cpu") == gpu(torch.tensor, [[1, 2], [3]]) == 0  # Python's numbers
+    assert gpu(torch.tensor, [h[0], h[1]]) == 0
     assert gpu(torch.Tensor.new_tensor, x, x) == 0
     assert gpu(torch.Tensor.new_tensor, h, x, device="cuda") == 0
     assert gpu(torch.Tensor.type, x, "torch.cuda.FloatTensor") == 0

@@ -348,21 +348,35 @@ def _legacy_host_type(named: object) -> bool:
     return legacy and getattr(named, "__module__", None) == "torch"
 
 
+def _listed_bytes(data: object, made, depth: int = 0) -> int:
+    """The bytes of device memory in a (nested) list or tuple of tensors, which ``torch.tensor`` and its
+    kin read one element at a time into host memory, wherever they put the result
+    (``torch.tensor([x[0], x[1]])``); a list of Python numbers is told by its first element."""
+    if isinstance(data, torch.Tensor):
+        return 0 if made(data) else data.nbytes
+    if isinstance(data, (list, tuple)) and data and depth < 8 and isinstance(data[0], (torch.Tensor, list, tuple)):
+        return sum(_listed_bytes(item, made, depth + 1) for item in data)
+    return 0
+
+
 def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False, names_host=None) -> int:
     """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
     the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to(device)`` of a device
     ``names_host`` says is the host (``_names_the_host`` where None: the CPU's rule), a ``copy_`` or an
     assignment (``h[i] = x``) into host memory, a tensor made of its data where ``device=`` names the
     host (``torch.tensor``, ``as_tensor``, ``asarray``, ``new_tensor``; ``new_tensor`` of a host tensor
-    without it), a legacy host type (``x.type(torch.FloatTensor)``), or its storage handed to the
-    caller (``_STORAGES``), unless ``own`` (the caller is Triton's or the judge's: ``OwnCode``); 0 for
-    any other call. The same decision on every machine; what tells host memory from device memory is
-    the runner's (``made``, ``names_host``: marks on the CPU, the device on a GPU)."""
+    without it) or of a list of its elements (``_listed_bytes``), a legacy host type
+    (``x.type(torch.FloatTensor)``), or its storage handed to the caller (``_STORAGES``), unless
+    ``own`` (the caller is Triton's or the judge's: ``OwnCode``); 0 for any other call. The same
+    decision on every machine; what tells host memory from device memory is the runner's (``made``,
+    ``names_host``: marks on the CPU, the device on a GPU)."""
     names_host = names_host or _names_the_host
     if func in _DATA_COPIES:
         data = args[0] if args else kwargs.get("data", kwargs.get("obj"))
+        if not isinstance(data, torch.Tensor):  # a list of tensors is read element by element on the host
+            return _listed_bytes(data, made)
         device = kwargs.get("device", args[2] if func is torch.as_tensor and len(args) > 2 else None)
-        return data.nbytes if isinstance(data, torch.Tensor) and names_host(device) and not made(data) else 0
+        return data.nbytes if names_host(device) and not made(data) else 0
     if not args or not isinstance(args[0], torch.Tensor):
         return 0
     if func in _STORAGES:
@@ -415,9 +429,10 @@ class HostReads(TorchFunctionMode):
 
     Triton's own code in a launch reads no device memory on a GPU (its autotuner times with events,
     restores its arguments with device copies, and summarises host lists; its launcher and tensor
-    descriptors read sizes, strides and addresses). A host sync that reads a size or a flag
-    (``nonzero``, ``unique``, ``torch.equal``, ``x.any()`` in an ``if``) copies a few bytes, under
-    ``judge.HOST_READ_FLOOR``: what of its values it reads later is counted where read."""
+    descriptors read sizes, strides and addresses). A host sync that copies only a size or an answer
+    PyTorch computes (``nonzero``, ``unique``, ``torch.equal``) is not counted, and a flag read
+    (``if x.any():``) counts its byte: a few bytes, under ``judge.HOST_READ_FLOOR``; what forward
+    reads of their results is counted where read."""
 
     def __init__(self) -> None:
         super().__init__()
