@@ -62,6 +62,7 @@ def test_every_copy_of_device_memory_to_the_host_is_counted_given_the_device():
     assert gpu(torch.Tensor.new_tensor, h, x) == nbytes  # on the host tensor's device
     assert gpu(torch.tensor, [x[0], x[1]]) == 8  # each element read on the host, wherever the result goes
     assert gpu(torch.as_tensor, [[x[0]], (x[1], x[2])], device="cuda") == 12
+    assert gpu(torch.Tensor.new_tensor, x, [x[0], x[1]]) == 8
     assert gpu(torch.Tensor.type, x, torch.FloatTensor) == nbytes
     assert gpu(torch.Tensor.type, x, "torch.DoubleTensor") == nbytes
     assert gpu(torch.Tensor.untyped_storage, x) == nbytes

@@ -46,6 +46,11 @@ marked ``t``, which no torch function sees: red team 12), and a storage freed an
 not.
 Mixing a marked tensor with a device tensor in a PyTorch op is not checked (a GPU accepts some
 mixes: a 0-dim host tensor, an index); only kernel arguments are.
+
+Forward's copies of device memory to the host (red team 14 #2) are counted by one decision,
+:func:`host_read_bytes`, on every machine: a GPU's runner watches forward with :class:`HostReads`
+(device memory is a CUDA tensor), the CPU's with its subclass ``HostTensors`` (device memory is what
+it does not mark).
 """
 
 from __future__ import annotations
@@ -387,9 +392,11 @@ def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False, na
         return source.nbytes if isinstance(source, torch.Tensor) and made(args[0]) and not made(source) else 0
     if func is torch.Tensor.new_tensor:
         data = args[1] if len(args) > 1 else kwargs.get("data")
+        if not isinstance(data, torch.Tensor):
+            return _listed_bytes(data, made)
         device = kwargs.get("device")
         to_host = names_host(device) if device is not None else bool(made(args[0]))
-        return data.nbytes if isinstance(data, torch.Tensor) and to_host and not made(data) else 0
+        return data.nbytes if to_host and not made(data) else 0
     if made(args[0]):
         return 0
     if func is torch.Tensor.type and _legacy_host_type(args[1] if len(args) > 1 else kwargs.get("dtype")):
