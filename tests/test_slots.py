@@ -354,12 +354,14 @@ class Listed(torch.nn.Module):
                                      p.Hollow(args=None, in_slots=True, out_slots=True)])  # fmt: skip
 def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_the_message(message):
     from tritongym.evaluate.judge.runner import Runner
+    from tritongym.evaluate.placement import HostReads
     from tritongym.evaluate.taint import ProcessState
 
     runner = Runner.__new__(Runner)
     runner.device, runner.path, runner.pid, runner.baseline = torch.device("cpu"), "candidate.py", 0, ProcessState()
     runner.text = None  # no candidate file: what a kernel must come from is not checked here
     runner.host = None  # where forward's tensors are made is not checked here (placement.py)
+    runner.reads = HostReads()  # a GPU's count: every tensor here is host memory, no copy counted
     x, out, total = torch.arange(3.0).reshape(1, 3), torch.zeros(1, 3), torch.zeros(1, 1)
     runner.slots = ([x], [out, total], [{"slot": 0}])
     runner.output_layout = ({"slot": 0}, [{"k": {"slot": 1}}])

@@ -78,9 +78,12 @@ def test_the_drawn_second_sizes_are_many_valid_and_within_the_cost_bound(name):
 
 
 ROUTES = ["minus_one", "doubled", "split", "float64", "probe", "laundered", "storage"]
+COPIED = ["assigned", "as_tensor", "device_object"]
+"""#2's host copies of ``x`` that Python reads: ``h[:] = x``, ``torch.as_tensor(x, device="cpu")``,
+``x.to(torch.device("cpu"))`` (the first two counted nothing before the GPU's count was written)."""
 
 
-@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize("route", ROUTES + COPIED)
 def test_an_answer_computed_on_the_host_is_refused_however_it_is_handed_over(judge, route):
     """#2: row sums by Python over ``x.tolist()`` (or over a kernel's copy of ``x``), handed to a kernel
     transformed (less 1, doubled, split in two, in float64) or only outside the hollow forward (a probe

@@ -58,7 +58,7 @@ class EvalConfig:
     torch_compute: Literal["forbid", "penalize", "allow"] = _doc(
         "PyTorch compute ops (matmul, conv, reductions, activations, arithmetic) inside forward: "
         "'forbid' makes them a hack_torch_compute verdict, 'penalize' reports them as a finding "
-        "(rewards may discount it), 'allow' ignores them. On the CPU, forward's copies of device memory "
+        "(rewards may discount it), 'allow' ignores them. Forward's copies of device memory "
         "to the host (an eighth of its inputs' bytes or more) are hack_no_triton under 'forbid' and a "
         "host_read finding otherwise.",
         default="penalize",

@@ -46,6 +46,11 @@ marked ``t``, which no torch function sees: red team 12), and a storage freed an
 not.
 Mixing a marked tensor with a device tensor in a PyTorch op is not checked (a GPU accepts some
 mixes: a 0-dim host tensor, an index); only kernel arguments are.
+
+Forward's copies of device memory to the host (red team 14 #2) are counted by one decision,
+:func:`host_read_bytes`, on every machine: a GPU's runner watches forward with :class:`HostReads`
+(device memory is a CUDA tensor), the CPU's with its subclass ``HostTensors`` (device memory is what
+it does not mark).
 """
 
 from __future__ import annotations
@@ -184,15 +189,29 @@ def _names_the_host(device: object) -> bool:
     return isinstance(device, str) and (device is _HOST or device.startswith("cpu:"))
 
 
-def _to_host(func, args: tuple, kwargs: dict) -> bool:
-    """Whether a call copies a tensor to host memory on a GPU: ``.cpu()``, ``.to("cpu")`` (a device
-    named as ``_names_the_host`` says)."""
+def _to_host(func, args: tuple, kwargs: dict, names_host=None) -> bool:
+    """Whether a call copies a tensor to host memory on a GPU: ``.cpu()``, ``.to(device)`` of a device
+    ``names_host`` says is the host (``_names_the_host`` where None: the CPU's rule)."""
     if not args or not isinstance(args[0], torch.Tensor):
         return False
     if func is torch.Tensor.cpu:
         return True
     named = [kwargs.get("device"), *args[1:2]] if func is torch.Tensor.to else []
-    return any(_names_the_host(d) for d in named)
+    return any((names_host or _names_the_host)(d) for d in named)
+
+
+def on_host(device: object) -> bool:
+    """Whether a ``device=`` argument (or ``.to``'s, a tensor's included) names host memory on a
+    machine whose device memory PyTorch tells from the host's (a GPU): ``"cpu"``, ``torch.device("cpu")``,
+    a tensor in host memory, however spelled (``"".join("cpu")``, ``"CPU".lower()``)."""
+    if isinstance(device, torch.Tensor):
+        return device.device.type == "cpu"
+    if isinstance(device, (str, torch.device)):
+        try:
+            return torch.device(device).type == "cpu"
+        except (RuntimeError, TypeError, ValueError):  # not a device: the call itself raises
+            return False
+    return False
 
 
 _NUMPY = frozenset([torch.Tensor.numpy, torch.Tensor.__array__])
@@ -321,19 +340,68 @@ class OwnCode:
         )
 
 
-def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False) -> int:
+_DATA_COPIES = frozenset([torch.tensor, torch.as_tensor, torch.asarray])
+"""What makes a tensor of the data it is given, where ``device=`` says (on the data's device without it)."""
+
+
+def _legacy_host_type(named: object) -> bool:
+    """Whether ``Tensor.type``'s argument is a legacy tensor type of host memory (``torch.FloatTensor``,
+    ``"torch.FloatTensor"``; ``torch.cuda.FloatTensor`` is device memory, a dtype keeps the device)."""
+    if isinstance(named, str):
+        return named.startswith("torch.") and not named.startswith("torch.cuda.")
+    legacy = isinstance(named, type) and named is not torch.Tensor and named.__name__.endswith("Tensor")
+    return legacy and getattr(named, "__module__", None) == "torch"
+
+
+def _listed_bytes(data: object, made, depth: int = 0) -> int:
+    """The bytes of device memory in a (nested) list or tuple of tensors, which ``torch.tensor`` and its
+    kin read one element at a time into host memory, wherever they put the result
+    (``torch.tensor([x[0], x[1]])``); a list of Python numbers is told by its first element."""
+    if isinstance(data, torch.Tensor):
+        return 0 if made(data) else data.nbytes
+    if isinstance(data, (list, tuple)) and data and depth < 8 and isinstance(data[0], (torch.Tensor, list, tuple)):
+        return sum(_listed_bytes(item, made, depth + 1) for item in data)
+    return 0
+
+
+def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False, names_host=None) -> int:
     """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
-    the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to("cpu")``, a
-    ``copy_`` into host memory, or its storage handed to the caller (``_STORAGES``), unless ``own``
-    (the caller is Triton's or the judge's: ``OwnCode``); 0 for any other call."""
+    the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to(device)`` of a device
+    ``names_host`` says is the host (``_names_the_host`` where None: the CPU's rule), a ``copy_`` or an
+    assignment (``h[i] = x``) into host memory, a tensor made of its data where ``device=`` names the
+    host (``torch.tensor``, ``as_tensor``, ``asarray``, ``new_tensor``; ``new_tensor`` of a host tensor
+    without it) or of a list of its elements (``_listed_bytes``), a legacy host type
+    (``x.type(torch.FloatTensor)``), or its storage handed to the caller (``_STORAGES``), unless
+    ``own`` (the caller is Triton's or the judge's: ``OwnCode``); 0 for any other call. The same
+    decision on every machine; what tells host memory from device memory is the runner's (``made``,
+    ``names_host``: marks on the CPU, the device on a GPU)."""
+    names_host = names_host or _names_the_host
+    if func in _DATA_COPIES:
+        data = args[0] if args else kwargs.get("data", kwargs.get("obj"))
+        if not isinstance(data, torch.Tensor):  # a list of tensors is read element by element on the host
+            return _listed_bytes(data, made)
+        device = kwargs.get("device", args[2] if func is torch.as_tensor and len(args) > 2 else None)
+        return data.nbytes if names_host(device) and not made(data) else 0
     if not args or not isinstance(args[0], torch.Tensor):
         return 0
     if func in _STORAGES:
         return 0 if own or made(args[0]) else args[0].untyped_storage().nbytes()
-    if func is torch.Tensor.copy_:
-        source = args[1] if len(args) > 1 else kwargs.get("src")
+    if func is torch.Tensor.copy_ or func is torch.Tensor.__setitem__:
+        at = 2 if func is torch.Tensor.__setitem__ else 1  # copy_(src), __setitem__(index, value)
+        source = args[at] if len(args) > at else kwargs.get("src")
         return source.nbytes if isinstance(source, torch.Tensor) and made(args[0]) and not made(source) else 0
-    if (func in _HOST_READS or _to_host(func, args, kwargs)) and not made(args[0]):
+    if func is torch.Tensor.new_tensor:
+        data = args[1] if len(args) > 1 else kwargs.get("data")
+        if not isinstance(data, torch.Tensor):
+            return _listed_bytes(data, made)
+        device = kwargs.get("device")
+        to_host = names_host(device) if device is not None else bool(made(args[0]))
+        return data.nbytes if to_host and not made(data) else 0
+    if made(args[0]):
+        return 0
+    if func is torch.Tensor.type and _legacy_host_type(args[1] if len(args) > 1 else kwargs.get("dtype")):
+        return args[0].nbytes
+    if func in _HOST_READS or _to_host(func, args, kwargs, names_host):
         return args[0].element_size() if func is torch.Tensor.item else args[0].nbytes
     return 0
 
@@ -355,6 +423,59 @@ def _names_device(args: tuple, kwargs: dict) -> bool:
     if kwargs.get("device") is not None:
         return True
     return any(isinstance(a, (str, torch.device, torch.Tensor)) for a in args)
+
+
+class HostReads(TorchFunctionMode):
+    """Counts the bytes of device memory forward copies to the host (``host_read_bytes``; red team 14
+    #2): on a GPU a tensor is in device memory where PyTorch says so (``made``: a CUDA tensor is, a
+    host tensor is not, whoever made it), and a device is the host where it is one (``on_host``). The
+    CPU's runner counts with :class:`HostTensors`, which tells the tensors a GPU would hold on the host
+    by its marks instead. A read inside another counted call is that call's (``x.storage()`` asks for
+    the untyped one; ``repr`` reads through ``item``); a storage handed to Triton's or the judge's code
+    (``OwnCode``) is not forward's read.
+
+    Triton's own code in a launch reads no device memory on a GPU (its autotuner times with events,
+    restores its arguments with device copies, and summarises host lists; its launcher and tensor
+    descriptors read sizes, strides and addresses). A host sync that copies only a size or an answer
+    PyTorch computes (``nonzero``, ``unique``, ``torch.equal``) is not counted, and a flag read
+    (``if x.any():``) counts its byte: a few bytes, under ``judge.HOST_READ_FLOOR``; what forward
+    reads of their results is counted where read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+        """Torch functions in progress under this mode (what PyTorch runs inside one is that call's)."""
+        self.host_bytes = 0
+        """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
+        on a GPU, device-to-host copies; red team 14 #2)."""
+        self.own_code = OwnCode()
+        """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
+        before the candidate's import: ``OwnCode.take``)."""
+
+    def made(self, t: torch.Tensor) -> str:
+        """How ``t`` came to be in host memory, or '' for device memory: a GPU's host tensors."""
+        return "host memory" if t.device.type == "cpu" else ""
+
+    def names_host(self, device: object) -> bool:
+        """Whether a ``device=`` (or ``.to``'s argument) names the host: ``on_host``, a tensor where it is
+        host memory (``made``)."""
+        return bool(self.made(device)) if isinstance(device, torch.Tensor) else on_host(device)
+
+    def count(self, func, args: tuple, kwargs: dict, caller: types.FrameType | None) -> None:
+        """Add what a torch function called from ``caller`` copies to the host (``host_read_bytes``),
+        outside any other torch function in progress."""
+        if self._depth == 0:
+            own = func in _STORAGES and self.own_code.runs(caller)
+            self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own, self.names_host)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.count(func, args, kwargs, sys._getframe(1))
+        self._depth += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self._depth -= 1
 
 
 class _Allocations(TorchDispatchMode):
@@ -385,16 +506,15 @@ _UNSET = object()
 LEGACY = "a legacy constructor such as torch.Tensor(n) or torch.FloatTensor(data), host memory on every machine"
 
 
-class HostTensors(TorchFunctionMode):
-    """Marks the tensors forward makes where a GPU would make them in host memory (module docstring)."""
+class HostTensors(HostReads):
+    """Marks the tensors forward makes where a GPU would make them in host memory (module docstring),
+    and counts forward's reads of the rest (``HostReads``) as a GPU's runner does."""
 
     def __init__(self) -> None:
         super().__init__()
         self._marked: dict[int, tuple[weakref.ref, str]] = {}
         """Storage address -> (a weak reference to the storage, how it was made)."""
         self._saved: list[tuple[object, str, object]] = []
-        self._depth = 0
-        """Torch functions in progress under this mode (what PyTorch runs inside one is that call's)."""
         self._factories = True
         """Whether a factory given no device makes host memory (not in the runner's device context)."""
         self._allocations: _Allocations | None = None
@@ -402,12 +522,6 @@ class HostTensors(TorchFunctionMode):
         """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
         self._typed_init: object = _UNSET
         """``torch.TypedStorage``'s own ``__init__`` while this one watches its constructor."""
-        self.host_bytes = 0
-        """Bytes of device memory copied to the host since the runner last set it to 0 (``host_read_bytes``:
-        on a GPU, device-to-host copies; red team 14 #2)."""
-        self.own_code = OwnCode()
-        """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
-        before the candidate's import: ``OwnCode.take``)."""
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -488,9 +602,7 @@ class HostTensors(TorchFunctionMode):
                 "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
                 "a view of it; the CPU judge does as a GPU does.)"
             )
-        if self._depth == 0:  # a read inside another (``x.storage()`` asks for the untyped one) is that one's
-            own = func in _STORAGES and self.own_code.runs(sys._getframe(1))
-            self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own)
+        self.count(func, args, kwargs, sys._getframe(1))
         self._depth += 1
         try:
             out = func(*args, **kwargs)
@@ -535,6 +647,11 @@ class HostTensors(TorchFunctionMode):
         """Mark a storage made without a tensor: every tensor later ``set_`` on it is host memory."""
         if storage.device.type == "cpu" and storage.data_ptr():
             self._marked[storage.data_ptr()] = (weakref.ref(storage), how)
+
+    def names_host(self, device: object) -> bool:
+        """Whether a ``device=`` names host memory on every machine (``_names_the_host``): on the CPU a
+        ``torch.device("cpu")`` or a tensor's device is the judge's device memory too."""
+        return _names_the_host(device)
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t``'s storage was made in host memory (a GPU's too), or ''."""

@@ -88,7 +88,7 @@ HOST_READ = "host_read"
 LAZY_CHECKS = (TORCH_COMPUTE, HOST_READ)
 """The findings of a correct candidate that left part of forward's work to something other than its own
 kernels: PyTorch compute ops (``torch_compute``, the ``penalize`` policy) or host code fed by reads of
-device memory (``host_read``, counted on the CPU)."""
+device memory (``host_read``, counted by every runner)."""
 
 
 def lazy(result: Any) -> bool:

@@ -12,6 +12,10 @@ answer itself (what the hollow forward's answer check looks for). ``ROUTE``:
 * ``laundered``: a copy kernel first copies ``x`` to a fresh buffer, and Python reads that buffer;
 * ``storage``: Python reads ``x``'s storage (``x.untyped_storage().tolist()``, its bytes) and
   decodes the floats (``struct``), reading no tensor's values, and hands them over as ``probe`` does;
+* ``assigned``, ``as_tensor``, ``device_object``: Python reads a host copy of ``x`` made by an
+  assignment into a host buffer (``h[:] = x``), by ``torch.as_tensor(x, device="cpu")``, or by
+  ``x.to(torch.device("cpu"))``, handing the sums over as ``probe`` does (each a device-to-host copy
+  on a GPU that no read of ``x`` itself shows);
 * ``apply``: Python sees every value of a copy of ``x`` through ``Tensor.apply_`` (a Python function
   run over the elements), summing them as it goes, and hands the sums over as ``probe`` does.
 
@@ -80,7 +84,15 @@ class ModelNew(nn.Module):
 
             x.clone().apply_(visit)
         else:
-            sums = [sum(row) for row in x.tolist()]
+            read = x  # the tensor whose values Python reads
+            if ROUTE == "assigned":
+                read = torch.empty(x.shape, dtype=x.dtype, device="cpu")
+                read[:] = x
+            elif ROUTE == "as_tensor":
+                read = torch.as_tensor(x, device="cpu")
+            elif ROUTE == "device_object":
+                read = x.to(torch.device("cpu"))
+            sums = [sum(row) for row in read.tolist()]
 
         def tensor(values, dtype=x.dtype):
             return torch.tensor(values, dtype=dtype, device=x.device)
@@ -95,7 +107,7 @@ class ModelNew(nn.Module):
             finish_kernel[grid](part, rest, out, n, MODE=2, BLOCK=1024)
         elif ROUTE == "float64":
             finish_kernel[grid](tensor(sums, torch.float64), out, out, n, MODE=3, BLOCK=1024)
-        else:  # probe, laundered, storage, apply
+        else:  # probe, laundered, storage, apply, assigned, as_tensor, device_object
             flag = torch.zeros(1, dtype=torch.int32, device=x.device)
             flag_kernel[(1,)](flag)
             handed = tensor(sums) if ROUTE == "laundered" or int(flag.item()) == 1 else torch.zeros_like(out)

@@ -198,8 +198,8 @@ class Output(Message):
     """Each output tensor's strides (the runner's word): the timing's output slots take this layout
     where it is dense (speed.slot_specs)."""
     host_bytes: int = 0
-    """Bytes of device memory forward copied to the host (``placement.host_read_bytes``; the CPU's
-    runner counts them, 0 on a GPU): the runner's word, as its op counts are."""
+    """Bytes of device memory forward copied to the host (``placement.host_read_bytes``; counted by
+    ``HostTensors`` on the CPU, ``HostReads`` on a GPU): the runner's word, as its op counts are."""
 
 
 @dataclass

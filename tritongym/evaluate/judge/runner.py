@@ -44,7 +44,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
-from tritongym.evaluate.placement import HostTensors, launch_pointers
+from tritongym.evaluate.placement import HostReads, HostTensors, launch_pointers
 from tritongym.evaluate.result import Verdict
 
 RUNNER_CPU_CORES = 2
@@ -140,6 +140,9 @@ class Runner:
         self.host = HostTensors() if device.type == "cpu" else None
         """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
         memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
+        self.reads: HostReads = self.host if self.host is not None else HostReads()
+        """What counts the bytes of device memory each forward copies to the host (``Output.host_bytes``):
+        on the CPU the marks' watch, on a GPU a watch of CUDA tensors' reads (placement.HostReads)."""
 
     def send(self, message: p.Message) -> None:
         if os.getpid() != self.pid:  # a fork of the candidate's that came back this far: not the runner
@@ -173,8 +176,7 @@ class Runner:
         from tritongym.evaluate.taint import ProcessState
 
         self.baseline = ProcessState()
-        if self.host is not None:  # Triton's and the judge's code as loaded before any of the candidate's runs
-            self.host.own_code.take()
+        self.reads.own_code.take()  # Triton's and the judge's code as loaded before any of the candidate's runs
         self.cls = self._import(job)
         self.send(p.Loaded())
 
@@ -267,8 +269,8 @@ class Runner:
         # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
         recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
-        if host is not None:
-            host.host_bytes = 0
+        reads = self.reads  # the CPU's HostTensors too: forward's copies of device memory to the host
+        reads.host_bytes = 0
         started = thread_starts()
         monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
         try:
@@ -277,7 +279,7 @@ class Runner:
                 monitor,
                 torch.no_grad(),
                 recorder,
-                host if host is not None else contextlib.nullcontext(),
+                reads,
             ):
                 got = self.model(*given)
                 self.synchronize()
@@ -318,7 +320,7 @@ class Runner:
                 threads=stray,
                 alias=alias,
                 strides=strides,
-                host_bytes=host.host_bytes if host is not None else 0,
+                host_bytes=reads.host_bytes,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
