@@ -20,7 +20,8 @@
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
 #   bash benchmarks/gpu_run.sh rlbatch [DEVICES [SANDBOXES [QUEUES]]]   # 200 candidates (half failing) with timing (RL
 #        budget 0.1 s) and profiling, pool start included, SANDBOXES per GPU (default 4), QUEUES the runners' hardware
-#        work queues (PoolConfig.runner_work_queues; default the driver's; 1 for cheaper starts); DEVICES e.g. cuda:0,1 for two GPUs,
+#        work queues (PoolConfig.runner_work_queues: every runner that many; default per problem, one where its reference ran on
+#        one stream, else the judge's setting; runners' counts in the sums runner_one_queue, runner_unfit_spare); DEVICES e.g. cuda:0,1 for two GPUs,
 #        "" for all; the result is named after them, e.g. rl_batch_cuda-0-1_4.json)
 #   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
 #        setting (benchmarks/cuda_context.py; about a minute)

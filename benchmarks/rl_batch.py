@@ -191,7 +191,8 @@ def main() -> None:
         "--runner-work-queues",
         type=int,
         default=None,
-        help="PoolConfig.runner_work_queues (1: cheaper runner starts; default: the driver's)",
+        help="PoolConfig.runner_work_queues (every runner that many; default: one queue where the problem's "
+        "reference ran on one stream, else the judge's setting)",
     )
     parser.add_argument("--timing-budget", type=float, default=0.1,
                         help="seconds of timing per candidate (an RL batch's; BENCHMARKS.md)")  # fmt: skip
