@@ -82,21 +82,6 @@ def test_a_kernelbench_size_problem_gets_a_timing_batch_on_an_h200():
     assert timing_batch(fp, 100 * GIB, 64) == 1
 
 
-@pytest.mark.parametrize(
-    ("inputs", "calls", "available", "sets"),
-    [
-        (GIB // 1024, 16, 100 * GIB, 9),
-        (GIB // 64, 32, 100 * GIB, 4),
-        (GIB // 16, 8, 6 * GIB, 3),
-        (GIB, 16, 40 * GIB, 0),
-    ],
-    ids=["small-all-wanted", "byte-cap", "share-of-free", "none-fits"],
-)
-def test_the_first_repetitions_input_sets_are_made_ahead_only_where_they_fit(inputs, calls, available, sets):
-    # 9 wanted; at most 2 GiB (AHEAD_BYTES) and a quarter of what is available (AHEAD_SHARE)
-    assert memory.sets_ahead(inputs, calls, int(available), 9) == sets
-
-
 # --- the reference: one trial at a time, float64 where it fits --------------------------------------
 
 

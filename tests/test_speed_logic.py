@@ -381,19 +381,3 @@ def test_a_reference_returning_memory_its_next_call_overwrites_is_told_apart(mod
     # compared with the last call's values
     inputs = [torch.randn(4)]
     assert speed.outputs_persist(model, model(*inputs), inputs) is persists
-
-
-def test_the_input_sets_made_ahead_are_used_first_in_order_and_then_fresh_ones_are_made():
-    made = []
-
-    class Reference:
-        def inputs(self, seed):
-            made.append(seed)
-            return [len(made)]
-
-    bench = speed.Bench.__new__(speed.Bench)  # no GPU: only the input sets' bookkeeping
-    bench.reference, bench.count, bench.inputs_s, bench.ahead = Reference(), 2, 0.0, []
-    bench.make_ahead(2)
-    assert bench.ahead == [[[1], [2]], [[3], [4]]] and len(set(made)) == 4  # every set from a seed of its own
-    assert bench.fresh_inputs() == [[1], [2]] and bench.fresh_inputs() == [[3], [4]]
-    assert bench.fresh_inputs() == [[5], [6]] and bench.ahead == []  # none left: made now

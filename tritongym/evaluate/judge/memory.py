@@ -25,9 +25,7 @@ input set and of the reference's output on it), plus the reference model's param
   mutates its inputs (it runs on a copy, so that the candidate gets them as made). ``N`` is chosen
   so that these fit in ``TIMING_SHARE`` of the memory available at that moment
   (:func:`timing_batch`, called by ``speed._batch_size``); the rest is for one forward's output and
-  temporaries, the runner's and the other judges'. The input sets of the first repetitions under the
-  exclusive hold are made ahead, in the preparation, where they fit in ``AHEAD_SHARE`` of what is
-  still available then and in ``AHEAD_BYTES`` (:func:`sets_ahead`); each is freed once its repetition ran.
+  temporaries, the runner's and the other judges'.
 
 Everything a job allocated is released when it ends (:func:`release`), so the next job, the next
 runner and the other judges on the same GPU find it free.
@@ -229,22 +227,6 @@ def timing_batch(footprint: Footprint, available: int, wanted: int) -> int:
         f"candidate's process ({footprint.describe()}). This is not the solution's fault; evaluate it "
         "without timing, or on a device with more memory.",
     )
-
-
-AHEAD_SHARE = 0.25
-"""Share of the GPU memory still available once the timing batch's slots are made that the input sets
-made ahead for its first repetitions may take (:func:`sets_ahead`)."""
-AHEAD_BYTES = 2 << 30
-"""Most bytes of input sets a timing makes ahead (:func:`sets_ahead`)."""
-
-
-def sets_ahead(inputs: int, calls: int, available: int, wanted: int) -> int:
-    """How many repetitions' input sets (``calls`` sets of ``inputs`` bytes each) a timing makes ahead,
-    in its preparation under the shared hold, so that its exclusive hold only runs them: ``wanted`` at
-    most, as many as fit in ``AHEAD_SHARE`` of ``available`` bytes and in ``AHEAD_BYTES`` (none where
-    one does not)."""
-    per_rep = max(inputs * calls, 1)
-    return max(0, min(wanted, int(min(AHEAD_SHARE * available, AHEAD_BYTES)) // per_rep))
 
 
 def answer_bytes(footprint: Footprint) -> int:

@@ -89,7 +89,7 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import machine_lock
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
-from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, sets_ahead, timing_batch
+from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
 from tritongym.evaluate.judge.protocol import dense
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
@@ -111,9 +111,6 @@ MAX_HOLD_S = 0.1
 and its host time counts."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
-AHEAD_REPS = 9
-"""Repetitions whose input sets the preparation makes ahead (memory.sets_ahead): about what the
-exclusive hold runs for an RL batch's budget of 0.1 s (3 untimed, 6 measured: BENCHMARKS.md)."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 HOLD_JITTER_S = 0.001
@@ -643,27 +640,16 @@ class Bench:
         self.inputs_s = 0.0
         """Seconds spent making fresh input sets so far (``fresh_inputs``: the host's part, the GPU's runs
         behind it)."""
-        self.ahead: list[list[list]] = []
-        """Repetitions' input sets made ahead (``make_ahead``), the next one first."""
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
                            events), (p.Loaded,))  # fmt: skip
 
     def fresh_inputs(self) -> list[list]:
-        """``count`` input sets from new secret seeds, each as the problem makes it: made ahead where
-        some are (``make_ahead``), else now."""
-        if self.ahead:
-            return self.ahead.pop(0)
+        """``count`` input sets from new secret seeds, each as the problem makes it."""
         began = time.perf_counter()
         sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
         self.inputs_s += time.perf_counter() - began
         return sets
-
-    def make_ahead(self, reps: int) -> None:
-        """Make the input sets of the next ``reps`` repetitions now (new secret seeds, as ever): none
-        is seen by the runner before its bracket copies it into the slots."""
-        self.ahead = []
-        self.ahead = [self.fresh_inputs() for _ in range(reps)]
 
     def _open(self, kind: str, sets: list[list] | None) -> list:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
@@ -1102,9 +1088,6 @@ def prepare_timing(state, reference) -> Prepared:
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     warm_up(bench, model)
     state.stages["timing_setup_untimed_reps"] = bench.untimed
-    ahead = sets_ahead(nbytes(sample_inputs), count, available_bytes(state.ctx.device), AHEAD_REPS)
-    bench.make_ahead(ahead)  # the exclusive hold runs its first repetitions on these
-    state.stages["timing_sets_ahead"] = ahead
     return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
                     nbytes(sample_inputs), mutates, persistent, queue)  # fmt: skip
 
