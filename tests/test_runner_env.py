@@ -3,6 +3,7 @@ work on one stream, else the judge's own setting (work_queues.py), decided by th
 profile of the reference, once per problem; a pool may set a number for every runner instead
 (PoolConfig.runner_work_queues)."""
 
+import os
 from types import SimpleNamespace
 from typing import ClassVar
 
@@ -109,6 +110,7 @@ def fake_profile(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
     monkeypatch.setattr(torch.profiler, "profile", _Profiler)
+    monkeypatch.delenv(wq.TEARDOWN_ENV, raising=False)
     return _Profiler
 
 
@@ -117,6 +119,7 @@ def test_the_stream_watch_reads_the_streams_of_the_forwards_gpu_work(fake_profil
     with wq.StreamWatch("cuda") as watch:
         pass
     assert watch.streams == {DEFAULT_STREAM}
+    assert os.environ[wq.TEARDOWN_ENV] == "1"  # CUPTI is finalized when the judge's profile ends
     fake_profile.events = [_Event("kernel", DEFAULT_STREAM), _Event("kernel", 20)]
     with wq.StreamWatch("cuda") as watch:
         pass

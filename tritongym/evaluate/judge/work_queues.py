@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 from collections.abc import Iterable
 
 ONE_QUEUE = 1
@@ -35,6 +36,10 @@ MAX_QUEUES = 32
 ENV = "CUDA_DEVICE_MAX_CONNECTIONS"
 OVERRIDE_ENV = "TRITONGYM_RUNNER_WORK_QUEUES"
 """How the pool passes ``PoolConfig.runner_work_queues`` to its judges: every runner gets that many."""
+TEARDOWN_ENV = "TEARDOWN_CUPTI"
+"""Kineto finalizes CUPTI when a profile ends only where this is 1 (not the default of every torch
+version): CUPTI left attached after a profile slows the process's later CUDA calls, and the judge
+times the reference in its own process (``StreamWatch``)."""
 WORK_KINDS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 """Kineto's activity types of device records that are GPU work (profiling.WORK_KINDS)."""
 
@@ -117,6 +122,7 @@ class StreamWatch:
         import torch
 
         activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        os.environ[TEARDOWN_ENV] = "1"  # CUPTI goes when the profile ends: nothing of it in the judge's timing
         with contextlib.suppress(Exception):
             torch.cuda.synchronize(self.device)
             profiler = torch.profiler.profile(activities=activities)
