@@ -614,6 +614,7 @@ def evaluate(state: JobState) -> dict:
                 watch = StreamWatch(ctx.device)
                 trial = reference.trial(secrets.randbits(63), watch)
                 ctx.queues.decide(key, watch.streams)
+                state.stages["reference_streams"] = len(watch.streams) if watch.streams is not None else -1
             else:
                 trial = reference.trial(secrets.randbits(63))
             state.queues = ctx.queues.for_problem(key)
