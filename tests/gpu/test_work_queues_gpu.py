@@ -95,6 +95,8 @@ def test_one_queue_only_for_a_single_stream_reference_and_a_one_queue_spare_give
     for result in results:
         assert result.verdict is Verdict.OK, result.feedback + result.detail
     stages = [r.stage_seconds for r in results]
+    assert stages[0]["reference_streams"] == 1 and stages[1]["reference_streams"] == 2  # profiled once each
+    assert "reference_streams" not in stages[2] and "reference_streams" not in stages[3]  # the judge's cache
     assert stages[0]["runner_one_queue"] == 1  # the first spare is forked with one queue, and fits
     assert stages[1]["runner_one_queue"] == 0  # the reference ran on two streams: the judge's setting
     assert stages[1].get("runner_unfit_spare") == 1  # the one-queue spare forked ahead was given up
