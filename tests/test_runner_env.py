@@ -50,6 +50,7 @@ def test_the_judge_decides_once_per_problem_and_forks_the_next_spare_for_the_las
     choice.decide(multi, {DEFAULT_STREAM, 20})
     assert choice.known(single) and choice.for_problem(single) == wq.ONE_QUEUE
     assert choice.for_problem(multi) == wq.JUDGES_OWN
+    assert choice.profile_ended is not None  # a timing waits for CUPTI to go (settle_s)
     forced = wq.QueueChoice(override=1)
     assert forced.known(multi) and forced.for_problem(multi) == 1 and forced.predicted == 1
 
@@ -162,3 +163,9 @@ def test_a_number_of_queues_the_driver_does_not_take_is_refused(queues):
     with pytest.raises(ValueError, match=wq.OVERRIDE_ENV):
         wq.parse_override(str(queues))
     assert wq.parse_override("") is None and wq.parse_override(None) is None and wq.parse_override("1") == 1
+
+
+def test_a_timing_starts_a_settling_time_after_the_judges_last_profile():
+    assert wq.settle_s(None, 100.0) == 0.0  # no profile ran in this judge
+    assert wq.settle_s(100.0, 100.25) == pytest.approx(wq.SETTLE_S - 0.25)
+    assert wq.settle_s(100.0, 100.0 + wq.SETTLE_S + 0.1) == 0.0

@@ -67,6 +67,7 @@ from tritongym.evaluate.judge.work_queues import (
     StreamWatch,
     parse_override,
     problem_key,
+    settle_s,
 )
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
@@ -720,6 +721,10 @@ def judge_candidate(
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
         trial = None  # timing and profiling draw input sets of their own: the trial's memory is the batch's
+        wait = settle_s(ctx.queues.profile_ended, time.monotonic())  # CUPTI gone from the judge (work_queues.py)
+        if wait > 0:
+            time.sleep(wait)
+            state.stages["cupti_settle"] = round(wait, 4)
         measured = speed_and_coverage(state, reference)
         # the runner's profile against the text and the judge's clock (where its timing is trusted)
         check_profile(state.kernels, measured if measured.get("speedup") is not None else

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
 from collections.abc import Iterable
 
 ONE_QUEUE = 1
@@ -40,6 +41,11 @@ TEARDOWN_ENV = "TEARDOWN_CUPTI"
 """Kineto finalizes CUPTI when a profile ends only where this is 1 (not the default of every torch
 version): CUPTI left attached after a profile slows the process's later CUDA calls, and the judge
 times the reference in its own process (``StreamWatch``)."""
+SETTLE_S = 1.0
+"""Kineto finalizes CUPTI after a profile asynchronously: on an H200 (torch 2.11, CUDA 13) a launch
+cost 6.2 us before a profile, 8.3-9.8 us after it without the teardown and for a moment after it with
+the teardown, and 6.7 us one second later (benchmarks/cupti_after_profile.py). A timing starts at
+least this long after the judge's last profile ended (``settle_s``)."""
 WORK_KINDS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 """Kineto's activity types of device records that are GPU work (profiling.WORK_KINDS)."""
 
@@ -81,6 +87,12 @@ def parse_override(value: str | None) -> int | None:
     return queues
 
 
+def settle_s(profile_ended: float | None, now: float) -> float:
+    """Seconds to wait before a timing so that it starts ``SETTLE_S`` after the judge's last profile
+    ended (``profile_ended``, the monotonic clock's; None: none ran)."""
+    return 0.0 if profile_ended is None else max(0.0, profile_ended + SETTLE_S - now)
+
+
 def problem_key(source: str, entry_point: str) -> str:
     return hashlib.sha256(f"{entry_point}\0{source}".encode()).hexdigest()
 
@@ -93,11 +105,15 @@ class QueueChoice:
         self.decided: dict[str, int] = {}
         self.predicted = ONE_QUEUE if override is None else override
         """The setting of the next spare (the last job's: a batch often repeats its problems)."""
+        self.profile_ended: float | None = None
+        """When the judge's last profile of a reference ended (``time.monotonic``; ``settle_s``)."""
 
     def known(self, key: str) -> bool:
         return self.override is not None or key in self.decided
 
     def decide(self, key: str, streams: set[int] | None) -> int:
+        """Keep the setting for a problem whose reference's profile (just ended) saw ``streams``."""
+        self.profile_ended = time.monotonic()
         self.decided[key] = queues_for(streams, self.override)
         return self.decided[key]
 
