@@ -25,6 +25,8 @@
 #        "" for all; the result is named after them, e.g. rl_batch_cuda-0-1_4.json)
 #   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
 #        setting (benchmarks/cuda_context.py; about a minute)
+#   bash benchmarks/gpu_run.sh cupti      # a process's launches after one torch.profiler run, by TEARDOWN_CUPTI
+#        (benchmarks/cupti_after_profile.py: the judge's reference profile must leave nothing; about 40 s)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
 #        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
@@ -33,8 +35,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context" >&2; exit 2 ;;
+  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -91,6 +93,9 @@ case "${1:-}" in
   context)
     timeout 300 python3 benchmarks/cuda_context.py --concurrency 1 4 --repeats 2 --out "$OUT/cuda_context.json" 2>&1 \
       | tail -8 ;;
+  cupti)
+    timeout 120 python3 benchmarks/cupti_after_profile.py --out "$OUT/cupti_after_profile.json" 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tail -4 ;;
   landlock)
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;
