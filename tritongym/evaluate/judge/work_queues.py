@@ -8,13 +8,16 @@ judge's context where the reference is timed with the driver's default, so a can
 an op to PyTorch would measure slower than it is (KernelBench level 3's LSTMs and GRUs: 0.58 of
 eager's speed against 0.81).
 
-So the judge profiles each problem's reference once (its first trial's forward, CUDA records only:
-on which streams did its GPU work run?) and keeps the answer for the problem (``QueueChoice``, the
+So the judge profiles each problem's reference once (its first trial's native forward under
+torch.profiler: on which streams did its GPU work run?) and keeps the answer for the problem (``QueueChoice``, the
 judge's own state, never a runner's): a reference whose work ran on one stream gets one-queue
 runners, where nothing can be serialised that was not already; any other (work on several streams,
 none seen, a profiler that failed) gets the judge's own setting, so that the candidate's context is
 the reference's. A candidate that runs library-stream ops where the reference runs none can only make
-itself slower in a one-queue runner (its extra streams serialised), never faster.
+itself slower in a one-queue runner (its extra streams serialised), never faster. The profile runs
+in the process that times the reference, so it tells Kineto to finalize CUPTI when it ends
+(``TEARDOWN_ENV``: a CUPTI left attached made the reference's launches slower and KernelBench's RNNs'
+lazy candidates 1.04 of eager's speed instead of 0.83) and a timing waits ``SETTLE_S`` after it.
 
 Spares are forked before their job is known: each gets the setting of the judge's last job
 (``predicted``). A spare of the judge's own setting serves any job (no bias, its start is paid); a
