@@ -20,10 +20,13 @@
 #   bash benchmarks/gpu_run.sh learning   # step (a) of docs/learning.md: judge what table.jsonl lacks of the design space
 #   bash benchmarks/gpu_run.sh rlbatch [DEVICES [SANDBOXES [QUEUES]]]   # 200 candidates (half failing) with timing (RL
 #        budget 0.1 s) and profiling, pool start included, SANDBOXES per GPU (default 4), QUEUES the runners' hardware
-#        work queues (PoolConfig.runner_work_queues; default the driver's; 1 for cheaper starts); DEVICES e.g. cuda:0,1 for two GPUs,
+#        work queues (PoolConfig.runner_work_queues: every runner that many; default per problem, one where its reference ran on
+#        one stream, else the judge's setting; runners' counts in the sums runner_one_queue, runner_unfit_spare); DEVICES e.g. cuda:0,1 for two GPUs,
 #        "" for all; the result is named after them, e.g. rl_batch_cuda-0-1_4.json)
 #   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
 #        setting (benchmarks/cuda_context.py; about a minute)
+#   bash benchmarks/gpu_run.sh cupti      # a process's launches after one torch.profiler run, by TEARDOWN_CUPTI
+#        (benchmarks/cupti_after_profile.py: the judge's reference profile must leave nothing; about 40 s)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
 #        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
@@ -32,8 +35,8 @@
 #        baseline are compiled in the judge; the summary is written even when a step runs out of time
 set -u
 case "${1:-}" in
-  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context" >&2; exit 2 ;;
+  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -90,6 +93,9 @@ case "${1:-}" in
   context)
     timeout 300 python3 benchmarks/cuda_context.py --concurrency 1 4 --repeats 2 --out "$OUT/cuda_context.json" 2>&1 \
       | tail -8 ;;
+  cupti)
+    timeout 120 python3 benchmarks/cupti_after_profile.py --out "$OUT/cupti_after_profile.json" 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tail -4 ;;
   landlock)
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;

@@ -161,13 +161,15 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def timing_precision(results: list) -> dict:
-    """How precise the timed candidates' speedups were: the stop reasons, the repetitions, and the 95%
-    interval's half-width over the speedup (median, 90th percentile rounded down, largest)."""
+    """How precise the timed candidates' speedups were: the stop reasons, the repetitions, the 95%
+    interval's half-width over the speedup (median, 90th percentile rounded down, largest), and the
+    speedups themselves (median, 10th and 90th percentiles: the same solutions in every run)."""
     timed = [r for r in results if r.timing is not None]
     widths = sorted((r.timing.speedup_ci[1] - r.timing.speedup_ci[0]) / (2 * r.speedup)
                     for r in timed if r.speedup)  # fmt: skip
     if not widths:
         return {"timed": len(timed)}
+    speedups = sorted(r.speedup for r in timed if r.speedup)  # the correct kinds' own solutions: compare runs
     return {
         "timed": len(timed),
         "with_speedup": len(widths),
@@ -177,6 +179,8 @@ def timing_precision(results: list) -> dict:
         "contended_reps": sum(r.timing.contended_reps for r in timed),
         "ci_half_width": {"median": round(statistics.median(widths), 4),
                           "p90": round(widths[int(0.9 * (len(widths) - 1))], 4), "max": round(widths[-1], 4)},
+        "speedup": {"median": round(statistics.median(speedups), 4), "p10": round(speedups[len(speedups) // 10], 4),
+                    "p90": round(speedups[int(0.9 * (len(speedups) - 1))], 4)},
     }  # fmt: skip
 
 
@@ -191,7 +195,8 @@ def main() -> None:
         "--runner-work-queues",
         type=int,
         default=None,
-        help="PoolConfig.runner_work_queues (1: cheaper runner starts; default: the driver's)",
+        help="PoolConfig.runner_work_queues (every runner that many; default: one queue where the problem's "
+        "reference ran on one stream, else the judge's setting)",
     )
     parser.add_argument("--timing-budget", type=float, default=0.1,
                         help="seconds of timing per candidate (an RL batch's; BENCHMARKS.md)")  # fmt: skip

@@ -36,13 +36,14 @@ class PoolConfig:
         default=MAX_ATTEMPTS,
     )
     runner_work_queues: int | None = documented(
-        "Hardware work queues of each GPU runner's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS; default: "
-        "the driver's, 8, as PyTorch runs). 1 makes a runner's context about three times cheaper to make "
-        "while several start at once (an RL batch on one H200: 0.43 s per candidate against 0.63), but "
-        "work a library op runs on streams of its own (cuDNN's RNNs, some convolutions) is serialised in "
-        "the candidate's process and not in the reference's: a candidate leaving such ops to PyTorch "
-        "measures slower than it is (KernelBench level 3's LSTMs and GRUs, PyTorch's own code: 0.58 of "
-        "eager's speed against 0.81). For batches whose problems' PyTorch ops run on one stream.",
+        "Hardware work queues of every GPU runner's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS), overriding "
+        "the judge's choice. By default each judge profiles a problem's reference once and gives its "
+        "candidates' runners one queue where the reference's GPU work ran on one stream (a context about three "
+        "times cheaper to make while several start at once: an RL batch on one H200, 0.43 s per candidate "
+        "against 0.63), else the judge's own setting, so that work a library op runs on streams of its own "
+        "(cuDNN's RNNs, some convolutions) is not serialised in the candidate's process alone (KernelBench "
+        "level 3's LSTMs and GRUs as PyTorch's own code measured 0.58 of eager's speed with one queue against "
+        "0.81). A number here gives every runner that many, whatever its problem runs.",
         default=None,
     )
 
@@ -79,7 +80,7 @@ def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
     per = config.sandboxes_per_device or 1
     env = {"TRITONGYM_JUDGES_PER_GPU": str(per)}  # each judge's memory budget is its GPU's / per
     if config.runner_work_queues is not None:
-        env["TRITONGYM_RUNNER_WORK_QUEUES"] = str(config.runner_work_queues)  # runners.runner_device_env
+        env["TRITONGYM_RUNNER_WORK_QUEUES"] = str(config.runner_work_queues)  # work_queues.OVERRIDE_ENV
     return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]} | env) for i in indices for _ in range(per)]
 
 

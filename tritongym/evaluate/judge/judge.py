@@ -54,13 +54,21 @@ from tritongym.evaluate.judge.runners import (
     RunnerHandle,
     RunnerLost,
     RunnerSupply,
-    runner_device_env,
 )
 from tritongym.evaluate.judge.second_size import SecondSize, second_size
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.judge.trials import TrialsOutcome, check_output, runner_failure
+from tritongym.evaluate.judge.work_queues import (
+    JUDGES_OWN,
+    OVERRIDE_ENV,
+    QueueChoice,
+    StreamWatch,
+    parse_override,
+    problem_key,
+    settle_s,
+)
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
 from tritongym.evaluate.result import Verdict
 from tritongym.evaluate.safe_json import json_safe
@@ -77,12 +85,13 @@ TAKE_COVER_S = 2.0
 
 def replenish(ctx: WorkerContext, wait: bool = True) -> None:
     """Fork the next job's runner ahead (if there is none), its start covered by this GPU's lock
-    held shared (speed.start_covered): its CUDA context is made while no judge times. Without
-    ``wait``, not now if another judge times (a later call forks it: the first trial's, under this
-    job's own shared hold, or the next job's import, which waits for the timing to end)."""
+    held shared (speed.start_covered): its CUDA context is made while no judge times, with the work
+    queues of the last job's problem (work_queues.QueueChoice.predicted). Without ``wait``, not now
+    if another judge times (a later call forks it: the first trial's, under this job's own shared
+    hold, or the next job's import, which waits for the timing to end)."""
 
     def start():
-        ctx.supply.replenish()
+        ctx.supply.replenish(ctx.queues.predicted)
         return ctx.supply.spare.sock if ctx.supply.spare is not None else None
 
     if ctx.supply.spare is None:
@@ -170,6 +179,9 @@ class WorkerContext:
     """Whether NVML names this judge's processes by their pids here (no PID namespace between them):
     then a runner's GPU memory is read while it runs and bounded (RunnerHandle.check_gpu); else it is
     measured only when the judge's own allocation fails, by what the runner's end gives back."""
+    queues: QueueChoice = field(default_factory=lambda: QueueChoice(JUDGES_OWN))
+    """The work queues of runners' CUDA contexts, per problem on a GPU (work_queues.py: the judge's own
+    state); the judge's own setting for every runner by default, and on the CPU."""
 
 
 class Channel:
@@ -211,6 +223,8 @@ class JobState:
     output_strides: list = field(default_factory=list)
     """Each output tensor's strides in the last trial, as the runner reported them (its word: the
     timing's output slots take a dense one, speed.slot_specs)."""
+    queues: int = 0
+    """The work queues its runner's CUDA context needs (work_queues.py), once the reference ran."""
     host_read: tuple[int, int] | None = None
     """(bytes of device memory forward copied to the host, its inputs' bytes) of the first trial whose
     copies reached ``HOST_READ_SHARE`` of its inputs (``host_read``; the runner's count), else None."""
@@ -596,7 +610,15 @@ def evaluate(state: JobState) -> dict:
             torch.manual_seed(secrets.randbits(63))
             reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
                                   float64=job.tolerance == "float64")  # fmt: skip
-            trial = reference.trial(secrets.randbits(63))
+            key = problem_key(job.problem_source, job.entry_point)
+            if ctx.device.type == "cuda" and not ctx.queues.known(key):  # once per problem: on how many streams?
+                watch = StreamWatch(ctx.device)
+                trial = reference.trial(secrets.randbits(63), watch)
+                ctx.queues.decide(key, watch.streams)
+                state.stages["reference_streams"] = len(watch.streams) if watch.streams is not None else -1
+            else:
+                trial = reference.trial(secrets.randbits(63))
+            state.queues = ctx.queues.for_problem(key)
         if job.resized_source and ctx.device.type == "cpu":  # shrunk for the interpreter: one size is not enough
             with state.timed("reference_second_size"):
                 float64 = job.tolerance == "float64"
@@ -641,15 +663,22 @@ def judge_candidate(
         # ends), and the spare's cover ends before take reads its Hello (a spare still starting gets a
         # moment more under it; take itself gives up a stopped one at once)
         waited = time.perf_counter()
+        ctx.queues.predicted = state.queues  # the spare forked next (this job's too, where it needs one)
+        unfit = ctx.supply.unfit_spare(state.queues)  # one queue, for a problem with work on several streams
+        if unfit is not None:
+            end_covered(ctx.gpu_lock, lambda: (unfit.kill(), lambda timeout_s: gone(unfit.pid, timeout_s))[1])
+            state.stages["runner_unfit_spare"] = 1
         replenish(ctx)
         settle(ctx.gpu_lock, block=True, timeout_s=TAKE_COVER_S)
         try:
-            state.runner = ctx.supply.take(state.deadline)
+            state.runner = ctx.supply.take(state.deadline, queues=state.queues)
         except RunnerLost as exc:
             raise Failure(Verdict.INFRASTRUCTURE_ERROR, f"No runner could be started: {exc}.") from None
         # of the import, the wait for its runner (a spare still starting, or none: forked now) and how its start went
         state.stages["runner_wait"] = round(time.perf_counter() - waited, 4)
         state.stages |= state.runner.start_seconds
+        if ctx.device.type == "cuda":  # 1 where its CUDA context has one work queue (work_queues.py)
+            state.stages["runner_one_queue"] = int(state.runner.queues == 1)
         replenish(ctx, wait=False)  # the next job's runner warms up (its CUDA context) while this one runs
         workdir = state.runner.directory  # the runner's own, the only one it may write in (landlock.py)
         candidate = workdir / Path(job.candidate_path).name
@@ -692,6 +721,10 @@ def judge_candidate(
         from tritongym.evaluate.judge.speed import speed_and_coverage
 
         trial = None  # timing and profiling draw input sets of their own: the trial's memory is the batch's
+        wait = settle_s(ctx.queues.profile_ended, time.monotonic())  # CUPTI gone from the judge (work_queues.py)
+        if wait > 0:
+            time.sleep(wait)
+            state.stages["cupti_settle"] = round(wait, 4)
         measured = speed_and_coverage(state, reference)
         # the runner's profile against the text and the judge's clock (where its timing is trusted)
         check_profile(state.kernels, measured if measured.get("speedup") is not None else
@@ -855,7 +888,6 @@ def main() -> None:
                   "TRITONGYM_RUNNERS_HOME": str(home)}  # fmt: skip
     launchers = LauncherStore(init.get("launcher_store", ""), init["device"], dict(os.environ))
     runner_env |= launchers.runner_env  # runners read Triton's C modules from the store and never write it
-    runner_env |= runner_device_env(init["device"], os.environ.get("TRITONGYM_RUNNER_WORK_QUEUES"))
     jobs = home / "jobs"  # each runner's directory (its job's): nothing of the judge's is beneath
     jobs.mkdir(mode=0o711)
     supply = RunnerSupply(init["device"], dict(os.environ) | runner_env, str(home), jobs)
@@ -866,7 +898,9 @@ def main() -> None:
             os.chown(path, uid, uid)
     supply.launch()
     startup.part("imports")
-    ctx_args = {"channel": channel, "supply": supply, "home": home, "launchers": launchers}
+    override = parse_override(os.environ.get(OVERRIDE_ENV)) if init["device"] != "cpu" else JUDGES_OWN
+    queues = QueueChoice(override)  # decided per problem on a GPU, unless the pool set a number
+    ctx_args = {"channel": channel, "supply": supply, "home": home, "launchers": launchers, "queues": queues}
     ctx = warm_up(init["device"], init["lock_dir"], ctx_args, startup)
     launchers.wait_ready()  # cuda_utils is in the store before the first runner is forked
     supply.zygote.wait_started()

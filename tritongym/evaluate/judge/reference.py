@@ -4,6 +4,7 @@ and dropped once judged, so one trial's tensors at most are held (memory.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import secrets
@@ -146,15 +147,17 @@ class Reference:
             raise self._broken(exc) from exc
         return map_tensors(inputs, lambda t: t.to(self.device))
 
-    def trial(self, seed: int) -> Trial:
+    def trial(self, seed: int, watch: contextlib.AbstractContextManager | None = None) -> Trial:
         """One trial: fresh inputs, the reference's output on a copy of them, and its float64 output.
-        The inputs after the forward are kept apart only where the reference changed them in place."""
+        The inputs after the forward are kept apart only where the reference changed them in place.
+        ``watch``: a context manager around the native forward alone (work_queues.StreamWatch)."""
         inputs = self.inputs(seed)
         try:
             with torch.no_grad():
                 given = clone(inputs)
                 before = _versions(given)
-                out = self.model(*given)
+                with watch or contextlib.nullcontext():
+                    out = self.model(*given)
                 alias = aliasing(out, given, self.model) or ""
                 out = detach(clone(out) if alias else out)
                 after = given if _versions(given) != before else inputs

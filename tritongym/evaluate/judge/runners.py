@@ -20,23 +20,13 @@ from pathlib import Path
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.gpu_memory import tree_gpu_bytes
 from tritongym.evaluate.judge.reaping import kill_trees, kill_user, runner_uids
+from tritongym.evaluate.judge.work_queues import fits
 from tritongym.evaluate.judge.zygote import EVENT, REQUEST, runners_unprivileged
 
 
 def _cuda_initialized() -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and torch.cuda.is_initialized()
-
-
-def runner_device_env(device: str, work_queues: str | None) -> dict[str, str]:
-    """Environment of a GPU runner's CUDA context (none on the CPU): ``work_queues`` hardware work
-    queues where the pool asks for a number (``PoolConfig.runner_work_queues``, passed to the judge as
-    ``TRITONGYM_RUNNER_WORK_QUEUES``), else the driver's default. One queue makes the context about
-    a third as costly to make while several runners start at once (H200: 0.14 s against 0.39 s with
-    four at once; benchmarks/cuda_context.py); a candidate's own work runs on the stream it was called
-    on, which one queue serves as eight do, but work a library runs on streams of its own is
-    serialised there and not in the judge's context, where the reference is timed as PyTorch runs it."""
-    return {} if device == "cpu" or not work_queues else {"CUDA_DEVICE_MAX_CONNECTIONS": str(int(work_queues))}
 
 
 START_TIMEOUT_S = 300.0
@@ -396,7 +386,7 @@ class Zygote:
 
     def _send_warm(self) -> None:
         with contextlib.suppress(OSError):  # a zygote gone is found out, and replaced, at the next fork
-            self.control.sendall(REQUEST.pack(b"w", self.capability))
+            self.control.sendall(REQUEST.pack(b"w", self.capability, 0))
 
     def _event(self, deadline: float) -> tuple[bytes, int, int]:
         data = b""
@@ -413,14 +403,15 @@ class Zygote:
             self.statuses[pid] = status
         return kind, pid, status
 
-    def fork(self, fds: list[int], uid: int) -> tuple[int, int]:
+    def fork(self, fds: list[int], uid: int, queues: int = 0) -> tuple[int, int]:
         """A new runner's pid and its compiler helper's (0: none, a CPU runner's); its descriptors (socket,
         stdout, stderr and its directory) are passed to the zygote, which forks it to run as ``uid`` (0:
-        the zygote's own user)."""
+        the zygote's own user), its CUDA context with ``queues`` hardware work queues (0: the zygote's
+        environment's, the judge's; work_queues.py)."""
         if not self.alive:
             self.start()
         try:
-            socket.send_fds(self.control, [REQUEST.pack(b"f", uid)], fds)
+            socket.send_fds(self.control, [REQUEST.pack(b"f", uid, queues)], fds)
         except OSError as exc:
             raise RunnerLost(f"the zygote is gone ({exc})") from None
         deadline = time.monotonic() + 30.0
@@ -452,8 +443,10 @@ class RunnerHandle:
     """One runner as the judge sees it, and its directory: the only one it may write in (landlock.py),
     its job's when it gets one, removed when it is killed."""
 
-    def __init__(self, zygote: Zygote, jobs: Path, uid: int = 0):
+    def __init__(self, zygote: Zygote, jobs: Path, uid: int = 0, queues: int = 0):
         self.zygote, self.uid = zygote, uid
+        self.queues = queues
+        """The hardware work queues of its CUDA context (work_queues.py; 0: the judge's setting)."""
         self.directory = Path(tempfile.mkdtemp(prefix="runner-", dir=jobs))
         if uid:
             os.chown(self.directory, uid, uid)
@@ -466,7 +459,7 @@ class RunnerHandle:
         self.start_seconds: dict[str, float] = {}
         """Its start split in parts, once it said Hello (``start_parts``)."""
         try:
-            self.pid, helper = zygote.fork([theirs.fileno(), out_w, err_w, directory], uid)
+            self.pid, helper = zygote.fork([theirs.fileno(), out_w, err_w, directory], uid, queues)
         except BaseException:
             self._remove_directory()
             raise
@@ -659,23 +652,34 @@ class RunnerSupply:
         self.zygote.wait_started()
         self.replenish()
 
-    def replenish(self) -> None:
+    def replenish(self, queues: int = 0) -> None:
+        """Fork a spare (if there is none) whose CUDA context gets ``queues`` work queues."""
         if self.spare is None:
             with contextlib.suppress(RunnerLost):
-                self.spare = RunnerHandle(self.zygote, self.jobs, self._other(self.taken_uid))
+                self.spare = RunnerHandle(self.zygote, self.jobs, self._other(self.taken_uid), queues)
                 self.forks += 1
 
-    def take(self, deadline: float, attempts: int = 3) -> RunnerHandle:
-        """A runner that said Hello and answers a ping. Raises RunnerLost after ``attempts``
-        failures (a spare that fails is replaced by a fresh runner of the same user, once every
-        process of that user is gone)."""
+    def unfit_spare(self, queues: int) -> RunnerHandle | None:
+        """The spare, given up by the supply, where it may not run a job that needs ``queues`` work
+        queues (work_queues.fits); the caller kills it. None where it may, or there is none."""
+        spare = self.spare
+        if spare is None or fits(spare.queues, queues):
+            return None
+        self.spare = None
+        return spare
+
+    def take(self, deadline: float, attempts: int = 3, queues: int = 0) -> RunnerHandle:
+        """A runner that said Hello and answers a ping: the spare, else one forked now with ``queues``
+        work queues (the caller let go a spare that does not fit: ``unfit_spare``). Raises RunnerLost
+        after ``attempts`` failures (a spare that fails is replaced by a fresh runner of the same
+        user, once every process of that user is gone)."""
         why = ""
         uid = self._other(self.taken_uid)
         for _ in range(attempts):
             runner, self.spare = self.spare, None
             try:
                 if runner is None:
-                    runner = RunnerHandle(self.zygote, self.jobs, uid)
+                    runner = RunnerHandle(self.zygote, self.jobs, uid, queues)
                     self.forks += 1
                 uid = runner.uid
                 runner.wait_ready(deadline)

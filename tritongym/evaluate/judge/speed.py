@@ -637,13 +637,19 @@ class Bench:
         self.late = 0
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
+        self.inputs_s = 0.0
+        """Seconds spent making fresh input sets so far (``fresh_inputs``: the host's part, the GPU's runs
+        behind it)."""
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
                            events), (p.Loaded,))  # fmt: skip
 
     def fresh_inputs(self) -> list[list]:
         """``count`` input sets from new secret seeds, each as the problem makes it."""
-        return [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
+        began = time.perf_counter()
+        sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
+        self.inputs_s += time.perf_counter() - began
+        return sets
 
     def _open(self, kind: str, sets: list[list] | None) -> list:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
@@ -1099,6 +1105,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
     bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
     warming, untimed, grown = time.perf_counter(), bench.untimed, 0
+    inputs_s = bench.inputs_s = 0.0  # the exclusive part's alone
     first = warm_up(bench, model)
     untimed = bench.untimed - untimed
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
@@ -1106,6 +1113,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                     max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
         wanted = grown_count(first, count, ctx.hand_off_s, limit)
         if wanted > count:
+            inputs_s += bench.inputs_s
             bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
             count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
             bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
@@ -1138,6 +1146,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
         elif spent >= ceiling:
             stopped = "ceiling"
     state.stages["timing_measured_reps"] = n
+    state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
 
 

@@ -37,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 from tritongym.evaluate import numerics
-from tritongym.evaluate.judge import compiler_helper
+from tritongym.evaluate.judge import compiler_helper, work_queues
 from tritongym.evaluate.judge.reaping import kill_trees
 
 PR_SET_PDEATHSIG = 1
@@ -47,10 +47,11 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 CAPABILITY_VERSION_3 = 0x20080522
 EVENT = struct.Struct("<cii")
-REQUEST = struct.Struct("<cI")
-"""A fork request: ``f`` and the user id the runner runs as (0: the zygote's own), with the runner's
-four descriptors; or ``w`` and a CUDA compute capability (e.g. 90), without descriptors: warm Triton's
-compiler for that target (compiler_warmth.py)."""
+REQUEST = struct.Struct("<cIH")
+"""A fork request: ``f``, the user id the runner runs as (0: the zygote's own) and the hardware work
+queues of its CUDA context (work_queues.py; 0: the zygote's environment, the judge's), with the runner's
+four descriptors; or ``w``, a CUDA compute capability (e.g. 90) and 0, without descriptors: warm
+Triton's compiler for that target (compiler_warmth.py)."""
 
 FILE_SIZE_LIMIT = 256 << 20
 
@@ -130,9 +131,18 @@ def isolate_network(device: str) -> None:
 
 
 def _become_runner(
-    sock_fd: int, out_fd: int, err_fd: int, dir_fd: int, zygote: int, device: str, uid: int, tools_fd: int | None
+    sock_fd: int,
+    out_fd: int,
+    err_fd: int,
+    dir_fd: int,
+    zygote: int,
+    device: str,
+    uid: int,
+    tools_fd: int | None,
+    queues: int = 0,
 ) -> None:
     directory = os.readlink(f"/proc/self/fd/{dir_fd}")  # the judge made it: its path, not a runner's word
+    os.environ.update(work_queues.runner_env(queues, device))  # before its CUDA context exists (runner.serve)
     os.setsid()
     isolate_network(device)
     drop_privileges(uid)
@@ -310,7 +320,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
             for fd in fds:
                 os.close(fd)
             continue
-        uid = REQUEST.unpack(message)[1]
+        _, uid, queues = REQUEST.unpack(message)
         helper, tools_sock = None, None
         if device != "cpu":  # its runner creates no process: the helper runs Triton's assembler for it
             helper, tools_sock = compiler_helper.start(fds[3], me, tools, log_fd=fds[2])
@@ -319,7 +329,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
             try:
                 control.close()
                 tools_fd = None if tools_sock is None else tools_sock.fileno()
-                _become_runner(*fds, zygote=me, device=device, uid=uid, tools_fd=tools_fd)
+                _become_runner(*fds, zygote=me, device=device, uid=uid, tools_fd=tools_fd, queues=queues)
             finally:
                 os._exit(71)
         for fd in fds:
