@@ -25,11 +25,13 @@
 #   bash benchmarks/gpu_run.sh context    # what a runner's CUDA context is made of, alone and four at once, by driver
 #        setting (benchmarks/cuda_context.py; about a minute)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
-#   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
-#        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
-#        (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against eager);
-#        about 15 problems fit one call (IDS 1-15, 16-30, ...): each candidate and its torch.compile
-#        baseline are compiled in the judge; the summary is written even when a step runs out of time
+#   bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]   # Inductor's solutions of KernelBench levels LEVELS
+#        (e.g. 1 or 1,3; problems from $KB_ROOT/levelN, default build/KernelBench, carried in build/) judged
+#        against --baseline compile (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against
+#        eager); the levels share one deadline ($KB_SECONDS, default 545 s): chunk after chunk is judged while the
+#        rest compiles, each chunk with as many judges per GPU as its problems' memory allows, and a chunk that
+#        would not end in time is cut; every finished chunk's summary is written, and the runs go back as one
+#        archive. $KB_STATE: a directory holding an earlier call's runs (its archive extracted), resumed there
 set -u
 case "${1:-}" in
   tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
@@ -94,13 +96,21 @@ case "${1:-}" in
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;
   kernelbench)
-    LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]}
+    LEVELS=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]}
     IDS=${3:-}
     CANDIDATE=${4:-inductor}
-    RUN="$OUT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
-    timeout 570 python3 benchmarks/kernelbench_inductor.py --problems "build/KernelBench/level$LEVEL" \
-      ${IDS:+--ids "$IDS"} --candidate "$CANDIDATE" --out "$RUN" --jobs 16 \
-      --generate-timeout 150 --bench-timeout 390 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60
-    # the device tool brings back a limited number of files: the solutions and plots go as one archive
-    tar czf "$RUN/files.tgz" -C "$RUN" solutions run && rm -rf "$RUN/solutions" "$RUN/run" ;;
+    ROOT=${KB_STATE:-$OUT}
+    mkdir -p "$ROOT"
+    END=$(( $(date +%s) + ${KB_SECONDS:-545} ))
+    for LEVEL in ${LEVELS//,/ }; do
+      NAME="kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
+      LEFT=$(( END - $(date +%s) ))
+      if [ "$LEFT" -lt 60 ]; then echo "level $LEVEL: not started ($LEFT s left)"; continue; fi
+      timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "${KB_ROOT:-build/KernelBench}/level$LEVEL" \
+        ${IDS:+--ids "$IDS"} --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" 2>&1 \
+        | grep -v -e UserWarning -e _warn_once | tail -60
+      cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$LEVEL.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$LEVEL.md"
+    done
+    # the device tool brings back a limited number of files: the solutions, chunks and plots go as one archive
+    (cd "$ROOT" && tar czf "$OUT/kernelbench_${CANDIDATE}_files.tgz" kernelbench_${CANDIDATE}_l*) ;;
 esac

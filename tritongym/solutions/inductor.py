@@ -353,13 +353,16 @@ def generate(
     on_done: Callable[[Outcome], None] | None = None,
     refused: Iterable[Outcome] = (),
     resume: bool = False,
+    memory_share: float | None = None,
 ) -> list[Outcome]:
     """Write ``out/<name>.py`` for every problem Inductor can make a standalone solution of, ``jobs``
     compilations at once, and ``out/summary.json``, rewritten as each problem is done (the ``refused``
     problems first: those that could not be prepared). Problems that ran out of memory while others
     compiled beside them are tried again one at a time. With ``resume``, problems the summary already
-    has an outcome for (other than running out of memory) are not compiled again. Returns the outcomes,
-    refused ones included, in the problems' order."""
+    has an outcome for (other than running out of memory) are not compiled again. ``memory_share``
+    is the share of the GPU's free memory the compilations may hold at once (default
+    :data:`BUDGET_SHARE`; less where a judge shares the GPU meanwhile). Returns the outcomes, refused
+    ones included, in the problems' order."""
     out.mkdir(parents=True, exist_ok=True)
     refused = list(refused)
     outcomes: dict[str, Outcome] = {}
@@ -368,7 +371,7 @@ def generate(
         outcomes = {o.problem: o for o in earlier if not _oom(o)}
     names = {p.name for p in problems}
     lock = threading.Lock()
-    memory = _DeviceMemory(device)
+    memory = _DeviceMemory(device, BUDGET_SHARE if memory_share is None else memory_share)
 
     def save() -> list[Outcome]:
         ordered = [*refused, *(outcomes[p.name] for p in problems if p.name in outcomes)]
@@ -419,12 +422,12 @@ class _DeviceMemory:
     holds its problem's input bytes (read statically from ``get_inputs()``, as float32) plus
     :data:`CHILD_OVERHEAD_BYTES`. A problem larger than the budget runs alone. On the CPU, no limit."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, share: float = BUDGET_SHARE):
         self.budget = None
         if device.startswith("cuda"):
             import torch
 
-            self.budget = int(torch.cuda.mem_get_info()[0] * BUDGET_SHARE)
+            self.budget = int(torch.cuda.mem_get_info()[0] * share)
         self.held = 0
         self._condition = threading.Condition()
 
