@@ -361,12 +361,13 @@ beside them, with a problem of up to 16 GiB of inputs."""
 
 
 def _gpu_bytes(device: str) -> int | None:
-    """The GPU's memory (what a judge's share is taken of); None on the CPU."""
+    """The GPU's memory (what a judge's share is taken of; read without making a CUDA context, which
+    would hold memory for this process's life); None on the CPU."""
     if not device.startswith("cuda"):
         return None
     import torch
 
-    return torch.cuda.mem_get_info()[1]
+    return torch.cuda.get_device_properties(0).total_memory
 
 
 def baseline(candidate: str) -> str:
