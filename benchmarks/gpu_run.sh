@@ -26,12 +26,14 @@
 #        setting (benchmarks/cuda_context.py; about a minute)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]   # Inductor's solutions of KernelBench levels LEVELS
-#        (e.g. 1 or 1,3; problems from $KB_ROOT/levelN, default build/KernelBench, carried in build/) judged
-#        against --baseline compile (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against
-#        eager); the levels share one deadline ($KB_SECONDS, default 545 s): chunk after chunk is judged while the
-#        rest compiles, each chunk with as many judges per GPU as its problems' memory allows, and a chunk that
-#        would not end in time is cut; every finished chunk's summary is written, and the runs go back as one
-#        archive. $KB_STATE: a directory holding an earlier call's runs (its archive extracted), resumed there
+#        (1, or 1,3, or 1:280,3 where LEVEL:SECONDS caps a level; problems from $KB_ROOT/levelN, default
+#        build/KernelBench, carried in build/) judged against --baseline compile (with `lazy`: each problem's own
+#        PyTorch plus a trivial Triton launch, against eager). The levels share one deadline ($KB_SECONDS, default
+#        545 s): chunk after chunk is judged while the rest compiles (the later levels' solutions compile from the
+#        start, beside the first level's judges), each chunk with as many judges per GPU as its problems' memory
+#        allows, and a chunk that would not end in time is cut; every finished chunk's summary is written, and the
+#        runs go back as one archive. $KB_STATE: a directory holding an earlier call's runs (its archive
+#        extracted), resumed there (the same command goes on where the last one stopped)
 set -u
 case "${1:-}" in
   tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
@@ -100,17 +102,30 @@ case "${1:-}" in
     IDS=${3:-}
     CANDIDATE=${4:-inductor}
     ROOT=${KB_STATE:-$OUT}
+    KB=${KB_ROOT:-build/KernelBench}
     mkdir -p "$ROOT"
     END=$(( $(date +%s) + ${KB_SECONDS:-545} ))
-    for LEVEL in ${LEVELS//,/ }; do
+    SPECS=(${LEVELS//,/ })
+    GENERATING=()
+    for SPEC in "${SPECS[@]:1}"; do  # the later levels compile from the start, beside the first one's judges
+      LEVEL=${SPEC%%:*}
+      timeout "${KB_SECONDS:-545}" python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
+        --candidate "$CANDIDATE" --out "$ROOT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}" --jobs 6 --step generate \
+        > "$ROOT/generate_l$LEVEL.log" 2>&1 &
+      GENERATING+=("$LEVEL:$!")
+    done
+    for SPEC in "${SPECS[@]}"; do
+      LEVEL=${SPEC%%:*}
       NAME="kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
+      for G in "${GENERATING[@]}"; do [ "${G%%:*}" = "$LEVEL" ] && wait "${G#*:}"; done
       LEFT=$(( END - $(date +%s) ))
+      if [ "$SPEC" != "$LEVEL" ] && [ "${SPEC#*:}" -lt "$LEFT" ]; then LEFT=${SPEC#*:}; fi  # LEVEL:SECONDS caps a level
       if [ "$LEFT" -lt 60 ]; then echo "level $LEVEL: not started ($LEFT s left)"; continue; fi
-      timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "${KB_ROOT:-build/KernelBench}/level$LEVEL" \
-        ${IDS:+--ids "$IDS"} --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" 2>&1 \
+      timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
+        --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" 2>&1 \
         | grep -v -e UserWarning -e _warn_once | tail -60
       cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$LEVEL.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$LEVEL.md"
     done
     # the device tool brings back a limited number of files: the solutions, chunks and plots go as one archive
-    (cd "$ROOT" && tar czf "$OUT/kernelbench_${CANDIDATE}_files.tgz" kernelbench_${CANDIDATE}_l*) ;;
+    (cd "$ROOT" && tar czf "$OUT/kernelbench_${CANDIDATE}_files.tgz" kernelbench_${CANDIDATE}_l* generate_l*.log 2>/dev/null) ;;
 esac

@@ -269,19 +269,23 @@ def _input_bytes(problem: Any) -> int:
         return 0
 
 
-def judges_per_gpu(input_bytes: int, total: int, most: int) -> int:
-    """Judges (sandboxes) per GPU of ``total`` bytes for a problem of ``input_bytes`` input bytes (its
-    output taken as large): the largest of ``most``, ``most // 2``, ... 1 whose share of the GPU holds
-    the job (judge and runner, ``memory.job_bytes``) and whose answer limit keeps its trials' answers
-    on the GPU (``memory.answer_limit``). More judges than that would send a 4 GiB problem's answers
-    through host copies (10 s a trial) and run it alone on the GPU anyway, the others waiting."""
+def judges_per_gpu(input_bytes: int, total: int, most: int, output_bytes: int | None = None, params: int = 0) -> int:
+    """Judges (sandboxes) per GPU of ``total`` bytes for a problem of ``input_bytes`` input bytes,
+    ``output_bytes`` of output (unknown: taken as large as the inputs) and ``params`` bytes of model
+    state: the largest of ``most``, ``most // 2``, ... 1 whose share of the GPU holds the job (judge
+    and runner, ``memory.job_bytes``) and whose answer limit keeps its trials' answers on the GPU
+    (``memory.answer_limit``). More judges than that would send a 4 GiB problem's answers through
+    host copies (10 s a trial), and put judges beside a job the GPU cannot hold twice: the judge
+    knows a job's size only after its first trial, and the others' float64 references go to the
+    host (a convolution's: minutes) when the device is full."""
     from tritongym.evaluate.judge.memory import Footprint, answer_limit, job_bytes
 
-    footprint = Footprint(inputs=input_bytes, outputs=input_bytes, params=0, float64=True)
+    outputs = input_bytes if output_bytes is None else output_bytes
+    footprint = Footprint(inputs=input_bytes, outputs=outputs, params=params, float64=True)
     judges = max(1, most)
     while judges > 1:
         limit = answer_limit(total, judges)
-        if 2 * input_bytes <= limit and job_bytes(footprint, limit) <= total // judges:
+        if input_bytes + outputs <= limit and job_bytes(footprint, limit) <= total // judges:
             break
         judges //= 2
     return judges
@@ -298,20 +302,29 @@ def plan_order(problems: list, total: int | None, most: int) -> list[tuple[str, 
 
 
 def next_chunk(
-    order: list[tuple[str, int]], outcomes: dict[str, str], taken: set[str], size: int, final: bool, patient: bool
+    order: list[tuple[str, int]],
+    outcomes: dict[str, str],
+    taken: set[str],
+    size: int,
+    final: bool,
+    patient: bool,
+    current: int = 0,
 ) -> tuple[str, list[str], int]:
     """What the bench step does next: ``("run", names, judges)`` (up to ``size`` problems with a
-    solution, all of one judges-per-GPU class, the first class in ``order`` with a problem left),
-    ``("wait", [], 0)`` (their class has fewer than ``size`` ready and more still compiling, and
-    ``patient``) or ``("done", [], 0)``. ``outcomes``: the generation's status per problem so far
-    (``written`` or ``skipped``); ``taken``: problems in a chunk already; ``final``: the generation
-    is over (a problem without an outcome then never gets one)."""
+    solution, all of one judges-per-GPU class: the ``current`` pool's while it has one ready, else the
+    first class in ``order`` with a problem left), ``("wait", [], 0)`` (that class has fewer than
+    ``size`` ready and more still compiling, and ``patient``) or ``("done", [], 0)``. ``outcomes``:
+    the generation's status per problem so far (``written`` or ``skipped``); ``taken``: problems in a
+    chunk already; ``final``: the generation is over (a problem without an outcome then never gets
+    one)."""
     left = [(n, j) for n, j in order if n not in taken and outcomes.get(n) != "skipped"]
     if final:
         left = [(n, j) for n, j in left if n in outcomes]
     if not left:
         return "done", [], 0
     judges = left[0][1]
+    if any(j == current and outcomes.get(n) == "written" for n, j in left):
+        judges = current  # a pool of another size costs a restart (its judges' start, Inductor's warm-up)
     ready = [n for n, j in left if j == judges and outcomes.get(n) == "written"]
     compiling = any(j == judges and n not in outcomes for n, j in left)
     if len(ready) >= size or (ready and (not compiling or not patient)):
@@ -384,14 +397,28 @@ WAIT_S = 20.0
 """Longest the bench step waits for more of a class's problems to compile before judging those ready."""
 
 
-def _generation(out: Path) -> tuple[dict[str, str], bool]:
-    """The generation's outcomes so far (problem -> written/skipped), and whether it is over."""
+def _generation(out: Path) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The generation's outcomes so far (problem -> its row: status, sizes), and whether it is over."""
     over = (out / GENERATION_DONE).exists()
     try:
         rows = json.loads((out / "solutions" / "summary.json").read_text())["problems"]
     except (OSError, ValueError, KeyError):  # not written yet, or caught while being rewritten
         return {}, over
-    return {r["problem"]: r["status"] for r in rows}, over
+    return {r["problem"]: r for r in rows}, over
+
+
+def sized_order(order: list[tuple[str, int]], rows: dict[str, dict[str, Any]], total: int | None, most: int):
+    """``order`` with each compiled problem's judges per GPU from its measured sizes (its inputs, its
+    outputs and its model's state as the generation found them) instead of the static estimate."""
+    if not total:
+        return order
+    sized = []
+    for name, judges in order:
+        row = rows.get(name) or {}
+        if row.get("output_bytes"):
+            judges = judges_per_gpu(row["input_bytes"], total, most, row["output_bytes"], row.get("param_bytes", 0))
+        sized.append((name, judges))
+    return sized
 
 
 def _load_chunks(out: Path) -> dict[str, Any]:
@@ -414,7 +441,8 @@ def bench_step(args: argparse.Namespace) -> None:
 
     deadline = args.deadline_at or float("inf")
     problems = pick_problems(args.problems, ids=args.ids)
-    order = plan_order(problems, _gpu_bytes(args.device), args.sandboxes)
+    total = _gpu_bytes(args.device)
+    order = plan_order(problems, total, args.sandboxes)
     state = _load_chunks(args.out)
     cost: dict[int, float] = {}
     env, env_judges, waited = None, 0, 0.0
@@ -424,9 +452,13 @@ def bench_step(args: argparse.Namespace) -> None:
             if unfinished:
                 chunk = unfinished[0]
             else:
-                outcomes, over = _generation(args.out)
+                rows, over = _generation(args.out)
+                outcomes = {n: r["status"] for n, r in rows.items()}
                 taken = {n for c in state["chunks"] for n in c["problems"]}
-                action, names, judges = next_chunk(order, outcomes, taken, args.chunk, over, waited < WAIT_S)
+                sized = sized_order(order, rows, total, args.sandboxes)
+                action, names, judges = next_chunk(
+                    sized, outcomes, taken, args.chunk, over, waited < WAIT_S, env_judges if env else 0
+                )
                 if action == "done":
                     break
                 if action == "wait":
@@ -549,7 +581,7 @@ def main() -> None:
         (args.out / GENERATION_DONE).touch()
     bench = _start([*step, "--step", "bench", "--deadline-at", str(deadline_at)])  # judges what is written
     if generation is not None:
-        _finish(generation, min(args.generate_timeout, limit))
+        _finish(generation, limit if args.deadline is not None else args.generate_timeout)
         timings["generate_s"] += time.monotonic() - started
         (args.out / GENERATION_DONE).touch()
     _finish(bench, deadline_at - time.time())
@@ -565,9 +597,9 @@ def write_summary(args: argparse.Namespace, timings: dict[str, Any]) -> str:
     state = _load_chunks(args.out)
     runs = [args.out / "chunks" / c["name"] for c in state["chunks"]]
     summary = summarize(args.out / "solutions", runs, timings["generate_s"], timings["bench_s"])
-    outcomes, _ = _generation(args.out)
+    rows, _ = _generation(args.out)
     judged = {r["problem"] for r in read_trajectories(runs)}
-    summary["not_reached"] = sorted((n for n, status in outcomes.items() if status == "written" and n not in judged),
+    summary["not_reached"] = sorted((n for n, r in rows.items() if r["status"] == "written" and n not in judged),
                                     key=lambda n: (len(n), n))  # fmt: skip
     summary["chunks"] = state["chunks"]
     judged_wall = sum(c.get("wall_s", 0.0) for c in state["chunks"])

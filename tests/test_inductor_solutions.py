@@ -528,6 +528,19 @@ def test_judges_per_gpu_keep_a_large_problems_answers_on_the_gpu():
     assert check.judges_per_gpu(gib // 4, h200, 2) == 2
     assert check.judges_per_gpu(gib // 4, 8 * gib, 4) == 2  # a small GPU: a quarter would not hold the job
     assert check.judges_per_gpu(2 * gib, 8 * gib, 4) == 1
+    # a convolution whose output is eight times its 1 GiB input: its judge holds the GPU alone
+    assert check.judges_per_gpu(gib, h200, 4, output_bytes=8 * gib) == 1
+    assert check.judges_per_gpu(4 * gib, h200, 4, output_bytes=gib // 64) == 4  # a reduction: small answers
+
+
+def test_the_classes_follow_the_sizes_the_generation_measured():
+    check = _check_module()
+    gib, h200 = 1 << 30, 143_771_000_000
+    order = [("63_conv", 4), ("5_scale", 2), ("40_norm", 4)]
+    rows = {"63_conv": {"status": "written", "input_bytes": gib, "output_bytes": 8 * gib, "param_bytes": 0},
+            "5_scale": {"status": "written"}}  # fmt: skip
+    assert check.sized_order(order, rows, h200, 4) == [("63_conv", 1), ("5_scale", 2), ("40_norm", 4)]
+    assert check.sized_order(order, rows, None, 4) == order
 
 
 def test_the_order_puts_the_problems_sharing_the_gpu_first_then_by_number():
@@ -554,6 +567,12 @@ def test_the_next_chunk_takes_ready_solutions_of_one_class_and_waits_for_more_on
     assert check.next_chunk(order, written, taken, 5, final=True, patient=True) == ("run", ["4_d"], 1)
     assert check.next_chunk(order, written, taken | {"4_d"}, 5, final=True, patient=True) == ("done", [], 0)
     assert check.chunk_name(["30_x", "19_a", "21_c", "20_b"]) == "19-21,30"
+    # the pool in hand keeps its class while it has a problem ready (a pool of another size restarts)
+    order = [("1_a", 1), ("2_b", 2), ("3_c", 1), ("4_d", 2)]
+    written = dict.fromkeys(("1_a", "2_b", "3_c", "4_d"), "written")
+    assert check.next_chunk(order, written, set(), 5, final=True, patient=True) == ("run", ["1_a", "3_c"], 1)
+    assert check.next_chunk(order, written, set(), 5, True, True, current=2) == ("run", ["2_b", "4_d"], 2)
+    assert check.next_chunk(order, written, {"2_b", "4_d"}, 5, True, True, current=2) == ("run", ["1_a", "3_c"], 1)
 
 
 def test_a_chunk_that_would_not_end_by_the_deadline_is_not_started_and_the_same_command_resumes(tmp_path):
