@@ -490,6 +490,7 @@ def bench_step(args: argparse.Namespace) -> None:
                 eval=EvalConfig(device=args.device, baseline=baseline(args.candidate),
                                 timing_budget_s=args.timing_budget, max_source_bytes=MAX_SOURCE_BYTES),
             )  # fmt: skip
+            rebase(args.out / "chunks" / chunk["name"], config.solutions)
             outcome = run_bench(config, args.out / "chunks" / chunk["name"], env=env)
             wall = time.monotonic() - started
             chunk |= {"done": True, "wall_s": round(chunk.get("wall_s", 0.0) + wall, 1)}
@@ -501,6 +502,17 @@ def bench_step(args: argparse.Namespace) -> None:
     finally:
         if env is not None:
             env.close()
+
+
+def rebase(run: Path, solutions: str) -> None:
+    """A chunk's run directory moved with its check's --out (an earlier call's archive extracted
+    elsewhere): its recorded solutions directory, always the check's own, is the one it is now in, so
+    that the bench run resumes instead of refusing other settings."""
+    path = run / "run.json"
+    if path.exists():
+        settings = json.loads(path.read_text())
+        if settings.get("solutions") != solutions:
+            path.write_text(json.dumps(settings | {"solutions": solutions}, indent=2) + "\n")
 
 
 def write_chunk_summary(args: argparse.Namespace, chunk: dict[str, Any], candidates: int) -> None:

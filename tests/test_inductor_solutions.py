@@ -598,3 +598,26 @@ def test_a_chunk_that_would_not_end_by_the_deadline_is_not_started_and_the_same_
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdicts"] == {"ok": 2} and summary["not_reached"] == []
     assert "--step generate" not in done.stdout  # the generation was complete: not run again
+
+
+def test_a_check_moved_elsewhere_resumes_its_unfinished_chunk(tmp_path):
+    """An earlier call's archive extracted under another directory: the unfinished chunk's bench run
+    recorded the old solutions path; the check resumes it instead of refusing other settings."""
+    problems, first, moved = tmp_path / "problems", tmp_path / "first", tmp_path / "elsewhere" / "out"
+    problems.mkdir()
+    bundled = find_problem("softmax")
+    (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+               "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy", "--deadline", "120"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*command, "--out", str(first)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    state = json.loads((first / "chunks.json").read_text())
+    state["chunks"][0]["done"] = False  # as a stop in its middle leaves it
+    (first / "chunks.json").write_text(json.dumps(state))
+    moved.parent.mkdir()
+    first.rename(moved)
+    done = subprocess.run([*command, "--out", str(moved)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "other settings" not in done.stderr, done.stderr[-3000:]
+    assert json.loads((moved / "summary.json").read_text())["verdicts"] == {"ok": 1}
+    assert json.loads((moved / "chunks.json").read_text())["chunks"][0]["done"]
