@@ -419,3 +419,23 @@ def test_a_large_trial_gives_the_judges_cached_gpu_memory_back_for_the_runner(tm
     monkeypatch.setattr(memory, "give_back", lambda device, size: given.append((device, size)))
     reference(tmp_path, n=64).trial(1)
     assert given == [(CPU, 2 * 64 * 4)]  # every trial, with its inputs' and output's bytes
+
+
+def test_the_judges_own_work_and_waits_move_the_deadline_by_the_timeout_at_most():
+    """JobState.extend: a baseline compiled in the judge or a wait for another job's hold of the GPU
+    is given back to the job, and the pool told (its watch moves as far), up to the timeout once more."""
+    import types
+
+    from tritongym.evaluate.judge import judge
+
+    sent = []
+    ctx = types.SimpleNamespace(channel=types.SimpleNamespace(send=sent.append))
+    state = judge.JobState(job=types.SimpleNamespace(timeout_s=10.0), ctx=ctx, deadline=100.0)
+    state.extend(4.0)
+    state.extend(-1.0)
+    state.extend(0.0)
+    assert state.deadline == 104.0 and sent == [{"extend_s": 4.0}]
+    state.extend(8.0)
+    state.extend(3.0)
+    assert state.deadline == 110.0 and state.extended == 10.0 and sent[1:] == [{"extend_s": 6.0}]
+    assert state.stages["deadline_extended"] == 10.0

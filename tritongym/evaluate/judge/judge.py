@@ -222,6 +222,24 @@ class JobState:
     fraction of that output's largest magnitude: the loosest any trial allowed (compare.timed_bound),
     None where the output must match exactly (speed.check_batch)."""
 
+    extended: float = 0.0
+    """Seconds the deadline moved for the judge's own work and waits (:meth:`extend`)."""
+
+    def extend(self, seconds: float) -> None:
+        """Give the job back time that was not the candidate's: the judge compiling its torch.compile
+        baseline, waiting for this GPU's lock while other jobs hold it. The timeout is the candidate's
+        time; a large network's baseline compiled in the judge (KernelBench level 3's DenseNet201: 77 s)
+        or another job's exclusive hold (a problem too large to share its GPU: minutes) must not spend
+        it. At most the timeout once more in all: the pool's watch on the judge moves as far
+        (sandbox.Sandbox.run), and so does the runner's lifetime."""
+        add = min(max(seconds, 0.0), self.job.timeout_s - self.extended)
+        if add <= 0.0:
+            return
+        self.extended += add
+        self.deadline += add
+        self.stages["deadline_extended"] = round(self.extended, 4)
+        self.ctx.channel.send({"extend_s": add})
+
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
         if self.stage.startswith("trial "):
@@ -662,8 +680,8 @@ def judge_candidate(
         if ctx.nvml_pids:
             state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        if state.second is not None:  # the deadline may move by the second size's allowance, the timeout at most
-            lifetime += job.timeout_s
+        if state.second is not None or ctx.device.type == "cuda":  # the deadline may move by the timeout at most:
+            lifetime += job.timeout_s  # the second size's allowance (CPU), the judge's own work and waits (GPU)
         # the runner's RLIMIT_CPU (the same budget) stops it alone first; this counts its compiler tools too
         state.runner.cpu_limit_s = cpu_budget_s(state.runner.cpu_seconds(), lifetime) + CPU_LIMIT_GRACE_S + 1
         load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
@@ -720,6 +738,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     state = JobState(job, ctx, time.monotonic() + job.timeout_s)
     start, waited, covered = time.perf_counter(), list(speed.lock_waited), dict(speed.covered)
+    speed.on_wait = state.extend  # waits for this GPU's lock are other jobs' time, not the candidate's
     try:
         result = evaluate(state)
     except Failure as failure:
@@ -735,6 +754,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
                 failure = classify_failure(exc, "", f"in the judge during {state.stage}")
             failure.verdict = Verdict.INFRASTRUCTURE_ERROR
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
+    speed.on_wait = None
     if state.runner is not None:
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
