@@ -611,8 +611,10 @@ def write_summary(args: argparse.Namespace, timings: dict[str, Any]) -> str:
     summary = summarize(args.out / "solutions", runs, timings["generate_s"], timings["bench_s"])
     rows, _ = _generation(args.out)
     judged = {r["problem"] for r in read_trajectories(runs)}
+    from tritongym.bench.run import _number
+
     summary["not_reached"] = sorted((n for n, r in rows.items() if r["status"] == "written" and n not in judged),
-                                    key=lambda n: (len(n), n))  # fmt: skip
+                                    key=lambda n: (_number(n) or 0, n))  # fmt: skip
     summary["chunks"] = state["chunks"]
     judged_wall = sum(c.get("wall_s", 0.0) for c in state["chunks"])
     summary["cost"]["chunks_wall_s"] = round(judged_wall, 1)
