@@ -602,7 +602,26 @@ def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
         return False
 
 
+def whole_gpu_early(reference: Reference, ctx: WorkerContext, float64: bool) -> bool:
+    """Whether a job is too large to share its GPU (memory.needs_whole_gpu) by the problem's sizes on
+    the meta device (Reference.meta_footprint), known before its first trial: the trial (its inputs,
+    the reference's output and float64 copy) is then made under the exclusive hold too, instead of
+    beside the other judges' jobs (KernelBench level 1's 87_conv_pointwise_2D, 4 GiB in and 8 GiB
+    out, left a judge beside it 3.3 GiB). False on the CPU, with one judge per GPU, or where the meta
+    device cannot run the problem (its first trial's sizes decide, as before)."""
+    if ctx.device.type != "cuda" or ctx.judges_per_gpu <= 1:
+        return False
+    estimate = reference.meta_footprint(float64)
+    total = torch.cuda.get_device_properties(ctx.device).total_memory
+    return estimate is not None and needs_whole_gpu(estimate, total, ctx.judges_per_gpu)
+
+
 def evaluate(state: JobState) -> dict:
+    with contextlib.ExitStack() as hold:  # this GPU's lock, held alone from the first trial by a job too large
+        return _evaluate(state, hold)  # to share it (whole_gpu_early), let go whatever ends the job
+
+
+def _evaluate(state: JobState, hold: contextlib.ExitStack) -> dict:
     job, ctx = state.job, state.ctx
     tolerance = Tolerance(job.tolerance, job.error_factor, job.scale_floor, job.atol, job.rtol)
     result: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
@@ -610,11 +629,15 @@ def evaluate(state: JobState) -> dict:
     private = Path(ctx.home) / "judge" / secrets.token_hex(8)
     private.mkdir(parents=True, mode=0o700)
     try:
-        with state.timed("reference"), gpu_lock(ctx.gpu_lock, exclusive=False):
-            torch.manual_seed(secrets.randbits(63))
-            reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
-                                  float64=job.tolerance == "float64")  # fmt: skip
-            trial = reference.trial(secrets.randbits(63))
+        with state.timed("reference"):
+            with gpu_lock(ctx.gpu_lock, exclusive=False):
+                torch.manual_seed(secrets.randbits(63))
+                reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
+                                      float64=job.tolerance == "float64")  # fmt: skip
+            if whole_gpu_early(reference, ctx, job.tolerance == "float64"):
+                hold.enter_context(gpu_lock(ctx.gpu_lock, exclusive=True))
+            with gpu_lock(ctx.gpu_lock, exclusive=False):  # a no-op inside the exclusive hold
+                trial = reference.trial(secrets.randbits(63))
         if job.resized_source and ctx.device.type == "cpu":  # shrunk for the interpreter: one size is not enough
             with state.timed("reference_second_size"):
                 float64 = job.tolerance == "float64"
@@ -642,7 +665,7 @@ def evaluate(state: JobState) -> dict:
         state.footprint, torch.cuda.get_device_properties(ctx.device).total_memory, ctx.judges_per_gpu
     )
     first, trial = [trial], None  # held by the list alone: run_trials drops it once judged
-    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():
+    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():  # a no-op if held already
         return judge_candidate(state, reference, first, tolerance, result)
 
 
