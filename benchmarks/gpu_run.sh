@@ -5,7 +5,8 @@
 #   bash benchmarks/gpu_run.sh tests [FILES]  # tests/gpu's gpu-marked tests (judge, pool, agent replay, Inductor), three at
 #        once; they no longer fit one call: name a part, e.g. tests/gpu/test_gpu.py tests/gpu/test_agent_gpu.py, then the rest
 #   bash benchmarks/gpu_run.sh exploits   # the exploit suite's and the red teams' GPU tests, three at once
-#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests and red team 8's GPU hog, one at a time (each
+#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests (test_judge_time_and_size_gpu.py too) and red team 8's
+#        GPU hog, one at a time (each
 #        sizes from the GPU or takes it whole: never beside the three-at-once tests)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh parts      # one A/A job taken apart: every repetition's brackets, the runner's and
@@ -47,7 +48,8 @@ case "${1:-}" in
   tests)
     files=("${@:2}"); [ ${#files[@]} -eq 0 ] && files=(tests/gpu)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py "${files[@]}" 2>&1 \
+      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py \
+      --ignore=tests/gpu/test_judge_time_and_size_gpu.py "${files[@]}" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   exploits)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
@@ -55,7 +57,8 @@ case "${1:-}" in
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu_exploits.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
-      tests/gpu/test_memory_and_streams.py tests/adversarial/test_redteam8_gpu.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      tests/gpu/test_memory_and_streams.py tests/gpu/test_judge_time_and_size_gpu.py tests/adversarial/test_redteam8_gpu.py 2>&1 \
+      | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/pytest_gpu_memory.log" | tail -30 ;;
   timing)
     timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16
