@@ -1,11 +1,21 @@
 """At-scale check on KernelBench: Inductor's own code (or the problem's own PyTorch) as the candidate.
 
-For one KernelBench level (optionally a range of ids), two commands run in turn:
+For one KernelBench level (optionally a range of ids), two steps run at once, each in a process of
+its own:
 
-1. ``tritongym solutions inductor <level dir> --out OUT/solutions``: torch.compile's generated Triton
-   code of every problem, made standalone (problems it cannot make are skipped, with their reason);
-2. ``tritongym bench --policy scripted --script replay --solutions OUT/solutions --baseline compile``:
-   each solution evaluated at the problem's own size with timing and profiling on.
+1. the generation (``tritongym solutions inductor``'s library calls): torch.compile's generated
+   Triton code of every problem, made standalone (problems it cannot make are skipped, with their
+   reason), written to OUT/solutions as each one is done, with its measured sizes;
+2. the bench step: chunk after chunk of the solutions already written (``tritongym bench --policy
+   scripted --script replay --solutions OUT/solutions --baseline compile``'s library call, one run
+   directory per chunk, OUT/chunks/NAME), each evaluated at the problem's own size with timing and
+   profiling on, in a pool with as many judges per GPU as the chunk's problems allow
+   (:func:`judges_per_gpu`; the pool is kept while its class has problems ready).
+
+With ``--deadline`` no chunk starts that would not end in time (cut to what fits, from the measured
+cost per candidate) and whatever runs at the deadline is stopped; OUT/chunks.json records the chunks,
+and the same command resumes: the generation where it stopped, an unfinished chunk first, then the
+problems not reached.
 
 The candidate *is* what the baseline runs, so this is an A/A test of the judge at scale: every
 correct solution should be ``ok``, its speedup near 1.00 (the spread is the timing noise a reward
@@ -13,9 +23,9 @@ sees), and its coverage the share of the forward's GPU time in Inductor's Triton
 calls, cuBLAS and cuDNN, are not the candidate's own). OUT/summary.json and OUT/report.md hold the
 generation's outcome, the verdict counts (every verdict other than ok listed with its feedback), the
 coverage and speedup distributions and the cost per candidate (wall time over candidates, and the
-mean of each evaluation stage). Re-running the same command resumes the bench run.
+mean of each evaluation stage), each chunk's in its directory, the level's over every chunk in OUT.
 
-    python benchmarks/kernelbench_inductor.py --problems build/KernelBench/level1 --ids 1-34 --out OUT/l1a
+    python benchmarks/kernelbench_inductor.py --problems build/KernelBench/level1 --out OUT/l1 --deadline 540
 
 With ``--candidate lazy`` the candidate is instead the problem's own PyTorch code plus one trivial
 Triton launch (``ModelNew`` subclasses ``Model``, calls its forward, then launches a one-element
@@ -26,7 +36,7 @@ stream, a timeout) is the judge's problem: this is issue 12's memory and stream 
 
 The problems come from a KernelBench checkout (``git --git-dir=<KernelBench.git> archive HEAD
 KernelBench | tar -x -C build/`` gives build/KernelBench/level1..4). ``bash benchmarks/gpu_run.sh
-kernelbench LEVEL IDS`` runs it on a GPU.
+kernelbench 1,3`` runs levels 1 and 3 on a GPU under one deadline.
 """
 
 from __future__ import annotations
