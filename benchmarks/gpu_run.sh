@@ -34,7 +34,8 @@
 #        start, beside the first level's judges), each chunk with as many judges per GPU as its problems' memory
 #        allows, and a chunk that would not end in time is cut; every finished chunk's summary is written, and the
 #        runs go back as one archive. $KB_STATE: a directory holding an earlier call's runs (its archive
-#        extracted), resumed there (the same command goes on where the last one stopped)
+#        extracted), resumed there (the same command goes on where the last one stopped); $KB_REJUDGE: verdicts
+#        (e.g. timeout,infrastructure_error) whose problems in finished chunks are judged again
 set -u
 case "${1:-}" in
   tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context) ;;
@@ -125,7 +126,7 @@ case "${1:-}" in
       if [ "$SPEC" != "$LEVEL" ] && [ "${SPEC#*:}" -lt "$LEFT" ]; then LEFT=${SPEC#*:}; fi  # LEVEL:SECONDS caps a level
       if [ "$LEFT" -lt 60 ]; then echo "level $LEVEL: not started ($LEFT s left)"; continue; fi
       timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
-        --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" 2>&1 \
+        --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" ${KB_REJUDGE:+--rejudge "$KB_REJUDGE"} 2>&1 \
         | grep -v -e UserWarning -e _warn_once | tail -60
       cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$LEVEL.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$LEVEL.md"
     done

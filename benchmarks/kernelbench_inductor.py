@@ -31,7 +31,7 @@ With ``--candidate lazy`` the candidate is instead the problem's own PyTorch cod
 Triton launch (``ModelNew`` subclasses ``Model``, calls its forward, then launches a one-element
 kernel), timed against eager PyTorch: correct and honest by construction, so every problem should be
 ``ok`` with a small coverage and a speedup just under 1.00, at the problem's own size, through the
-default pool. Any other verdict (an out-of-memory of the judge's, a library stream taken for a side
+pool. Any other verdict (an out-of-memory of the judge's, a library stream taken for a side
 stream, a timeout) is the judge's problem: this is issue 12's memory and stream check.
 
 The problems come from a KernelBench checkout (``git --git-dir=<KernelBench.git> archive HEAD
@@ -454,6 +454,10 @@ def bench_step(args: argparse.Namespace) -> None:
     total = _gpu_bytes(args.device)
     order = plan_order(problems, total, args.sandboxes)
     state = _load_chunks(args.out)
+    if args.rejudge:
+        again = rejudge(state, args.out, set(args.rejudge.split(",")))
+        _save_chunks(args.out, state)
+        print(f"judged again: {', '.join(again) or 'none'}", flush=True)
     cost: dict[int, float] = {}
     env, env_judges, waited = None, 0, 0.0
     try:
@@ -481,7 +485,12 @@ def bench_step(args: argparse.Namespace) -> None:
                     print(f"out of time: no chunk started ({per_candidate:.1f} s per candidate)", flush=True)
                     break
                 names = names[:fit]
-                chunk = {"name": chunk_name(names), "problems": names, "judges": judges, "done": False}
+                name, taken_names = chunk_name(names), {c["name"] for c in state["chunks"]}
+                if name in taken_names:  # judged again (--rejudge): a directory of its own
+                    name = next(
+                        f"{name}_{k}" for k in range(2, len(taken_names) + 3) if f"{name}_{k}" not in taken_names
+                    )
+                chunk = {"name": name, "problems": names, "judges": judges, "done": False}
                 state["chunks"].append(chunk)
                 _save_chunks(args.out, state)
             waited = 0.0
@@ -495,8 +504,8 @@ def bench_step(args: argparse.Namespace) -> None:
                     chunk["judges"],
                 )
             config = BenchConfig(
-                policy="scripted", model=args.candidate, script="replay", problems=args.problems, ids=chunk["name"],
-                solutions=str(args.out / "solutions"), small=args.device == "cpu",
+                policy="scripted", model=args.candidate, script="replay", problems=args.problems,
+                ids=chunk_name(chunk["problems"]), solutions=str(args.out / "solutions"), small=args.device == "cpu",
                 eval=EvalConfig(device=args.device, baseline=baseline(args.candidate),
                                 timing_budget_s=args.timing_budget, max_source_bytes=MAX_SOURCE_BYTES),
             )  # fmt: skip
@@ -512,6 +521,23 @@ def bench_step(args: argparse.Namespace) -> None:
     finally:
         if env is not None:
             env.close()
+
+
+def rejudge(state: dict[str, Any], out: Path, verdicts: set[str]) -> list[str]:
+    """Take the problems whose latest verdict is one of ``verdicts`` out of their finished chunks, so
+    that they are judged again in a chunk of their own (after a fix of the judge's: a timeout or an
+    out-of-memory of its making); their earlier records stay in their chunk's directory, the later
+    chunk's count. Returns them."""
+    latest = {
+        r["problem"]: r["verdict"] for r in read_trajectories([out / "chunks" / c["name"] for c in state["chunks"]])
+    }
+    again = []
+    for chunk in state["chunks"]:
+        if chunk.get("done"):
+            chosen = [n for n in chunk["problems"] if latest.get(n) in verdicts]
+            chunk["problems"] = [n for n in chunk["problems"] if n not in chosen]
+            again += chosen
+    return again
 
 
 def rebase(run: Path, solutions: str) -> None:
@@ -576,6 +602,10 @@ def main() -> None:
         help="Seconds for the bench step beyond the generation's (without --deadline).",
     )  # fmt: skip
     parser.add_argument("--timing-budget", type=float, default=2.0, help="Seconds of timing per candidate.")
+    parser.add_argument(
+        "--rejudge", default="",
+        help="Verdicts (e.g. timeout,infrastructure_error) whose problems in finished chunks are judged again.",
+    )  # fmt: skip
     parser.add_argument("--step", choices=("generate", "bench"), help=argparse.SUPPRESS)
     parser.add_argument("--deadline-at", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -621,3 +621,32 @@ def test_a_check_moved_elsewhere_resumes_its_unfinished_chunk(tmp_path):
     assert done.returncode == 0 and "other settings" not in done.stderr, done.stderr[-3000:]
     assert json.loads((moved / "summary.json").read_text())["verdicts"] == {"ok": 1}
     assert json.loads((moved / "chunks.json").read_text())["chunks"][0]["done"]
+
+
+def test_rejudge_takes_the_problems_of_a_verdict_out_of_their_finished_chunks_and_judges_them_again(tmp_path):
+    """--rejudge timeout: after a fix of the judge's, its timeouts are judged again, in a chunk of
+    their own (a directory of its own even where the name is taken), and the level's summary counts
+    the new verdict; the others are not judged again."""
+    problems, out = tmp_path / "problems", tmp_path / "out"
+    problems.mkdir()
+    for name in ("linear_relu", "softmax"):
+        bundled = find_problem(name)
+        (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+               "--out", str(out), "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy", "--chunk", "1",
+               "--deadline", "120"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    first = json.loads((out / "chunks.json").read_text())["chunks"]
+    assert len(first) == 2 and all(c["done"] for c in first)
+    trajectories = out / "chunks" / first[1]["name"] / "trajectories.jsonl"
+    row = json.loads(trajectories.read_text().splitlines()[0])
+    trajectories.write_text(json.dumps(row | {"verdict": "timeout"}) + "\n")  # as a timeout of the judge's left it
+    done = subprocess.run([*command, "--rejudge", "timeout"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert f"judged again: {row['problem']}" in done.stdout
+    chunks = json.loads((out / "chunks.json").read_text())["chunks"]
+    assert [c["name"] for c in chunks] == [first[0]["name"], first[1]["name"], first[1]["name"] + "_2"]
+    assert chunks[1]["problems"] == [] and chunks[2]["problems"] == [row["problem"]]
+    assert json.loads((out / "summary.json").read_text())["verdicts"] == {"ok": 2}
