@@ -445,8 +445,8 @@ def bench_step(args: argparse.Namespace) -> None:
     judged against the baseline through one pool per judges-per-GPU class, until the deadline (a chunk
     that would not fit is cut to what does, from the measured cost per candidate). Each chunk's
     summary is written when it ends; a chunk a stop cut short is resumed first by the next command."""
-    from tritongym.bench.run import BenchConfig, pick_problems, run_bench
-    from tritongym.env import LocalEnv, PoolConfig
+    from tritongym.bench.run import BenchConfig, LazyLocalEnv, pick_problems, run_bench
+    from tritongym.env import PoolConfig
     from tritongym.evaluate import EvalConfig
 
     deadline = args.deadline_at or float("inf")
@@ -500,7 +500,7 @@ def bench_step(args: argparse.Namespace) -> None:
                     env.close()
                 sandboxes = chunk["judges"] if args.device.startswith("cuda") else args.sandboxes
                 env, env_judges = (
-                    LocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=sandboxes)),
+                    LazyLocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=sandboxes)),  # started if needed
                     chunk["judges"],
                 )
             config = BenchConfig(
