@@ -5,7 +5,8 @@
 #   bash benchmarks/gpu_run.sh tests [FILES]  # tests/gpu's gpu-marked tests (judge, pool, agent replay, Inductor), three at
 #        once; they no longer fit one call: name a part, e.g. tests/gpu/test_gpu.py tests/gpu/test_agent_gpu.py, then the rest
 #   bash benchmarks/gpu_run.sh exploits   # the exploit suite's and the red teams' GPU tests, three at once
-#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests and red team 8's GPU hog, one at a time (each
+#   bash benchmarks/gpu_run.sh memory     # the memory and stream tests (test_judge_time_and_size_gpu.py too) and red team 8's
+#        GPU hog, one at a time (each
 #        sizes from the GPU or takes it whole: never beside the three-at-once tests)
 #   bash benchmarks/gpu_run.sh timing     # A/A timing of the bundled set, then timing/coverage/exploit verdicts
 #   bash benchmarks/gpu_run.sh parts      # one A/A job taken apart: every repetition's brackets, the runner's and
@@ -28,11 +29,16 @@
 #   bash benchmarks/gpu_run.sh cupti      # a process's launches after one torch.profiler run, by TEARDOWN_CUPTI
 #        (benchmarks/cupti_after_profile.py: the judge's reference profile must leave nothing; about 40 s)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
-#   bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]   # Inductor's solutions of KernelBench level LEVEL
-#        (problems from build/KernelBench/levelLEVEL, carried in build/) judged against --baseline compile
-#        (with `lazy`: each problem's own PyTorch plus a trivial Triton launch, against eager);
-#        about 15 problems fit one call (IDS 1-15, 16-30, ...): each candidate and its torch.compile
-#        baseline are compiled in the judge; the summary is written even when a step runs out of time
+#   bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]   # Inductor's solutions of KernelBench levels LEVELS
+#        (1, or 1,3, or 1:280,3 where LEVEL:SECONDS caps a level; problems from $KB_ROOT/levelN, default
+#        build/KernelBench, carried in build/) judged against --baseline compile (with `lazy`: each problem's own
+#        PyTorch plus a trivial Triton launch, against eager). The levels share one deadline ($KB_SECONDS, default
+#        545 s): chunk after chunk is judged while the rest compiles (the later levels' solutions compile from the
+#        start, beside the first level's judges), each chunk with as many judges per GPU as its problems' memory
+#        allows, and a chunk that would not end in time is cut; every finished chunk's summary is written, and the
+#        runs go back as one archive. $KB_STATE: a directory holding an earlier call's runs (its archive
+#        extracted), resumed there (the same command goes on where the last one stopped); $KB_REJUDGE: verdicts
+#        (e.g. timeout,infrastructure_error) whose problems in finished chunks are judged again
 set -u
 case "${1:-}" in
   tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti) ;;
@@ -46,7 +52,8 @@ case "${1:-}" in
   tests)
     files=("${@:2}"); [ ${#files[@]} -eq 0 ] && files=(tests/gpu)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
-      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py "${files[@]}" 2>&1 \
+      --ignore=tests/gpu/test_memory_and_streams.py --ignore=tests/gpu/test_timing_contention.py \
+      --ignore=tests/gpu/test_judge_time_and_size_gpu.py "${files[@]}" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu.log" | tail -40 ;;
   exploits)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu -n 3 --timeout 400 --durations=15 \
@@ -54,7 +61,8 @@ case "${1:-}" in
       | grep -v -e UserWarning -e _warn_once | tee "$OUT/pytest_gpu_exploits.log" | tail -40 ;;
   memory)
     timeout 560 python3 -m pytest -q -rf -p no:cacheprovider -m gpu --timeout 300 --durations=10 \
-      tests/gpu/test_memory_and_streams.py tests/adversarial/test_redteam8_gpu.py 2>&1 | grep -v -e UserWarning -e _warn_once \
+      tests/gpu/test_memory_and_streams.py tests/gpu/test_judge_time_and_size_gpu.py tests/adversarial/test_redteam8_gpu.py 2>&1 \
+      | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/pytest_gpu_memory.log" | tail -30 ;;
   timing)
     timeout 300 python3 benchmarks/timing_aa.py --repeats 2 --budget 3 --out "$OUT/timing_aa.json" 2>&1 | tail -16
@@ -100,13 +108,34 @@ case "${1:-}" in
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;
   kernelbench)
-    LEVEL=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVEL [IDS [lazy]]}
+    LEVELS=${2:?usage: bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]}
     IDS=${3:-}
     CANDIDATE=${4:-inductor}
-    RUN="$OUT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
-    timeout 570 python3 benchmarks/kernelbench_inductor.py --problems "build/KernelBench/level$LEVEL" \
-      ${IDS:+--ids "$IDS"} --candidate "$CANDIDATE" --out "$RUN" --jobs 16 \
-      --generate-timeout 150 --bench-timeout 390 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60
-    # the device tool brings back a limited number of files: the solutions and plots go as one archive
-    tar czf "$RUN/files.tgz" -C "$RUN" solutions run && rm -rf "$RUN/solutions" "$RUN/run" ;;
+    ROOT=${KB_STATE:-$OUT}
+    KB=${KB_ROOT:-build/KernelBench}
+    mkdir -p "$ROOT"
+    END=$(( $(date +%s) + ${KB_SECONDS:-545} ))
+    SPECS=(${LEVELS//,/ })
+    GENERATING=()
+    for SPEC in "${SPECS[@]:1}"; do  # the later levels compile from the start, beside the first one's judges
+      LEVEL=${SPEC%%:*}
+      timeout "${KB_SECONDS:-545}" python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
+        --candidate "$CANDIDATE" --out "$ROOT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}" --jobs 6 --step generate \
+        > "$ROOT/generate_l$LEVEL.log" 2>&1 &
+      GENERATING+=("$LEVEL:$!")
+    done
+    for SPEC in "${SPECS[@]}"; do
+      LEVEL=${SPEC%%:*}
+      NAME="kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
+      for G in "${GENERATING[@]}"; do [ "${G%%:*}" = "$LEVEL" ] && wait "${G#*:}"; done
+      LEFT=$(( END - $(date +%s) ))
+      if [ "$SPEC" != "$LEVEL" ] && [ "${SPEC#*:}" -lt "$LEFT" ]; then LEFT=${SPEC#*:}; fi  # LEVEL:SECONDS caps a level
+      if [ "$LEFT" -lt 60 ]; then echo "level $LEVEL: not started ($LEFT s left)"; continue; fi
+      timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
+        --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" ${KB_REJUDGE:+--rejudge "$KB_REJUDGE"} 2>&1 \
+        | grep -v -e UserWarning -e _warn_once | tail -60
+      cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$LEVEL.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$LEVEL.md"
+    done
+    # the device tool brings back a limited number of files: the solutions, chunks and plots go as one archive
+    (cd "$ROOT" && tar czf "$OUT/kernelbench_${CANDIDATE}_files.tgz" kernelbench_${CANDIDATE}_l* generate_l*.log 2>/dev/null) ;;
 esac

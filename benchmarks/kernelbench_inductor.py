@@ -1,11 +1,21 @@
 """At-scale check on KernelBench: Inductor's own code (or the problem's own PyTorch) as the candidate.
 
-For one KernelBench level (optionally a range of ids), two commands run in turn:
+For one KernelBench level (optionally a range of ids), two steps run at once, each in a process of
+its own:
 
-1. ``tritongym solutions inductor <level dir> --out OUT/solutions``: torch.compile's generated Triton
-   code of every problem, made standalone (problems it cannot make are skipped, with their reason);
-2. ``tritongym bench --policy scripted --script replay --solutions OUT/solutions --baseline compile``:
-   each solution evaluated at the problem's own size with timing and profiling on.
+1. the generation (``tritongym solutions inductor``'s library calls): torch.compile's generated
+   Triton code of every problem, made standalone (problems it cannot make are skipped, with their
+   reason), written to OUT/solutions as each one is done, with its measured sizes;
+2. the bench step: chunk after chunk of the solutions already written (``tritongym bench --policy
+   scripted --script replay --solutions OUT/solutions --baseline compile``'s library call, one run
+   directory per chunk, OUT/chunks/NAME), each evaluated at the problem's own size with timing and
+   profiling on, in a pool with as many judges per GPU as the chunk's problems allow
+   (:func:`judges_per_gpu`; the pool is kept while its class has problems ready).
+
+With ``--deadline`` no chunk starts that would not end in time (cut to what fits, from the measured
+cost per candidate) and whatever runs at the deadline is stopped; OUT/chunks.json records the chunks,
+and the same command resumes: the generation where it stopped, an unfinished chunk first, then the
+problems not reached.
 
 The candidate *is* what the baseline runs, so this is an A/A test of the judge at scale: every
 correct solution should be ``ok``, its speedup near 1.00 (the spread is the timing noise a reward
@@ -13,20 +23,20 @@ sees), and its coverage the share of the forward's GPU time in Inductor's Triton
 calls, cuBLAS and cuDNN, are not the candidate's own). OUT/summary.json and OUT/report.md hold the
 generation's outcome, the verdict counts (every verdict other than ok listed with its feedback), the
 coverage and speedup distributions and the cost per candidate (wall time over candidates, and the
-mean of each evaluation stage). Re-running the same command resumes the bench run.
+mean of each evaluation stage), each chunk's in its directory, the level's over every chunk in OUT.
 
-    python benchmarks/kernelbench_inductor.py --problems build/KernelBench/level1 --ids 1-34 --out OUT/l1a
+    python benchmarks/kernelbench_inductor.py --problems build/KernelBench/level1 --out OUT/l1 --deadline 540
 
 With ``--candidate lazy`` the candidate is instead the problem's own PyTorch code plus one trivial
 Triton launch (``ModelNew`` subclasses ``Model``, calls its forward, then launches a one-element
 kernel), timed against eager PyTorch: correct and honest by construction, so every problem should be
 ``ok`` with a small coverage and a speedup just under 1.00, at the problem's own size, through the
-default pool. Any other verdict (an out-of-memory of the judge's, a library stream taken for a side
+pool. Any other verdict (an out-of-memory of the judge's, a library stream taken for a side
 stream, a timeout) is the judge's problem: this is issue 12's memory and stream check.
 
 The problems come from a KernelBench checkout (``git --git-dir=<KernelBench.git> archive HEAD
 KernelBench | tar -x -C build/`` gives build/KernelBench/level1..4). ``bash benchmarks/gpu_run.sh
-kernelbench LEVEL IDS`` runs it on a GPU.
+kernelbench 1,3`` runs levels 1 and 3 on a GPU under one deadline.
 """
 
 from __future__ import annotations
@@ -52,20 +62,21 @@ MAX_SOURCE_BYTES = 4 << 20
 limit on a candidate's source (256 KiB); this check is about the judge, not that limit."""
 
 
-def _run(command: list[str], timeout_s: float) -> tuple[int, float]:
-    """Run a step in a session of its own; past its time, the whole session (its compiling children
-    included) is killed, and what it wrote so far is summarised."""
+def _start(command: list[str]) -> subprocess.Popen:
+    """A step in a session of its own, so that past its time the whole session (its compiling
+    children included) can be killed, and what it wrote so far summarised."""
     print("$", " ".join(command), flush=True)
-    started = time.monotonic()
-    process = subprocess.Popen(command, start_new_session=True)
+    return subprocess.Popen(command, start_new_session=True)
+
+
+def _finish(process: subprocess.Popen, timeout_s: float) -> int:
     try:
-        code = process.wait(timeout=timeout_s)
+        return process.wait(timeout=max(0.0, timeout_s))
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        print(f"step stopped after {timeout_s:.0f} s; summarising what it wrote", flush=True)
-        code = 124
-    return code, time.monotonic() - started
+        print(f"step stopped: out of time; summarising what it wrote ({process.args[-1]})", flush=True)
+        return 124
 
 
 def _quantiles(values: list[float]) -> dict[str, float] | None:
@@ -92,18 +103,29 @@ def _quantiles(values: list[float]) -> dict[str, float] | None:
     }
 
 
-def summarize(solutions: Path, run: Path, generate_s: float, bench_s: float) -> dict[str, Any]:
-    """The check's summary from the generation's summary.json and the bench run's trajectories."""
-    generation = json.loads((solutions / "summary.json").read_text()) if (solutions / "summary.json").exists() else {}
-    records = []
-    trajectories = run / "trajectories.jsonl"
-    if trajectories.exists():
-        latest = {}
-        for line in trajectories.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
+def read_trajectories(runs: list[Path]) -> list[dict[str, Any]]:
+    """The latest record of every turn in the runs' trajectories (a line a stopped step cut short is
+    skipped)."""
+    latest: dict[tuple, dict[str, Any]] = {}
+    for run in runs:
+        path = run / "trajectories.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line) if line.strip() else None
+            except json.JSONDecodeError:
+                row = None
+            if row:
                 latest[(row["problem"], row["sample"], row["turn"])] = row
-        records = list(latest.values())
+    return list(latest.values())
+
+
+def summarize(solutions: Path, runs: Path | list[Path], generate_s: float, bench_s: float) -> dict[str, Any]:
+    """The check's summary from the generation's summary.json and the bench runs' trajectories (one
+    run directory, or every chunk's)."""
+    generation = json.loads((solutions / "summary.json").read_text()) if (solutions / "summary.json").exists() else {}
+    records = read_trajectories([runs] if isinstance(runs, Path) else runs)
     verdicts = Counter(r["verdict"] for r in records)
     results = [r.get("result") or {} for r in records]
     ok = [res for r, res in zip(records, results, strict=True) if r["verdict"] == "ok"]
@@ -191,6 +213,19 @@ def report(summary: dict[str, Any], title: str, baseline: str) -> str:
     lines += ["| stage | mean s |", "|---|---|"] + [f"| {k} | {v} |" for k, v in cost["stage_mean_s"].items()]
     if summary["not_ok"]:
         lines += ["", "Not ok:", ""] + [f"- {x['problem']}: {x['verdict']}: {x['feedback']}" for x in summary["not_ok"]]
+    if summary.get("chunks"):
+        lines += [
+            "",
+            "| chunk | judges per GPU | candidates | wall s | s per candidate | verdicts |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c['name']} | {c['judges']} | {c.get('candidates', '-')} | {c.get('wall_s', '-')} | "
+            f"{c.get('per_candidate_s', '-')} | {c.get('verdicts', '-')} |"
+            for c in summary["chunks"]
+        ]
+    if summary.get("not_reached"):
+        lines += ["", f"Not reached (out of time; the same command resumes): {', '.join(summary['not_reached'])}"]
     if summary.get("ok_without_speedup"):
         lines += ["", "Ok without a speedup (timing not trusted: the reward loses its speed term):", ""]
         lines += [f"- {x['problem']}: {x['why']}" for x in summary["ok_without_speedup"]]
@@ -234,22 +269,128 @@ def lazy_solutions(problems: list, out: Path) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
+def _input_bytes(problem: Any) -> int:
+    """A problem's input bytes, read statically (elements as float32; 0 where the reader cannot)."""
+    from tritongym.problems.sizes import input_elements
+
+    try:
+        return 4 * input_elements(problem.source)[0]
+    except Exception:  # a source the static reader cannot follow
+        return 0
+
+
+def judges_per_gpu(input_bytes: int, total: int, most: int, output_bytes: int | None = None, params: int = 0) -> int:
+    """Judges (sandboxes) per GPU of ``total`` bytes for a problem of ``input_bytes`` input bytes,
+    ``output_bytes`` of output (unknown: taken as large as the inputs) and ``params`` bytes of model
+    state: the largest of ``most``, ``most // 2``, ... 1 whose share of the GPU holds the job (judge
+    and runner, ``memory.job_bytes``) and whose answer limit keeps its trials' answers on the GPU
+    (``memory.answer_limit``). More judges than that would send a 4 GiB problem's answers through
+    host copies (10 s a trial), and put judges beside a job the GPU cannot hold twice: the judge
+    knows a job's size only after its first trial, and the others' float64 references go to the
+    host (a convolution's: minutes) when the device is full."""
+    from tritongym.evaluate.judge.memory import Footprint, answer_limit, job_bytes
+
+    outputs = input_bytes if output_bytes is None else output_bytes
+    footprint = Footprint(inputs=input_bytes, outputs=outputs, params=params, float64=True)
+    judges = max(1, most)
+    while judges > 1:
+        limit = answer_limit(total, judges)
+        if input_bytes + outputs <= limit and job_bytes(footprint, limit) <= total // judges:
+            break
+        judges //= 2
+    return judges
+
+
+def plan_order(problems: list, total: int | None, most: int) -> list[tuple[str, int]]:
+    """(problem name, judges per GPU) in the order they are compiled and judged: the problems that
+    share the GPU most first (many cheap ones judged while the rest compile), then by number. On the
+    CPU (``total`` None) every problem gets ``most``."""
+    from tritongym.bench.run import _number
+
+    planned = [(p.name, judges_per_gpu(_input_bytes(p), total, most) if total else most) for p in problems]
+    return sorted(planned, key=lambda named: (-named[1], _number(named[0]) or 0, named[0]))
+
+
+def next_chunk(
+    order: list[tuple[str, int]],
+    outcomes: dict[str, str],
+    taken: set[str],
+    size: int,
+    final: bool,
+    patient: bool,
+    current: int = 0,
+) -> tuple[str, list[str], int]:
+    """What the bench step does next: ``("run", names, judges)`` (up to ``size`` problems with a
+    solution, all of one judges-per-GPU class: the ``current`` pool's while it has one ready, else the
+    first class in ``order`` with a problem left), ``("wait", [], 0)`` (that class has fewer than
+    ``size`` ready and more still compiling, and ``patient``) or ``("done", [], 0)``. ``outcomes``:
+    the generation's status per problem so far (``written`` or ``skipped``); ``taken``: problems in a
+    chunk already; ``final``: the generation is over (a problem without an outcome then never gets
+    one)."""
+    left = [(n, j) for n, j in order if n not in taken and outcomes.get(n) != "skipped"]
+    if final:
+        left = [(n, j) for n, j in left if n in outcomes]
+    if not left:
+        return "done", [], 0
+    judges = left[0][1]
+    if any(j == current and outcomes.get(n) == "written" for n, j in left):
+        judges = current  # a pool of another size costs a restart (its judges' start, Inductor's warm-up)
+    ready = [n for n, j in left if j == judges and outcomes.get(n) == "written"]
+    compiling = any(j == judges and n not in outcomes for n, j in left)
+    if len(ready) >= size or (ready and (not compiling or not patient)):
+        return "run", ready[:size], judges
+    return "wait", [], 0
+
+
+def chunk_name(names: list[str]) -> str:
+    """A chunk's directory name: its problems' numbers as ranges (``19-27,30``)."""
+    from tritongym.bench.run import _number
+
+    numbers = sorted(_number(n) or 0 for n in names)
+    parts: list[str] = []
+    for number in numbers:
+        if parts and int(parts[-1].split("-")[-1]) == number - 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{number}"
+        else:
+            parts.append(str(number))
+    return ",".join(parts)
+
+
 def generate_step(args: argparse.Namespace) -> None:
-    """Step 1, in a process of its own: the solutions (library calls, no CLI: typer is not needed)."""
+    """Step 1, in a process of its own: the solutions (library calls, no CLI: typer is not needed),
+    in the bench step's order, beside it on the GPU."""
     from tritongym.bench.run import pick_problems
     from tritongym.progress import ProgressReport
     from tritongym.solutions.inductor import generate, prepare_all
 
+    problems = pick_problems(args.problems, ids=args.ids)
     if args.candidate == "lazy":
-        lazy_solutions(pick_problems(args.problems, ids=args.ids), args.out / "solutions")
+        lazy_solutions(problems, args.out / "solutions")
         return
-    prepared, refused = prepare_all(pick_problems(args.problems, ids=args.ids), small=args.device == "cpu")
-    per_problem = max(30.0, args.generate_timeout - 30.0)  # a compilation that hangs must not hold the step
+    rank = {name: i for i, (name, _) in enumerate(plan_order(problems, _gpu_bytes(args.device), args.sandboxes))}
+    problems.sort(key=lambda p: rank[p.name])
+    prepared, refused = prepare_all(problems, small=args.device == "cpu")
     with ProgressReport(len(prepared), "compiling", Console(stderr=True)) as progress:
-        outcomes = generate(prepared, args.out / "solutions", args.device, jobs=args.jobs, timeout_s=per_problem,
-                            refused=refused, resume=True, on_done=lambda _: progress.advance())  # fmt: skip
+        outcomes = generate(prepared, args.out / "solutions", args.device, jobs=args.jobs,
+                            timeout_s=args.problem_timeout, refused=refused, resume=True,
+                            memory_share=GENERATION_MEMORY_SHARE, on_done=lambda _: progress.advance())  # fmt: skip
     for o in outcomes:
         print(f"{o.problem}: {o.status}" + (f": {o.reason}" if o.reason else ""), flush=True)
+
+
+GENERATION_MEMORY_SHARE = 0.2
+"""Share of the GPU's free memory the compilations may hold at once: the bench step's judge runs
+beside them, with a problem of up to 16 GiB of inputs."""
+
+
+def _gpu_bytes(device: str) -> int | None:
+    """The GPU's memory (what a judge's share is taken of; read without making a CUDA context, which
+    would hold memory for this process's life); None on the CPU."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory
 
 
 def baseline(candidate: str) -> str:
@@ -258,19 +399,171 @@ def baseline(candidate: str) -> str:
     return "compile" if candidate == "inductor" else "eager"
 
 
+CHUNKS = "chunks.json"
+GENERATION_DONE = "generation.done"
+MARGIN_S = 15.0
+"""Seconds kept free at the deadline (the summaries, the pool's shutdown)."""
+WAIT_S = 20.0
+"""Longest the bench step waits for more of a class's problems to compile before judging those ready."""
+
+
+def _generation(out: Path) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The generation's outcomes so far (problem -> its row: status, sizes), and whether it is over."""
+    over = (out / GENERATION_DONE).exists()
+    try:
+        rows = json.loads((out / "solutions" / "summary.json").read_text())["problems"]
+    except (OSError, ValueError, KeyError):  # not written yet, or caught while being rewritten
+        return {}, over
+    return {r["problem"]: r for r in rows}, over
+
+
+def sized_order(order: list[tuple[str, int]], rows: dict[str, dict[str, Any]], total: int | None, most: int):
+    """``order`` with each compiled problem's judges per GPU from its measured sizes (its inputs, its
+    outputs and its model's state as the generation found them) instead of the static estimate."""
+    if not total:
+        return order
+    sized = []
+    for name, judges in order:
+        row = rows.get(name) or {}
+        if row.get("output_bytes"):
+            judges = judges_per_gpu(row["input_bytes"], total, most, row["output_bytes"], row.get("param_bytes", 0))
+        sized.append((name, judges))
+    return sized
+
+
+def _load_chunks(out: Path) -> dict[str, Any]:
+    path = out / CHUNKS
+    return json.loads(path.read_text()) if path.exists() else {"chunks": []}
+
+
+def _save_chunks(out: Path, state: dict[str, Any]) -> None:
+    (out / CHUNKS).write_text(json.dumps(state, indent=2) + "\n")
+
+
 def bench_step(args: argparse.Namespace) -> None:
-    """Step 2, in a process of its own: the bench run replaying the solutions against torch.compile."""
-    from tritongym.bench.run import BenchConfig, run_bench
+    """Step 2, in a process of its own: chunk after chunk of solutions, as the generation writes them,
+    judged against the baseline through one pool per judges-per-GPU class, until the deadline (a chunk
+    that would not fit is cut to what does, from the measured cost per candidate). Each chunk's
+    summary is written when it ends; a chunk a stop cut short is resumed first by the next command."""
+    from tritongym.bench.run import BenchConfig, LazyLocalEnv, pick_problems, run_bench
+    from tritongym.env import PoolConfig
     from tritongym.evaluate import EvalConfig
 
-    config = BenchConfig(
-        policy="scripted", model=args.candidate, script="replay", problems=args.problems, ids=args.ids,
-        solutions=str(args.out / "solutions"), small=args.device == "cpu",
-        eval=EvalConfig(device=args.device, baseline=baseline(args.candidate), timing_budget_s=args.timing_budget,
-                        max_source_bytes=MAX_SOURCE_BYTES),
-    )  # fmt: skip
-    outcome = run_bench(config, args.out / "run", jobs=args.sandboxes)
-    print(f"{len(outcome.records)} candidates judged, {outcome.unscored} unscored", flush=True)
+    deadline = args.deadline_at or float("inf")
+    problems = pick_problems(args.problems, ids=args.ids)
+    total = _gpu_bytes(args.device)
+    order = plan_order(problems, total, args.sandboxes)
+    state = _load_chunks(args.out)
+    if args.rejudge:
+        again = rejudge(state, args.out, set(args.rejudge.split(",")))
+        _save_chunks(args.out, state)
+        print(f"judged again: {', '.join(again) or 'none'}", flush=True)
+    cost: dict[int, float] = {}
+    env, env_judges, waited = None, 0, 0.0
+    try:
+        while True:
+            unfinished = [c for c in state["chunks"] if not c.get("done")]
+            if unfinished:
+                chunk = unfinished[0]
+            else:
+                rows, over = _generation(args.out)
+                outcomes = {n: r["status"] for n, r in rows.items()}
+                taken = {n for c in state["chunks"] for n in c["problems"]}
+                sized = sized_order(order, rows, total, args.sandboxes)
+                action, names, judges = next_chunk(
+                    sized, outcomes, taken, args.chunk, over, waited < WAIT_S, env_judges if env else 0
+                )
+                if action == "done":
+                    break
+                if action == "wait":
+                    time.sleep(1.0)
+                    waited += 1.0
+                    continue
+                per_candidate = cost.get(judges, args.cost_guess / judges)
+                fit = int((deadline - time.time() - MARGIN_S) / per_candidate)
+                if fit < 1:
+                    print(f"out of time: no chunk started ({per_candidate:.1f} s per candidate)", flush=True)
+                    break
+                names = names[:fit]
+                name, taken_names = chunk_name(names), {c["name"] for c in state["chunks"]}
+                if name in taken_names:  # judged again (--rejudge): a directory of its own
+                    name = next(
+                        f"{name}_{k}" for k in range(2, len(taken_names) + 3) if f"{name}_{k}" not in taken_names
+                    )
+                chunk = {"name": name, "problems": names, "judges": judges, "done": False}
+                state["chunks"].append(chunk)
+                _save_chunks(args.out, state)
+            waited = 0.0
+            started = time.monotonic()
+            if env is None or env_judges != chunk["judges"]:
+                if env is not None:
+                    env.close()
+                sandboxes = chunk["judges"] if args.device.startswith("cuda") else args.sandboxes
+                env, env_judges = (
+                    LazyLocalEnv(PoolConfig(devices=args.device, sandboxes_per_device=sandboxes)),  # started if needed
+                    chunk["judges"],
+                )
+            config = BenchConfig(
+                policy="scripted", model=args.candidate, script="replay", problems=args.problems,
+                ids=chunk_name(chunk["problems"]), solutions=str(args.out / "solutions"), small=args.device == "cpu",
+                eval=EvalConfig(device=args.device, baseline=baseline(args.candidate),
+                                timing_budget_s=args.timing_budget, max_source_bytes=MAX_SOURCE_BYTES),
+            )  # fmt: skip
+            rebase(args.out / "chunks" / chunk["name"], config.solutions)
+            outcome = run_bench(config, args.out / "chunks" / chunk["name"], env=env)
+            wall = time.monotonic() - started
+            chunk |= {"done": True, "wall_s": round(chunk.get("wall_s", 0.0) + wall, 1)}
+            write_chunk_summary(args, chunk, len(outcome.records))
+            _save_chunks(args.out, state)
+            if outcome.records:
+                cost[chunk["judges"]] = chunk["wall_s"] / len(outcome.records)
+            print(f"chunk {chunk['name']}: {len(outcome.records)} candidates judged in {wall:.0f} s", flush=True)
+    finally:
+        if env is not None:
+            env.close()
+
+
+def rejudge(state: dict[str, Any], out: Path, verdicts: set[str]) -> list[str]:
+    """Take the problems whose latest verdict is one of ``verdicts`` out of their finished chunks, so
+    that they are judged again in a chunk of their own (after a fix of the judge's: a timeout or an
+    out-of-memory of its making); their earlier records stay in their chunk's directory, the later
+    chunk's count. Returns them."""
+    latest = {
+        r["problem"]: r["verdict"] for r in read_trajectories([out / "chunks" / c["name"] for c in state["chunks"]])
+    }
+    again = []
+    for chunk in state["chunks"]:
+        if chunk.get("done"):
+            chosen = [n for n in chunk["problems"] if latest.get(n) in verdicts]
+            chunk["problems"] = [n for n in chunk["problems"] if n not in chosen]
+            again += chosen
+    return again
+
+
+def rebase(run: Path, solutions: str) -> None:
+    """A chunk's run directory moved with its check's --out (an earlier call's archive extracted
+    elsewhere): its recorded solutions directory, always the check's own, is the one it is now in, so
+    that the bench run resumes instead of refusing other settings."""
+    path = run / "run.json"
+    if path.exists():
+        settings = json.loads(path.read_text())
+        if settings.get("solutions") != solutions:
+            path.write_text(json.dumps(settings | {"solutions": solutions}, indent=2) + "\n")
+
+
+def write_chunk_summary(args: argparse.Namespace, chunk: dict[str, Any], candidates: int) -> None:
+    """A finished chunk's summary.json and report.md in its directory; its row in chunks.json."""
+    directory = args.out / "chunks" / chunk["name"]
+    summary = summarize(args.out / "solutions", directory, 0.0, chunk["wall_s"])
+    chunk |= {"candidates": candidates, "per_candidate_s": summary["cost"]["per_candidate_s"],
+              "verdicts": summary["verdicts"]}  # fmt: skip
+    (directory / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    title = f"{_name(args.candidate)} of {args.problems}, chunk {chunk['name']} ({chunk['judges']} judges per GPU)"
+    (directory / "report.md").write_text(report(summary, title, baseline(args.candidate)))
+
+
+def _name(candidate: str) -> str:
+    return "Inductor solutions" if candidate == "inductor" else "Lazy candidates"
 
 
 def main() -> None:
@@ -286,12 +579,35 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--jobs", type=int, default=16, help="Problems compiled at once.")
-    parser.add_argument("--sandboxes", type=int, default=None, help="Sandboxes of the bench run (default: the pool's).")
+    parser.add_argument(
+        "--sandboxes", type=int, default=4,
+        help="On a GPU, the most judges per GPU (each chunk gets as many as its largest problem's memory "
+        "allows: judges_per_gpu); on the CPU, the sandboxes.",
+    )  # fmt: skip
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--chunk", type=int, default=12, help="Most problems per chunk (one summary each).")
+    parser.add_argument(
+        "--deadline", type=float, default=None,
+        help="Seconds for the whole command: no chunk is started that would not end by then (from the "
+        "measured cost per candidate), and whatever runs then is stopped; the same command resumes.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cost-guess", type=float, default=24.0,
+        help="Seconds per candidate with one judge per GPU (divided by the judges), until measured.",
+    )  # fmt: skip
+    parser.add_argument("--problem-timeout", type=float, default=150.0, help="Seconds to compile one problem.")
     parser.add_argument("--generate-timeout", type=float, default=240.0, help="Seconds for the generation step.")
-    parser.add_argument("--bench-timeout", type=float, default=300.0, help="Seconds for the bench step.")
+    parser.add_argument(
+        "--bench-timeout", type=float, default=300.0,
+        help="Seconds for the bench step beyond the generation's (without --deadline).",
+    )  # fmt: skip
     parser.add_argument("--timing-budget", type=float, default=2.0, help="Seconds of timing per candidate.")
+    parser.add_argument(
+        "--rejudge", default="",
+        help="Verdicts (e.g. timeout,infrastructure_error) whose problems in finished chunks are judged again.",
+    )  # fmt: skip
     parser.add_argument("--step", choices=("generate", "bench"), help=argparse.SUPPRESS)
+    parser.add_argument("--deadline-at", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.step:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
@@ -301,26 +617,55 @@ def main() -> None:
     if not Path(args.problems).is_dir():
         sys.exit(f"{args.problems}: no such directory (extract KernelBench first, see this script's docstring)")
     args.out.mkdir(parents=True, exist_ok=True)
-    solutions, run = args.out / "solutions", args.out / "run"
+    started = time.monotonic()
+    limit = args.deadline if args.deadline is not None else args.generate_timeout + args.bench_timeout
+    deadline_at = time.time() + limit
     timings_file = args.out / "timings.json"
-    timings = json.loads(timings_file.read_text()) if timings_file.exists() else {"generate_s": 0.0, "bench_s": 0.0}
+    timings = {"generate_s": 0.0, "bench_s": 0.0, "commands": 0}
+    if timings_file.exists():
+        timings |= json.loads(timings_file.read_text())
     step = [sys.executable, *sys.argv]
-    summary_file = solutions / "summary.json"
+    summary_file = args.out / "solutions" / "summary.json"
     complete = summary_file.exists() and _complete(json.loads(summary_file.read_text()))
-    if not complete:  # resumes: problems with an outcome are not compiled again
-        _, seconds = _run([*step, "--step", "generate"], args.generate_timeout)
-        timings["generate_s"] += seconds
-    if (solutions / "summary.json").exists():
-        _, seconds = _run([*step, "--step", "bench"], args.bench_timeout)
-        timings["bench_s"] += seconds  # a resumed run adds its own time
+    (args.out / GENERATION_DONE).unlink(missing_ok=True)
+    generation = None if complete else _start([*step, "--step", "generate"])  # resumes where it stopped
+    if complete:
+        (args.out / GENERATION_DONE).touch()
+    bench = _start([*step, "--step", "bench", "--deadline-at", str(deadline_at)])  # judges what is written
+    if generation is not None:
+        _finish(generation, limit if args.deadline is not None else args.generate_timeout)
+        timings["generate_s"] += time.monotonic() - started
+        (args.out / GENERATION_DONE).touch()
+    _finish(bench, deadline_at - time.time())
+    timings["bench_s"] += time.monotonic() - started  # a resumed run adds its own time
+    timings["commands"] += 1
     timings_file.write_text(json.dumps(timings) + "\n")
-    summary = summarize(solutions, run, timings["generate_s"], timings["bench_s"])
-    summary["settings"] = {k: str(v) for k, v in vars(args).items() if k != "step"}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    name = "Inductor solutions" if args.candidate == "inductor" else "Lazy candidates"
-    text = report(summary, f"{name} of {args.problems} {args.ids}".strip(), baseline(args.candidate))
-    (args.out / "report.md").write_text(text)
+    text = write_summary(args, timings)
     print(text)
+
+
+def write_summary(args: argparse.Namespace, timings: dict[str, Any]) -> str:
+    """The level's summary over every chunk (summary.json, report.md in --out); returns the report."""
+    state = _load_chunks(args.out)
+    runs = [args.out / "chunks" / c["name"] for c in state["chunks"]]
+    summary = summarize(args.out / "solutions", runs, timings["generate_s"], timings["bench_s"])
+    rows, _ = _generation(args.out)
+    judged = {r["problem"] for r in read_trajectories(runs)}
+    from tritongym.bench.run import _number
+
+    summary["not_reached"] = sorted((n for n, r in rows.items() if r["status"] == "written" and n not in judged),
+                                    key=lambda n: (_number(n) or 0, n))  # fmt: skip
+    summary["chunks"] = state["chunks"]
+    judged_wall = sum(c.get("wall_s", 0.0) for c in state["chunks"])
+    summary["cost"]["chunks_wall_s"] = round(judged_wall, 1)
+    summary["cost"]["chunks_per_candidate_s"] = (
+        round(judged_wall / summary["candidates"], 3) if summary["candidates"] else None
+    )
+    summary["settings"] = {k: str(v) for k, v in vars(args).items() if k not in ("step", "deadline_at")}
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    text = report(summary, f"{_name(args.candidate)} of {args.problems} {args.ids}".strip(), baseline(args.candidate))
+    (args.out / "report.md").write_text(text)
+    return text
 
 
 if __name__ == "__main__":

@@ -476,3 +476,19 @@ def test_a_timings_hold_becomes_shared_until_its_runner_is_gone(lock):
         pass
     speed.let_go_kept(fd)  # a job whose runner never ended lets it go at its end
     assert can_take(other, exclusive=True)
+
+
+def test_a_wait_for_the_lock_held_by_another_judge_is_told_to_the_job_in_hand(lock, monkeypatch):
+    """speed.on_wait (the job's JobState.extend) hears how long a hold waited for another judge's:
+    time that is not the candidate's."""
+    fd, other = lock
+    heard = []
+    monkeypatch.setattr(speed, "on_wait", heard.append)
+    release = machine_lock.take(other, exclusive=True)  # another judge times
+    threading.Timer(0.3, release).start()
+    with speed.gpu_lock(fd, exclusive=False):
+        pass
+    assert len(heard) == 1 and heard[0] >= 0.25
+    with speed.gpu_lock(fd, exclusive=False):
+        pass
+    assert len(heard) == 2 and heard[1] < 0.1

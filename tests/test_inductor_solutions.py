@@ -281,7 +281,9 @@ def test_the_arguments_follow_the_graph_and_no_compilation_is_left(generated):
 
 def test_the_written_solutions_are_judged_ok_without_the_service_packages(generated):
     _, out = generated
-    records = [json.loads(line) for line in (out / "run" / "trajectories.jsonl").read_text().splitlines()]
+    chunks = json.loads((out / "chunks.json").read_text())["chunks"]
+    assert [(c["name"], c["done"], c["candidates"]) for c in chunks] == [("10,20", True, 2)]  # one class on the CPU
+    records = [json.loads(line) for line in (out / "chunks" / "10,20" / "trajectories.jsonl").read_text().splitlines()]
     verdicts = {r["problem"]: r["verdict"] for r in records}
     assert verdicts == {"10_transposed_broadcast_add": "ok", "20_order": "ok"}, [
         (r["problem"], (r["result"] or {}).get("feedback")) for r in records
@@ -295,7 +297,8 @@ def test_the_written_solutions_are_judged_ok_without_the_service_packages(genera
     assert summary["ok_without_speedup"] == []  # not timed on the CPU: nothing to list
     assert [s["problem"] for s in summary["generation"]["skipped"]] == ["21_graph_break"]
     assert summary["cost"]["per_candidate_s"] > 0 and "correctness" in summary["cost"]["stage_mean_s"]
-    assert "| ok | 2 |" in (out / "report.md").read_text()
+    assert "| ok | 2 |" in (out / "report.md").read_text() and summary["not_reached"] == []
+    assert json.loads((out / "chunks" / "10,20" / "summary.json").read_text())["verdicts"] == {"ok": 2}
 
 
 def test_the_cli_prints_a_line_per_problem_and_exits_1_when_some_were_skipped(tmp_path):
@@ -499,3 +502,151 @@ def test_the_at_scale_summary_lists_the_ok_candidates_whose_timing_was_not_trust
     summary = check.summarize(tmp_path / "none", tmp_path, 1.0, 3.0)
     assert summary["ok_without_speedup"] == [{"problem": "1_MLP", "why": untrusted["message"]}]
     assert "- 1_MLP: no speedup: ... (slow: end probe x12)" in check.report(summary, "t", "eager")
+
+
+def _check_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "kernelbench_inductor", ROOT / "benchmarks" / "kernelbench_inductor.py"
+    )
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    return check
+
+
+def test_judges_per_gpu_keep_a_large_problems_answers_on_the_gpu():
+    """A 4 GiB problem with four judges on an H200 would send its answers through host copies (its
+    input set and output over the eighth of a quarter of the GPU) and take the GPU alone anyway: it
+    gets two judges, a 6 GiB one (output as large) one, a small one the most asked for."""
+    check = _check_module()
+    gib, h200 = 1 << 30, 143_771_000_000
+    assert check.judges_per_gpu(gib // 4, h200, 4) == 4
+    assert check.judges_per_gpu(4 * gib, h200, 4) == 2
+    assert check.judges_per_gpu(6 * gib, h200, 4) == 1
+    assert check.judges_per_gpu(16 * gib, h200, 4) == 1
+    assert check.judges_per_gpu(gib // 4, h200, 2) == 2
+    assert check.judges_per_gpu(gib // 4, 8 * gib, 4) == 2  # a small GPU: a quarter would not hold the job
+    assert check.judges_per_gpu(2 * gib, 8 * gib, 4) == 1
+    # a convolution whose output is eight times its 1 GiB input: its judge holds the GPU alone
+    assert check.judges_per_gpu(gib, h200, 4, output_bytes=8 * gib) == 1
+    assert check.judges_per_gpu(4 * gib, h200, 4, output_bytes=gib // 64) == 4  # a reduction: small answers
+
+
+def test_the_classes_follow_the_sizes_the_generation_measured():
+    check = _check_module()
+    gib, h200 = 1 << 30, 143_771_000_000
+    order = [("63_conv", 4), ("5_scale", 2), ("40_norm", 4)]
+    rows = {"63_conv": {"status": "written", "input_bytes": gib, "output_bytes": 8 * gib, "param_bytes": 0},
+            "5_scale": {"status": "written"}}  # fmt: skip
+    assert check.sized_order(order, rows, h200, 4) == [("63_conv", 1), ("5_scale", 2), ("40_norm", 4)]
+    assert check.sized_order(order, rows, None, 4) == order
+
+
+def test_the_order_puts_the_problems_sharing_the_gpu_first_then_by_number():
+    check = _check_module()
+    big = "import torch\nN = 1024 * 1024 * 1024\ndef get_inputs():\n    return [torch.randn(N)]\n"
+    small = "import torch\ndef get_inputs():\n    return [torch.randn(64)]\n"
+    problems = [types.SimpleNamespace(name=n, source=s) for n, s in
+                (("3_big", big), ("10_small", small), ("2_small", small), ("1_big", big))]  # fmt: skip
+    assert check.plan_order(problems, 143_771_000_000, 4) == [("2_small", 4), ("10_small", 4), ("1_big", 2),
+                                                               ("3_big", 2)]  # fmt: skip
+    assert check.plan_order(problems, None, 3) == [("1_big", 3), ("2_small", 3), ("3_big", 3), ("10_small", 3)]
+
+
+def test_the_next_chunk_takes_ready_solutions_of_one_class_and_waits_for_more_only_while_patient():
+    check = _check_module()
+    order = [("1_a", 4), ("2_b", 4), ("3_c", 4), ("4_d", 1), ("5_e", 1)]
+    written = {"1_a": "written", "2_b": "skipped", "3_c": "written", "4_d": "written"}
+    assert check.next_chunk(order, written, set(), 5, final=False, patient=True) == ("run", ["1_a", "3_c"], 4)
+    assert check.next_chunk(order, written, set(), 1, final=False, patient=True) == ("run", ["1_a"], 4)
+    assert check.next_chunk(order, {"1_a": "written"}, set(), 5, final=False, patient=True) == ("wait", [], 0)
+    assert check.next_chunk(order, {"1_a": "written"}, set(), 5, final=False, patient=False) == ("run", ["1_a"], 4)
+    taken = {"1_a", "3_c"}  # the next class: 5_e still compiling, 4_d ready
+    assert check.next_chunk(order, written, taken, 5, final=False, patient=True) == ("wait", [], 0)
+    assert check.next_chunk(order, written, taken, 5, final=True, patient=True) == ("run", ["4_d"], 1)
+    assert check.next_chunk(order, written, taken | {"4_d"}, 5, final=True, patient=True) == ("done", [], 0)
+    assert check.chunk_name(["30_x", "19_a", "21_c", "20_b"]) == "19-21,30"
+    # the pool in hand keeps its class while it has a problem ready (a pool of another size restarts)
+    order = [("1_a", 1), ("2_b", 2), ("3_c", 1), ("4_d", 2)]
+    written = dict.fromkeys(("1_a", "2_b", "3_c", "4_d"), "written")
+    assert check.next_chunk(order, written, set(), 5, final=True, patient=True) == ("run", ["1_a", "3_c"], 1)
+    assert check.next_chunk(order, written, set(), 5, True, True, current=2) == ("run", ["2_b", "4_d"], 2)
+    assert check.next_chunk(order, written, {"2_b", "4_d"}, 5, True, True, current=2) == ("run", ["1_a", "3_c"], 1)
+
+
+def test_a_chunk_that_would_not_end_by_the_deadline_is_not_started_and_the_same_command_resumes(tmp_path):
+    """--deadline: with a cost per candidate that leaves no room, no chunk starts and the report names
+    what was not reached; the same command with room judges them (its generation not run again)."""
+    problems, out = tmp_path / "problems", tmp_path / "out"
+    problems.mkdir()
+    for name in ("linear_relu", "softmax"):
+        bundled = find_problem(name)
+        (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+               "--out", str(out), "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy",
+               "--deadline", "120"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*command, "--cost-guess", "1e6"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "out of time: no chunk started" in done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["candidates"] == 0 and len(summary["not_reached"]) == 2 and summary["chunks"] == []
+    assert "Not reached (out of time; the same command resumes)" in (out / "report.md").read_text()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdicts"] == {"ok": 2} and summary["not_reached"] == []
+    assert "--step generate" not in done.stdout  # the generation was complete: not run again
+
+
+def test_a_check_moved_elsewhere_resumes_its_unfinished_chunk(tmp_path):
+    """An earlier call's archive extracted under another directory: the unfinished chunk's bench run
+    recorded the old solutions path; the check resumes it instead of refusing other settings."""
+    problems, first, moved = tmp_path / "problems", tmp_path / "first", tmp_path / "elsewhere" / "out"
+    problems.mkdir()
+    bundled = find_problem("softmax")
+    (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+               "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy", "--deadline", "120"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*command, "--out", str(first)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    state = json.loads((first / "chunks.json").read_text())
+    state["chunks"][0]["done"] = False  # as a stop in its middle leaves it
+    (first / "chunks.json").write_text(json.dumps(state))
+    moved.parent.mkdir()
+    first.rename(moved)
+    done = subprocess.run([*command, "--out", str(moved)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "other settings" not in done.stderr, done.stderr[-3000:]
+    assert json.loads((moved / "summary.json").read_text())["verdicts"] == {"ok": 1}
+    assert json.loads((moved / "chunks.json").read_text())["chunks"][0]["done"]
+
+
+def test_rejudge_takes_the_problems_of_a_verdict_out_of_their_finished_chunks_and_judges_them_again(tmp_path):
+    """--rejudge timeout: after a fix of the judge's, its timeouts are judged again, in a chunk of
+    their own (a directory of its own even where the name is taken), and the level's summary counts
+    the new verdict; the others are not judged again."""
+    problems, out = tmp_path / "problems", tmp_path / "out"
+    problems.mkdir()
+    for name in ("linear_relu", "softmax"):
+        bundled = find_problem(name)
+        (problems / f"{bundled.name}.py").write_text(bundled.small().source, encoding="utf-8")
+    command = [sys.executable, str(ROOT / "benchmarks" / "kernelbench_inductor.py"), "--problems", str(problems),
+               "--out", str(out), "--device", "cpu", "--sandboxes", "1", "--candidate", "lazy", "--chunk", "1",
+               "--deadline", "120"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    first = json.loads((out / "chunks.json").read_text())["chunks"]
+    assert len(first) == 2 and all(c["done"] for c in first)
+    trajectories = out / "chunks" / first[1]["name"] / "trajectories.jsonl"
+    row = json.loads(trajectories.read_text().splitlines()[0])
+    trajectories.write_text(json.dumps(row | {"verdict": "timeout"}) + "\n")  # as a timeout of the judge's left it
+    done = subprocess.run([*command, "--rejudge", "timeout"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert f"judged again: {row['problem']}" in done.stdout
+    chunks = json.loads((out / "chunks.json").read_text())["chunks"]
+    assert [c["name"] for c in chunks] == [first[0]["name"], first[1]["name"], first[1]["name"] + "_2"]
+    assert chunks[1]["problems"] == [] and chunks[2]["problems"] == [row["problem"]]
+    assert json.loads((out / "summary.json").read_text())["verdicts"] == {"ok": 2}

@@ -419,3 +419,76 @@ def test_a_large_trial_gives_the_judges_cached_gpu_memory_back_for_the_runner(tm
     monkeypatch.setattr(memory, "give_back", lambda device, size: given.append((device, size)))
     reference(tmp_path, n=64).trial(1)
     assert given == [(CPU, 2 * 64 * 4)]  # every trial, with its inputs' and output's bytes
+
+
+def test_the_judges_own_work_and_waits_move_the_deadline_by_the_timeout_at_most():
+    """JobState.extend: a baseline compiled in the judge or a wait for another job's hold of the GPU
+    is given back to the job, and the pool told (its watch moves as far), up to the timeout once more."""
+    import types
+
+    from tritongym.evaluate.judge import judge
+
+    sent = []
+    ctx = types.SimpleNamespace(channel=types.SimpleNamespace(send=sent.append))
+    state = judge.JobState(job=types.SimpleNamespace(timeout_s=10.0), ctx=ctx, deadline=100.0)
+    state.extend(4.0)
+    state.extend(-1.0)
+    state.extend(0.0)
+    assert state.deadline == 104.0 and sent == [{"extend_s": 4.0}]
+    state.extend(8.0)
+    state.extend(3.0)
+    assert state.deadline == 110.0 and state.extended == 10.0 and sent[1:] == [{"extend_s": 6.0}]
+    assert state.stages["deadline_extended"] == 10.0
+
+
+POINTWISE_CONV = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.rand(16, 64, 1024, 1024)]
+
+
+def get_init_inputs():
+    return [64, 128]
+"""
+
+
+def test_the_meta_device_gives_a_jobs_size_before_its_first_trial(tmp_path):
+    """Reference.meta_footprint: a 4 GiB-in, 8 GiB-out convolution (KernelBench level 1's
+    87_conv_pointwise_2D) sized without allocating it, as its trial would measure it; a forward that
+    reads values cannot run on the meta device: no estimate."""
+    conv = Reference(POINTWISE_CONV, "Model", tmp_path / "reference.py", CPU, float64=True)
+    estimate = conv.meta_footprint(float64=True)
+    assert estimate == Footprint(inputs=4 << 30, outputs=8 << 30, params=64 * 128 * 4, float64=True)
+    (tmp_path / "small").mkdir()
+    (tmp_path / "reads").mkdir()
+    small = reference(tmp_path / "small")
+    trial = small.trial(0)
+    assert small.meta_footprint(True) == Footprint.of(small.model, trial.inputs, trial.expected, True)
+    reads = reference(tmp_path / "reads", forward="return torch.tanh(x) if bool(x.sum() > 0) else x")
+    assert reads.meta_footprint(True) is None
+
+
+def test_a_job_too_large_to_share_its_gpu_holds_it_alone_from_its_first_trial(tmp_path, monkeypatch):
+    """judge.whole_gpu_early: with four judges on an H200 the 12 GiB convolution needs the GPU alone,
+    decided before its trial is made; a small problem, one judge per GPU or the CPU do not."""
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda device: types.SimpleNamespace(total_memory=143_771_000_000)
+    )
+    gpu = types.SimpleNamespace(device=torch.device("cuda"), judges_per_gpu=4)
+    conv = Reference(POINTWISE_CONV, "Model", tmp_path / "reference.py", CPU, float64=True)
+    assert judge.whole_gpu_early(conv, gpu, float64=True)
+    assert not judge.whole_gpu_early(reference(tmp_path), gpu, float64=True)
+    assert not judge.whole_gpu_early(conv, types.SimpleNamespace(device=torch.device("cuda"), judges_per_gpu=1), True)
+    assert not judge.whole_gpu_early(conv, types.SimpleNamespace(device=CPU, judges_per_gpu=4), True)

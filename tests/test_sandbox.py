@@ -192,3 +192,30 @@ def test_the_home_of_a_killed_pool_is_swept_by_the_next_and_no_other(tmp_path, m
     assert sandbox.stale_homes(tmp_path) == [killed]
     assert sandbox.sweep_stale_homes(tmp_path) == 1
     assert not killed.exists() and live.exists() and ownerless.exists()
+
+
+def test_the_pools_watch_moves_with_the_time_the_judge_gave_back_by_the_allowance_at_most():
+    """An ``extend_s`` message (judge.JobState.extend) moves the watch's deadline, up to its allowance:
+    a judge that says more is still stopped."""
+    import json
+    import threading
+    import types
+
+    def watch(allowance_s: float, extend_s) -> sandbox.SandboxOutcome:
+        read, write = os.pipe()
+        box = types.SimpleNamespace(_channel=read, _proc=types.SimpleNamespace(pid=os.getpid()))
+        outcome = sandbox.SandboxOutcome(judge_exposed=False)
+        os.write(write, (json.dumps({"extend_s": extend_s, "nonce": "n"}) + "\n").encode())
+        result = (json.dumps({"result": {"verdict": "ok"}, "nonce": "n"}) + "\n").encode()
+        threading.Timer(0.6, os.write, (write, result)).start()
+        try:
+            sandbox.Sandbox._watch(box, outcome, time.monotonic() + 0.3, 1 << 50, "result", "n", allowance_s)
+        finally:
+            time.sleep(0.7)
+            os.close(read)
+            os.close(write)
+        return outcome
+
+    assert watch(allowance_s=5.0, extend_s=2.0).result == {"verdict": "ok"}
+    assert watch(allowance_s=0.1, extend_s=2.0).timed_out
+    assert watch(allowance_s=5.0, extend_s=float("nan")).timed_out

@@ -42,7 +42,8 @@ class EvalConfig:
     )
     timeout_s: float = _doc(
         "Wall-clock limit of the whole evaluation in its sandbox (on the CPU, a shrunk problem's trial at a "
-        "second size may add up to as much again).",
+        "second size may add up to as much again; on a GPU, the judge's own compilation of a torch.compile "
+        "baseline and its waits for other jobs' holds of the GPU are given back, up to as much again).",
         default=180.0,
     )
     memory_limit_mb: int = _doc(

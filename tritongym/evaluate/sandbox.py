@@ -15,6 +15,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import secrets
 import select
@@ -373,10 +374,11 @@ class Sandbox:
         with contextlib.suppress(OSError):  # it died between jobs: the channel's EOF says so
             self._send(job)
         # The judge enforces the job's timeout and memory limit on its runner; these catch the judge. A job
-        # with a second size may take its timeout once more (second_size.SecondSize.allowance).
+        # with a second size may take its timeout once more (second_size.SecondSize.allowance); on a GPU,
+        # the judge's own work and its waits for other jobs may move it as far (judge.JobState.extend).
         limit_s = timeout_s * (2 if job.get("resized_source") else 1) + BACKSTOP_S
         self._watch(outcome, start + limit_s, JUDGE_MEMORY_FACTOR * memory_limit_bytes,
-                    until="result", nonce=nonce)  # fmt: skip
+                    until="result", nonce=nonce, allowance_s=timeout_s)  # fmt: skip
         if outcome.result is None:
             if not (outcome.timed_out or outcome.out_of_memory or outcome.protocol_error):
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -399,7 +401,18 @@ class Sandbox:
             os.killpg(self._proc.pid, signal.SIGKILL)
         self._proc.wait()
 
-    def _watch(self, outcome: SandboxOutcome, deadline: float, memory_limit: int, until: str, nonce: str = "") -> None:
+    def _watch(
+        self,
+        outcome: SandboxOutcome,
+        deadline: float,
+        memory_limit: int,
+        until: str,
+        nonce: str = "",
+        allowance_s: float = 0.0,
+    ) -> None:
+        """Read the judge's channel until ``until`` comes, the deadline passes or its memory is over the
+        limit. An ``extend_s`` message (the judge gave its job back time that was not the
+        candidate's) moves the deadline as far, ``allowance_s`` at most in all."""
         buffer = b""
         received = 0
         next_memory_check = 0.0
@@ -441,6 +454,14 @@ class Sandbox:
                 if "stage" in message:
                     outcome.stage = str(message["stage"])[:100]
                     outcome.stages_seen.append(outcome.stage)
+                elif type(message.get("extend_s")) in (int, float) and until == "result":
+                    add = (
+                        min(max(float(message["extend_s"]), 0.0), allowance_s)
+                        if math.isfinite(message["extend_s"])
+                        else 0.0
+                    )
+                    allowance_s -= add
+                    deadline += add
                 elif type(message.get("host_bytes")) is int and until == "result":
                     watched = memory_limit + max(message["host_bytes"], 0)  # the problem's own size
                     outcome.host_limit = watched

@@ -67,6 +67,11 @@ class Outcome:
     """Size of the solution file (the environment refuses sources over ``max_source_bytes``)."""
     seconds: float = 0.0
     path: str = ""
+    input_bytes: int = 0
+    """Bytes of the problem's inputs, its forward's outputs and its model's state, as compiled (what
+    the at-scale check sizes its judges by); 0 where unknown."""
+    output_bytes: int = 0
+    param_bytes: int = 0
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -121,9 +126,9 @@ def _sources(model: Any, inputs: list) -> dict[int, Argument]:
     return found
 
 
-def _output_structure(model: Any, inputs: list) -> tuple[str, int]:
-    """The forward's output, run on fake tensors (no memory, no compute): tensor, tuple or list, and
-    how many tensors."""
+def _output_structure(model: Any, inputs: list) -> tuple[str, int, int]:
+    """The forward's output, run on fake tensors (no memory, no compute): tensor, tuple or list, how
+    many tensors, and their bytes."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -135,9 +140,9 @@ def _output_structure(model: Any, inputs: list) -> tuple[str, int]:
             f"the forward does not run on fake tensors to read its outputs ({_first_line(exc)})"
         ) from None
     if isinstance(output, torch.Tensor):
-        return "tensor", 1
+        return "tensor", 1, output.nbytes
     if isinstance(output, (tuple, list)) and output and all(isinstance(o, torch.Tensor) for o in output):
-        return type(output).__name__, len(output)
+        return type(output).__name__, len(output), sum(o.nbytes for o in output)
     raise Unsupported(f"the forward returns {type(output).__name__}, not a tensor or a flat tuple/list of tensors")
 
 
@@ -233,7 +238,7 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 if not captured:
                     raise Unsupported(f"torch.compile failed: {_first_line(exc)}") from None
         torch._dynamo.reset()
-        structure, outputs = _output_structure(model, inputs)
+        structure, outputs, output_bytes = _output_structure(model, inputs)
         if len(graphs) != 1 or len(captured) != 1:
             raise Unsupported(f"torch.compile made {len(graphs)} graphs and {len(captured)} output codes, not one")
         gm, flat = graphs[0]
@@ -265,7 +270,12 @@ def capture(problem: Problem, device: str, seed: int = 0) -> Capture:
                 f"{len(captured[0]['outputs'])} (an output that is an input or a constant)"
             )
         versions = {"torch": torch.__version__, "triton": triton.__version__, "device": str(device)}
-        return Capture(captured[0]["code"], arguments, outputs, structure, versions, captured[0]["constants"])
+        sizes = {
+            "input_bytes": sum(t.nbytes for t in _flat(inputs) if isinstance(t, torch.Tensor)),
+            "output_bytes": output_bytes,
+            "param_bytes": sum(t.nbytes for t in model.state_dict().values() if isinstance(t, torch.Tensor)),
+        }
+        return Capture(captured[0]["code"], arguments, outputs, structure, versions, captured[0]["constants"], sizes)
 
 
 def _flat(value: Any) -> Iterable[Any]:
@@ -285,7 +295,8 @@ def generate_one(problem: Problem, device: str, out: Path) -> Outcome:
     """Capture, render and write one problem's solution; an :class:`Unsupported` problem is skipped."""
     started = time.monotonic()
     try:
-        text, kernels, extern = render(problem, capture(problem, device))
+        captured = capture(problem, device)
+        text, kernels, extern = render(problem, captured)
     except Unsupported as exc:
         return Outcome(problem.name, "skipped", str(exc), seconds=round(time.monotonic() - started, 2))
     except Exception as exc:  # the reference itself fails: its error, named
@@ -296,7 +307,8 @@ def generate_one(problem: Problem, device: str, out: Path) -> Outcome:
     path = out / f"{problem.name}.py"
     path.write_text(text, encoding="utf-8")
     seconds = round(time.monotonic() - started, 2)
-    return Outcome(problem.name, "written", "", kernels, extern, len(text.encode()), seconds, str(path))
+    return Outcome(problem.name, "written", "", kernels, extern, len(text.encode()), seconds, str(path),
+                   **captured.sizes)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -353,13 +365,16 @@ def generate(
     on_done: Callable[[Outcome], None] | None = None,
     refused: Iterable[Outcome] = (),
     resume: bool = False,
+    memory_share: float | None = None,
 ) -> list[Outcome]:
     """Write ``out/<name>.py`` for every problem Inductor can make a standalone solution of, ``jobs``
     compilations at once, and ``out/summary.json``, rewritten as each problem is done (the ``refused``
     problems first: those that could not be prepared). Problems that ran out of memory while others
     compiled beside them are tried again one at a time. With ``resume``, problems the summary already
-    has an outcome for (other than running out of memory) are not compiled again. Returns the outcomes,
-    refused ones included, in the problems' order."""
+    has an outcome for (other than running out of memory) are not compiled again. ``memory_share``
+    is the share of the GPU's free memory the compilations may hold at once (default
+    :data:`BUDGET_SHARE`; less where a judge shares the GPU meanwhile). Returns the outcomes, refused
+    ones included, in the problems' order."""
     out.mkdir(parents=True, exist_ok=True)
     refused = list(refused)
     outcomes: dict[str, Outcome] = {}
@@ -368,7 +383,7 @@ def generate(
         outcomes = {o.problem: o for o in earlier if not _oom(o)}
     names = {p.name for p in problems}
     lock = threading.Lock()
-    memory = _DeviceMemory(device)
+    memory = _DeviceMemory(device, BUDGET_SHARE if memory_share is None else memory_share)
 
     def save() -> list[Outcome]:
         ordered = [*refused, *(outcomes[p.name] for p in problems if p.name in outcomes)]
@@ -419,12 +434,12 @@ class _DeviceMemory:
     holds its problem's input bytes (read statically from ``get_inputs()``, as float32) plus
     :data:`CHILD_OVERHEAD_BYTES`. A problem larger than the budget runs alone. On the CPU, no limit."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, share: float = BUDGET_SHARE):
         self.budget = None
         if device.startswith("cuda"):
             import torch
 
-            self.budget = int(torch.cuda.mem_get_info()[0] * BUDGET_SHARE)
+            self.budget = int(torch.cuda.mem_get_info()[0] * share)
         self.held = 0
         self._condition = threading.Condition()
 

@@ -56,6 +56,8 @@ class Capture:
     constants: dict[str, str | None] = field(default_factory=dict)
     """Constant tensors Inductor gives its module from outside the code (``_tensor_constant0 = None``
     in the text): name -> an expression that rebuilds it, or None when it is too large to embed."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """``input_bytes``, ``output_bytes`` and ``param_bytes`` of the problem as compiled."""
 
 
 def _bound(node: ast.stmt) -> set[str]:

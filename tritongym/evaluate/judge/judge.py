@@ -236,6 +236,24 @@ class JobState:
     fraction of that output's largest magnitude: the loosest any trial allowed (compare.timed_bound),
     None where the output must match exactly (speed.check_batch)."""
 
+    extended: float = 0.0
+    """Seconds the deadline moved for the judge's own work and waits (:meth:`extend`)."""
+
+    def extend(self, seconds: float) -> None:
+        """Give the job back time that was not the candidate's: the judge compiling its torch.compile
+        baseline, waiting for this GPU's lock while other jobs hold it. The timeout is the candidate's
+        time; a large network's baseline compiled in the judge (KernelBench level 3's DenseNet201: 77 s)
+        or another job's exclusive hold (a problem too large to share its GPU: minutes) must not spend
+        it. At most the timeout once more in all: the pool's watch on the judge moves as far
+        (sandbox.Sandbox.run), and so does the runner's lifetime."""
+        add = min(max(seconds, 0.0), self.job.timeout_s - self.extended)
+        if add <= 0.0:
+            return
+        self.extended += add
+        self.deadline += add
+        self.stages["deadline_extended"] = round(self.extended, 4)
+        self.ctx.channel.send({"extend_s": add})
+
     def where(self) -> str:
         """Where a failure the runner reports happened, as the judge knows it."""
         if self.stage.startswith("trial "):
@@ -598,7 +616,26 @@ def output_still_correct(value, trial, tolerance: Tolerance) -> bool:
         return False
 
 
+def whole_gpu_early(reference: Reference, ctx: WorkerContext, float64: bool) -> bool:
+    """Whether a job is too large to share its GPU (memory.needs_whole_gpu) by the problem's sizes on
+    the meta device (Reference.meta_footprint), known before its first trial: the trial (its inputs,
+    the reference's output and float64 copy) is then made under the exclusive hold too, instead of
+    beside the other judges' jobs (KernelBench level 1's 87_conv_pointwise_2D, 4 GiB in and 8 GiB
+    out, left a judge beside it 3.3 GiB). False on the CPU, with one judge per GPU, or where the meta
+    device cannot run the problem (its first trial's sizes decide, as before)."""
+    if ctx.device.type != "cuda" or ctx.judges_per_gpu <= 1:
+        return False
+    estimate = reference.meta_footprint(float64)
+    total = torch.cuda.get_device_properties(ctx.device).total_memory
+    return estimate is not None and needs_whole_gpu(estimate, total, ctx.judges_per_gpu)
+
+
 def evaluate(state: JobState) -> dict:
+    with contextlib.ExitStack() as hold:  # this GPU's lock, held alone from the first trial by a job too large
+        return _evaluate(state, hold)  # to share it (whole_gpu_early), let go whatever ends the job
+
+
+def _evaluate(state: JobState, hold: contextlib.ExitStack) -> dict:
     job, ctx = state.job, state.ctx
     tolerance = Tolerance(job.tolerance, job.error_factor, job.scale_floor, job.atol, job.rtol)
     result: dict[str, Any] = {"device": describe_device(ctx.device), "versions": versions()}
@@ -606,19 +643,23 @@ def evaluate(state: JobState) -> dict:
     private = Path(ctx.home) / "judge" / secrets.token_hex(8)
     private.mkdir(parents=True, mode=0o700)
     try:
-        with state.timed("reference"), gpu_lock(ctx.gpu_lock, exclusive=False):
-            torch.manual_seed(secrets.randbits(63))
-            reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
-                                  float64=job.tolerance == "float64")  # fmt: skip
-            key = problem_key(job.problem_source, job.entry_point)
-            if ctx.device.type == "cuda" and not ctx.queues.known(key):  # once per problem: on how many streams?
-                watch = StreamWatch(ctx.device)
-                trial = reference.trial(secrets.randbits(63), watch)
-                ctx.queues.decide(key, watch.streams)
-                state.stages["reference_streams"] = len(watch.streams) if watch.streams is not None else -1
-            else:
-                trial = reference.trial(secrets.randbits(63))
-            state.queues = ctx.queues.for_problem(key)
+        with state.timed("reference"):
+            with gpu_lock(ctx.gpu_lock, exclusive=False):
+                torch.manual_seed(secrets.randbits(63))
+                reference = Reference(job.problem_source, job.entry_point, private / "reference.py", ctx.device,
+                                      float64=job.tolerance == "float64")  # fmt: skip
+            if whole_gpu_early(reference, ctx, job.tolerance == "float64"):
+                hold.enter_context(gpu_lock(ctx.gpu_lock, exclusive=True))
+            with gpu_lock(ctx.gpu_lock, exclusive=False):  # a no-op inside the exclusive hold
+                key = problem_key(job.problem_source, job.entry_point)
+                if ctx.device.type == "cuda" and not ctx.queues.known(key):  # once per problem: on how many streams?
+                    watch = StreamWatch(ctx.device)
+                    trial = reference.trial(secrets.randbits(63), watch)
+                    ctx.queues.decide(key, watch.streams)
+                    state.stages["reference_streams"] = len(watch.streams) if watch.streams is not None else -1
+                else:
+                    trial = reference.trial(secrets.randbits(63))
+                state.queues = ctx.queues.for_problem(key)
         if job.resized_source and ctx.device.type == "cpu":  # shrunk for the interpreter: one size is not enough
             with state.timed("reference_second_size"):
                 float64 = job.tolerance == "float64"
@@ -646,7 +687,7 @@ def evaluate(state: JobState) -> dict:
         state.footprint, torch.cuda.get_device_properties(ctx.device).total_memory, ctx.judges_per_gpu
     )
     first, trial = [trial], None  # held by the list alone: run_trials drops it once judged
-    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():
+    with gpu_lock(ctx.gpu_lock, exclusive=True) if whole else contextlib.nullcontext():  # a no-op if held already
         return judge_candidate(state, reference, first, tolerance, result)
 
 
@@ -691,8 +732,8 @@ def judge_candidate(
         if ctx.nvml_pids:
             state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        if state.second is not None:  # the deadline may move by the second size's allowance, the timeout at most
-            lifetime += job.timeout_s
+        if state.second is not None or ctx.device.type == "cuda":  # the deadline may move by the timeout at most:
+            lifetime += job.timeout_s  # the second size's allowance (CPU), the judge's own work and waits (GPU)
         # the runner's RLIMIT_CPU (the same budget) stops it alone first; this counts its compiler tools too
         state.runner.cpu_limit_s = cpu_budget_s(state.runner.cpu_seconds(), lifetime) + CPU_LIMIT_GRACE_S + 1
         load = p.Load(str(candidate), job.solution_class, str(workdir), state.runner.memory_limit, lifetime)
@@ -753,6 +794,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
     """One evaluation, as the result message's payload (never raises)."""
     state = JobState(job, ctx, time.monotonic() + job.timeout_s)
     start, waited, covered = time.perf_counter(), list(speed.lock_waited), dict(speed.covered)
+    speed.on_wait = state.extend  # waits for this GPU's lock are other jobs' time, not the candidate's
     try:
         result = evaluate(state)
     except Failure as failure:
@@ -768,6 +810,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
                 failure = classify_failure(exc, "", f"in the judge during {state.stage}")
             failure.verdict = Verdict.INFRASTRUCTURE_ERROR
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
+    speed.on_wait = None
     if state.runner is not None:
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)

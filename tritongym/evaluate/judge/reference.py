@@ -96,6 +96,7 @@ class Reference:
             if cls is None:
                 raise LookupError(f"the problem defines no class {entry_point!r}")
             self.module = module
+            self.cls = cls
             with torch.device(device):
                 self.init_args, self.init_kwargs = split_init_inputs(module.get_init_inputs())
                 torch.manual_seed(self.seed)
@@ -134,6 +135,24 @@ class Reference:
                 f"Its error: {short(exc)}"
             )
         return Failure(Verdict.INFRASTRUCTURE_ERROR, why, detail(exc))
+
+    def meta_footprint(self, float64: bool) -> memory.Footprint | None:
+        """The job's size before any trial is made: the problem built and run on PyTorch's meta device
+        (shapes only: nothing is allocated or computed). None where it does not run there (an op
+        without a meta kernel, a constructor that makes host tensors, a forward reading values)."""
+        try:
+            with torch.device("meta"), torch.no_grad():
+                init = map_tensors(self.init_args, lambda t: t.to("meta"))
+                kwargs = {k: map_tensors(v, lambda t: t.to("meta")) for k, v in self.init_kwargs.items()}
+                model = self.cls(*init, **kwargs).eval()
+                inputs = list(self.module.get_inputs())
+                output = model(*inputs)
+            leaves = [*tensor_leaves(inputs), *tensor_leaves(output), *model.state_dict().values()]
+            if not all(t.device.type == "meta" for t in leaves if isinstance(t, torch.Tensor)):
+                return None
+            return memory.Footprint.of(model, inputs, output, float64)
+        except Exception:  # the meta device is a shortcut: the trial's own sizes are the measure
+            return None
 
     def inputs(self, seed: int) -> list:
         """Fresh inputs from a seed, on the device."""

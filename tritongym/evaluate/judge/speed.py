@@ -79,6 +79,7 @@ import select
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +136,9 @@ DEADLINE_RESERVE_S = 5.0
 lock_waited = [0.0, 0.0]
 """Seconds this process has waited for this GPU's lock (``gpu_lock``), in all and for exclusive holds
 (a job reads them before and after: its ``gpu_lock_wait`` and ``gpu_lock_wait_exclusive`` stages)."""
+on_wait: Callable[[float], None] | None = None
+"""Told the seconds of every wait for this GPU's lock (``gpu_lock``): the job in hand's
+``JobState.extend`` (another job's hold is not the candidate's time); None between jobs."""
 _exclusive: set[int] = set()
 """Locks this process holds exclusively (a job too large to share its GPU holds it for its whole
 length; the stages' own uses of the lock inside that are no-ops)."""
@@ -216,6 +220,8 @@ def gpu_lock(fd: int, exclusive: bool, keep_shared: bool = False):
     else:
         release = machine_lock.take(fd, exclusive=False, polite=True)
     lock_waited[0] += time.perf_counter() - asked
+    if on_wait is not None:
+        on_wait(time.perf_counter() - asked)
     if exclusive:
         lock_waited[1] += time.perf_counter() - asked
         _exclusive.add(fd)
@@ -1074,7 +1080,10 @@ def prepare_timing(state, reference) -> Prepared:
     the reference's time of one call, comes out smaller."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
+    compiling = time.perf_counter()
     model = _baseline(reference, state.job.baseline, sample_inputs)
+    if state.job.baseline != "eager":  # the judge's own compilation is not the candidate's time
+        state.extend(time.perf_counter() - compiling)
     with torch.no_grad():
         sample_output = model(*sample_inputs)
     persistent = outputs_persist(model, sample_output, sample_inputs)
