@@ -216,23 +216,55 @@ _OWN_CODE = tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, sys.mod
 """Where the code is whose requests for a storage are not forward's reads."""
 
 
-def _own_class(cls: type) -> bool:
+def _own_class(cls: type, roots: tuple[str, ...] = _OWN_CODE) -> bool:
     path = getattr(sys.modules.get(getattr(cls, "__module__", None) or ""), "__file__", None)
-    return isinstance(path, str) and path.startswith(_OWN_CODE)
+    return isinstance(path, str) and path.startswith(roots)
+
+
+_HEAP_TYPE = 1 << 9
+"""``Py_TPFLAGS_HEAPTYPE``: a class made by a ``class`` statement (or ``type(...)``), not one of C's."""
+
+
+def _signature(code: types.CodeType) -> tuple:
+    """What a code object does, whatever its identity: its name, place, bytecode, names and plain
+    constants (two code objects alike in all of these run alike)."""
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
+
+
+@functools.cache
+def _compiled(path: str) -> frozenset:
+    """The signatures of every code object the source file at ``path`` compiles to (empty where it
+    cannot be read or compiled)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            top = compile(file.read(), path, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return frozenset()
+    found, todo = set(), [top]
+    while todo:
+        code = todo.pop()
+        found.add(_signature(code))
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return frozenset(found)
 
 
 class OwnCode:
-    """The code objects of Triton's and the judge's modules as loaded when taken (before the candidate's
-    import), and those modules' namespaces: a frame is theirs only where its code object is one of
-    these, by identity, and its globals one of these namespaces. A file name proves nothing: a
-    candidate's function may carry a code object renamed after Triton's file (``__code__.replace(
-    co_filename=...)``), and be built over a Triton module's globals (``type(f)(code,
+    """The code objects of Triton's and the judge's modules (or those under other ``roots``) as loaded
+    when taken (before the candidate's import), and those modules' namespaces: a frame is theirs only
+    where its code object is one of these, by identity, and its globals one of these namespaces. A file
+    name proves nothing: a candidate's function may carry a code object renamed after Triton's file
+    (``__code__.replace(co_filename=...)``), and be built over a Triton module's globals (``type(f)(code,
     triton.jit.__globals__)``); neither makes its code one of those loaded (red team 14 #2d)."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: tuple[str, ...] = _OWN_CODE) -> None:
+        self.roots = roots
+        """Directories (and files) whose modules' code this holds."""
         self._codes: dict[int, types.CodeType] = {}
         """id -> code object (held, so that no other object takes its id)."""
         self._namespaces: dict[int, dict] = {}
+        self._classes: dict[int, type] = {}
+        """id -> a class these modules define (held)."""
         self.take()
 
     def take(self) -> None:
@@ -241,7 +273,7 @@ class OwnCode:
         seen: set[int] = set()
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
-            if not isinstance(path, str) or not path.startswith(_OWN_CODE):
+            if not isinstance(path, str) or not path.startswith(self.roots):
                 continue
             namespace = vars(module)
             self._namespaces[id(namespace)] = namespace
@@ -258,8 +290,9 @@ class OwnCode:
                 with contextlib.suppress(ValueError):  # an empty cell
                     self._collect(cell.cell_contents, seen, depth + 1)
         elif isinstance(value, type):
-            if not _own_class(value):
+            if not _own_class(value, self.roots):
                 return
+            self._classes[id(value)] = value
             for member in list(vars(value).values()):
                 self._collect(member, seen, depth + 1)
             return
@@ -268,7 +301,11 @@ class OwnCode:
         elif isinstance(value, property):
             for accessor in (value.fget, value.fset, value.fdel):
                 self._collect(accessor, seen, depth + 1)
-        elif not _own_class(type(value)):
+        elif isinstance(value, (dict, types.MappingProxyType)) and depth < 2:  # a module's table of functions
+            for member in list(value.values())[:4096]:
+                self._collect(member, seen, depth + 1)
+            return
+        elif not _own_class(type(value), self.roots):
             return
         for name in ("__wrapped__", "fn"):  # a decorator's original, a JIT function's
             inner = vars(value).get(name) if hasattr(value, "__dict__") else None
@@ -276,7 +313,7 @@ class OwnCode:
                 self._collect(inner, seen, depth + 1)
 
     def _code(self, code: types.CodeType) -> None:
-        if code.co_filename.startswith(_OWN_CODE):
+        if code.co_filename.startswith(self.roots):
             self._codes[id(code)] = code
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
@@ -289,6 +326,48 @@ class OwnCode:
             and self._codes.get(id(frame.f_code)) is frame.f_code
             and self._namespaces.get(id(frame.f_globals)) is frame.f_globals
         )
+
+    def function(self, fn: object, depth: int = 0) -> bool:
+        """Whether ``fn`` is a function of these modules' (red team 15 #3): its code object one they
+        hold, or, for a module first imported after the last ``take``, one its file compiles to (by
+        what it does: a code object renamed after that file does other things); its globals that
+        module's namespace; and nothing it holds (closure cells, defaults) a function of another's
+        or an object of another's class that can be called (``type(f)(code, globals, name, defaults,
+        closure)`` rebuilds one of theirs around the candidate's code)."""
+        if not isinstance(fn, types.FunctionType) or depth > 4:
+            return False
+        code, namespace = fn.__code__, fn.__globals__
+        if self._namespaces.get(id(namespace)) is not namespace:
+            name = namespace.get("__name__")
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            path = getattr(module, "__file__", None)
+            if not (isinstance(path, str) and path.startswith(self.roots) and vars(module) is namespace):
+                return False
+        loaded = self._codes.get(id(code)) is code
+        if not loaded and (
+            not code.co_filename.startswith(self.roots) or _signature(code) not in _compiled(code.co_filename)
+        ):
+            return False
+        held = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+        for cell in fn.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                held.append(cell.cell_contents)
+        return len(held) <= 64 and all(self._harmless(value, namespace, depth + 1) for value in held)
+
+    def _harmless(self, value: object, namespace: dict, depth: int) -> bool:
+        """Whether a library function's cell or default runs nothing of another's when called: data,
+        a builtin, a function or class of these modules (one of its own module's names, for a module
+        imported after the last ``take``)."""
+        if isinstance(value, types.FunctionType):
+            return self.function(value, depth)
+        if isinstance(value, type):
+            return (
+                not value.__flags__ & _HEAP_TYPE
+                or self._classes.get(id(value)) is value
+                or any(v is value for v in list(namespace.values()))
+            )
+        builtin = isinstance(value, types.BuiltinFunctionType)
+        return not callable(value) or builtin or self._harmless(type(value), namespace, depth)
 
 
 def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False) -> int:
