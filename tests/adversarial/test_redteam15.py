@@ -7,13 +7,15 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 import triton
 import triton.language as tl
 
 from helpers import small_problem
-from tritongym.evaluate import EvalConfig, Verdict, frontend
-from tritongym.evaluate.placement import OwnCode
+from tritongym.evaluate import EvalConfig, Verdict, frontend, placement
+from tritongym.evaluate.placement import HostTensors, OwnCode
 
 HERE = Path(__file__).parent / "redteam15"
 
@@ -74,3 +76,64 @@ def test_a_library_module_imported_later_is_known_by_what_its_file_compiles_to(t
         assert not code.function(types.FunctionType(late_library.helper.__code__, {"__name__": "late_library"}))
     finally:
         sys.modules.pop("late_library", None)
+
+
+ADDRESS_ROUTES = ["data_ptr", "tiny_storage"]
+
+
+@pytest.mark.parametrize("route", ADDRESS_ROUTES)
+def test_an_input_read_through_its_address_faults_as_on_a_gpu(judge, route):
+    """#2: NumPy over an input's address (``data_ptr()``, or its storage's: a tiny tensor's storage
+    gives the distance; a kernel's pointer cast to an integer) read the input on the host with no torch
+    function, and the row sums passed as ``ok`` under ``forbid``. On a GPU the address is device
+    memory, which the host cannot read. Forward's code is now given device addresses shifted out of the
+    host's range: the read faults, as there."""
+    source = (HERE / "host_view_from_data_ptr.py").read_text().replace('ROUTE = "data_ptr"', f'ROUTE = "{route}"')
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.CRASH, result.feedback
+    assert "SIGSEGV" in result.feedback
+
+
+def test_a_table_of_device_addresses_and_alignment_checks_still_work(judge):
+    """#2's honest side: forward checks alignment and aliasing with ``data_ptr()`` and hands its kernel
+    a table of addresses it loads pointers from (Triton's grouped GEMM): ``ok``."""
+    result = judge(small_problem("01_vector_add"), (HERE / "pointer_table.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_forward_sees_device_addresses_shifted_and_host_memory_as_it_is():
+    """#2's rule (``placement.ADDRESS_SHIFT``): while a ``HostTensors`` watches, forward's code is given
+    a device tensor's address (and its storage's) shifted past the host's range, alignment and
+    distances kept; host memory's and the judge's own requests are the addresses themselves."""
+    x = torch.arange(64, dtype=torch.float32)
+    real = x.data_ptr()
+    host = HostTensors()
+    with host:
+        shifted = x.data_ptr()
+        assert shifted >= 1 << 47 and shifted != real and shifted % 4096 == real % 4096
+        assert x[8:].data_ptr() - shifted == 32
+        assert x.untyped_storage().data_ptr() == shifted
+        assert host.made(x) == ""  # the judge's own look (placement._address) sees the real address
+        made = torch.empty(4)  # host memory on a GPU: its address is the host's
+        assert made.data_ptr() == made.untyped_storage().data_ptr() < 1 << 47
+        assert shifted - real == placement.ADDRESS_SHIFT[0]
+    assert x.data_ptr() == real
+    assert "data_ptr" not in vars(torch.UntypedStorage)
+
+
+def test_an_address_a_kernel_casts_is_the_one_forward_was_given():
+    """#2's casts (``placement.builder_points``): under the interpreter a pointer cast to an integer is
+    the shifted address, and a shifted address cast back to a pointer is the memory it names."""
+    points = {name: wrap for _, name, wrap in placement.builder_points()}
+    assert set(points) == {"create_ptr_to_int", "create_int_to_ptr"}
+
+    class Handle:
+        def __init__(self, data, dtype=None):
+            self.data, self.dtype = data, dtype
+
+    real = np.array([4096, 0], dtype=np.int64)
+    as_int = points["create_ptr_to_int"](lambda builder, src, ty: Handle(src.data.astype(np.int64)))
+    shifted = as_int(None, Handle(real.astype(np.uint64)), None).data
+    assert list(shifted) == [4096 + placement.ADDRESS_SHIFT[0], 0]
+    as_ptr = points["create_int_to_ptr"](lambda builder, src, ty: Handle(src.data.astype(np.uint64)))
+    assert list(as_ptr(None, Handle(shifted), None).data) == [4096, 0]

@@ -48,7 +48,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend, races, taint, tf32, triton_compat
+from tritongym.evaluate import frontend, placement, races, taint, tf32, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.placement import HostTensors
 
@@ -1141,6 +1141,7 @@ class LaunchMonitor:
             points.append((*executor, self._wrap_executor))
             points += races.builder_points()  # every grid's memory accesses, for its race check
             points += tf32.builder_points()  # tl.dot of float32 in TF32 where a GPU would use it
+            points += placement.builder_points()  # addresses cast as data_ptr gives them (red team 15 #2)
         self._check_interpreter(None)  # replaced since the candidate was imported (its import, constructor)
         for cls, name, wrap in points:
             original = cls.__dict__[name]

@@ -51,10 +51,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import secrets
 import sys
 import types
 import weakref
 
+import numpy as np
 import torch
 import torch.utils.dlpack
 import triton
@@ -205,6 +207,30 @@ _HOST_READS = frozenset(
 """What reads a tensor's values into host memory: Python's numbers (``tolist``, ``item``, ``float(x)``,
 ``f"{x}"``, ``repr``), NumPy's copy (``numpy(force=True)``; a view is refused). On a GPU each is a
 copy from device memory to the host."""
+
+
+_CANONICAL = 1 << 47
+"""Where x86-64's and AArch64's user addresses end: from here on, an address faults on the host."""
+
+
+def _new_disguise() -> int:
+    """A secret shift of at least ``_CANONICAL`` that keeps a page's alignment (``address % 4096``)."""
+    return ((secrets.randbelow(1 << 14) + 1) << 47) | (secrets.randbelow(1 << 35) << 12)
+
+
+ADDRESS_SHIFT = [_new_disguise()]
+"""What the address of device memory is shifted by where forward's code asks for it on the CPU
+(``Tensor.data_ptr``, ``UntypedStorage.data_ptr``; ``HostTensors`` draws it anew for its runner), and
+what an interpreted kernel's pointer-to-integer casts add and integer-to-pointer casts take off
+(``builder_points``). On a GPU such an address is device memory, which the host cannot read: NumPy
+over it (an ``__array_interface__``) faults there. On the CPU it was the input itself in host memory,
+read with no torch function (red team 15 #2). Shifted past the canonical range, it faults on the CPU
+too; its differences, equality and alignment (to 4096 bytes) are kept, which is all an honest
+forward does with an address."""
+
+
+def _shifted(address: int) -> int:
+    return address + ADDRESS_SHIFT[0] if address else 0
 
 
 _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch.Tensor._typed_storage])
@@ -370,6 +396,59 @@ class OwnCode:
         return not callable(value) or builtin or self._harmless(type(value), namespace, depth)
 
 
+_DATA_PTR = torch.Tensor.data_ptr
+_STORAGE_DATA_PTR = torch._C.StorageBase.data_ptr
+
+
+def _storage_address(storage) -> int:
+    """``UntypedStorage.data_ptr`` while a ``HostTensors`` watches: the address shifted (``ADDRESS_SHIFT``)
+    for a storage of device memory (one not marked as host memory) asked for by code other than
+    Triton's and the judge's, as ``Tensor.data_ptr`` is (else the distance from a tensor's shifted
+    address to its storage's would give the shift away)."""
+    address = _STORAGE_DATA_PTR(storage)
+    if not _watching or not address or _watching[-1].own_code.runs(sys._getframe(1)):
+        return address
+    mark = _watching[-1]._marked.get(address)
+    return address if mark is not None and mark[0]() is storage else _shifted(address)
+
+
+def _to_integer(original):
+    def create_ptr_to_int(builder, src, *args, **kwargs):
+        out = original(builder, src, *args, **kwargs)
+        data = getattr(out, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu":
+            out.data = np.where(data != 0, data + data.dtype.type(ADDRESS_SHIFT[0]), data).astype(data.dtype)
+        return out
+
+    return create_ptr_to_int
+
+
+def _to_pointer(original):
+    def create_int_to_ptr(builder, src, *args, **kwargs):
+        data = getattr(src, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.dtype.itemsize == 8:
+            shift = data.dtype.type(ADDRESS_SHIFT[0])
+            src = type(src)(np.where(data.astype(np.uint64) >= _CANONICAL, data - shift, data), src.dtype)
+        return original(builder, src, *args, **kwargs)
+
+    return create_int_to_ptr
+
+
+def builder_points() -> list[tuple[object, str, object]]:
+    """(class, attribute, wrapper) for the interpreter's casts between pointers and integers: a
+    pointer cast to an integer is its address as ``data_ptr`` gives it to forward (``ADDRESS_SHIFT``,
+    as on a GPU a kernel's pointer is the address the host was given), and an integer in the shifted
+    range cast to a pointer is the memory it names (a table of ``data_ptr()`` values a kernel loads
+    pointers from, as Triton's grouped GEMM does); empty without an interpreter."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return []
+    builder = interpreter.InterpreterBuilder
+    wraps = (("create_ptr_to_int", _to_integer), ("create_int_to_ptr", _to_pointer))
+    return [(builder, name, wrap) for name, wrap in wraps if name in vars(builder)]
+
+
 def host_read_bytes(func, args: tuple, kwargs: dict, made, own: bool = False) -> int:
     """The bytes of device memory (a tensor ``made`` does not call host memory) that a call copies to
     the host on a GPU: a read of its values (``_HOST_READS``), ``.cpu()`` or ``.to("cpu")``, a
@@ -455,6 +534,7 @@ class HostTensors(TorchFunctionMode):
         self.own_code = OwnCode()
         """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
         before the candidate's import: ``OwnCode.take``)."""
+        ADDRESS_SHIFT[0] = _new_disguise()  # this runner's own
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -485,6 +565,8 @@ class HostTensors(TorchFunctionMode):
                 if original is not None and not getattr(original, "_tritongym_host", False):
                     self._saved.append((owner, name, original))
                     setattr(owner, name, wrap(original, f"{owner.__name__}.{name}"))
+        if "data_ptr" not in vars(torch.UntypedStorage):
+            torch.UntypedStorage.data_ptr = _storage_address
         if not getattr(torch.UntypedStorage.__dict__.get("__new__"), "_tritongym_host", False):
             self._storage_new = torch.UntypedStorage.__dict__.get("__new__")
             torch.UntypedStorage.__new__ = staticmethod(_storage_new(torch.UntypedStorage.__new__))
@@ -502,6 +584,8 @@ class HostTensors(TorchFunctionMode):
             for owner, name, original in reversed(self._saved):
                 setattr(owner, name, original)
             self._saved.clear()
+            if vars(torch.UntypedStorage).get("data_ptr") is _storage_address and len(_watching) == 1:
+                del torch.UntypedStorage.data_ptr
             if self._storage_new is not _UNSET:  # the constructor as it was: inherited, or the class's own
                 if self._storage_new is None:
                     del torch.UntypedStorage.__new__
@@ -529,6 +613,9 @@ class HostTensors(TorchFunctionMode):
                 "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
                 "a view of it; the CPU judge does as a GPU does.)"
             )
+        if func is _DATA_PTR and self._depth == 0 and args and isinstance(args[0], torch.Tensor):
+            address = func(*args, **kwargs)  # device memory's address, shifted where forward's code asks
+            return address if self.made(args[0]) or self.own_code.runs(sys._getframe(1)) else _shifted(address)
         if self._depth == 0:  # a read inside another (``x.storage()`` asks for the untyped one) is that one's
             own = func in _STORAGES and self.own_code.runs(sys._getframe(1))
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own)
