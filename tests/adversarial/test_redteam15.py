@@ -137,3 +137,39 @@ def test_an_address_a_kernel_casts_is_the_one_forward_was_given():
     assert list(shifted) == [4096 + placement.ADDRESS_SHIFT[0], 0]
     as_ptr = points["create_int_to_ptr"](lambda builder, src, ty: Handle(src.data.astype(np.uint64)))
     assert list(as_ptr(None, Handle(shifted), None).data) == [4096, 0]
+
+
+def test_an_answer_made_by_glue_and_handed_over_past_the_hollow_forward_is_refused(judge):
+    """#5: 11_roll's answer made by PyTorch glue (slices, ``torch.cat``) and copied by a kernel, handed
+    over only where a probe kernel ran (the hollow forward, which alone looked at what launches are
+    handed, skips every launch): ``ok`` under ``forbid``. Every trial now samples what forward hands
+    its launches, as it is when first handed to one."""
+    source = (HERE / "glue_answer_past_the_hollow_forward.py").read_text()
+    result = judge(small_problem("11_roll"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "already held the correct output when first handed to one" in result.feedback
+
+
+def test_a_kernel_copying_what_an_earlier_kernel_wrote_is_honest(judge):
+    """#5's honest side: the answer a first kernel wrote into a scratch buffer, copied by a second."""
+    result = judge(small_problem("11_roll"), (HERE / "two_kernel_pipeline.py").read_text(), config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
+    """#5's sample (``runner.FirstHanded``): of an output's size and dtype only, not an input or a weight,
+    each storage once (as it is when first handed), none of one value, a step sample of each."""
+    from tritongym.evaluate.judge.runner import ANSWER_SAMPLE, FirstHanded, stepped_sample
+
+    given = torch.arange(6.0)
+    handed = FirstHanded([[6, "torch.float32"]], {given.untyped_storage().data_ptr()})
+    answer, later = torch.tensor([3.0, 1, 4, 1, 5, 9]), torch.rand(6)
+    handed.see((given, answer, torch.zeros(6), torch.arange(6), torch.rand(7)), {})
+    handed.see((answer,), {"out": later})
+    answer += 1  # written by the launch: the sample is what it held when first handed
+    copies = handed.copies()
+    assert len(copies) == 2 and torch.equal(copies[0], answer - 1) and torch.equal(copies[1], later)
+    big = FirstHanded([[3 * ANSWER_SAMPLE + 1, "torch.float32"]], set())
+    big.see((torch.rand(3 * ANSWER_SAMPLE + 1),), {})
+    (sample,) = big.copies()
+    assert stepped_sample(3 * ANSWER_SAMPLE + 1) == 4 and sample.numel() == 3 * ANSWER_SAMPLE // 4 + 1

@@ -1016,8 +1016,11 @@ class LaunchMonitor:
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
         host: HostTensors | None = None,
+        handed: Callable[[tuple, dict], None] | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
+        self.handed = handed
+        """If set, called with each own launch's arguments before it runs (a trial's ``FirstHanded``)."""
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.host = host
@@ -1247,6 +1250,8 @@ class LaunchMonitor:
             monitor.launches += 1
             if monitor.block:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
+            if monitor.handed is not None:
+                monitor.handed(args, kwargs)
             if monitor.skip is not None:
                 monitor.skip(args, kwargs)
                 _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output

@@ -273,7 +273,9 @@ class Runner:
         if host is not None:
             host.host_bytes = 0
         started = thread_starts()
-        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
+        keep = {storage_address(t) for t in [*tensor_leaves(given), *self.model.parameters()]}
+        handed = FirstHanded(message.answers, keep)
+        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
         try:
             with (
                 witness,
@@ -299,6 +301,7 @@ class Runner:
         race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
         if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
             raise classify_failure(race, self.path, IN_FORWARD)
+        samples = handed.copies()  # read on the host once forward's watch is over
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -322,6 +325,7 @@ class Runner:
                 alias=alias,
                 strides=strides,
                 host_bytes=host.host_bytes if host is not None else 0,
+                handed=samples or None,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
@@ -591,6 +595,53 @@ class MadeBeforeKernels:
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
+
+
+def stepped_sample(numel: int) -> int:
+    """The step of ``FirstHanded``'s sample of a flat tensor of ``numel`` elements (every one where they
+    are at most ``ANSWER_SAMPLE``): a slice with a step is a view, and its copy glue, so that taking it
+    inside forward runs no PyTorch compute the op recorder would count as forward's."""
+    return max(1, -(-numel // ANSWER_SAMPLE))
+
+
+class FirstHanded:
+    """What forward hands its own launches in a trial: of the tensors of an output's size and dtype
+    (``answers``, as ``MadeBeforeKernels`` takes them) that are not its inputs or the model's weights
+    (``keep``: storage addresses), a sample (``stepped_sample``) of each as it is when first handed to a
+    launch, before that launch runs. One holding the answer then was computed before any kernel was
+    given it, by the host or PyTorch's glue; the kernels only moved it. The hollow forward looks for the
+    same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
+    hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
+    not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
+    two-kernel pipeline). At most ``PER_OUTPUT`` samples per output tensor, the first ones."""
+
+    PER_OUTPUT = 64
+
+    def __init__(self, answers: list, keep: set) -> None:
+        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
+        self.limit = self.PER_OUTPUT * len(answers)
+        self.seen = set(keep)
+        self.samples: list[torch.Tensor] = []
+
+    def see(self, args: tuple, kwargs: dict) -> None:
+        if not self.wanted:
+            return
+        for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
+            address = storage_address(value)
+            if address is None or address in self.seen:
+                continue
+            self.seen.add(address)
+            wanted = (value.numel(), str(value.dtype)) in self.wanted and value.layout is torch.strided
+            if wanted and value.numel() and len(self.samples) < self.limit:
+                flat = value.detach().reshape(-1)  # a view, or glue's copy of a tensor laid out otherwise
+                self.samples.append(flat[:: stepped_sample(flat.numel())].clone())
+
+    def copies(self) -> list[torch.Tensor]:
+        """The samples in host memory, those holding one value everywhere left out (a zeroed or fresh
+        buffer: a constant answer is not looked for)."""
+        found = [t.to("cpu", copy=True) for t in self.samples]
+        self.samples = []
+        return [t for t in found if not one_value(t)]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
