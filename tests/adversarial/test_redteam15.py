@@ -78,7 +78,7 @@ def test_a_library_module_imported_later_is_known_by_what_its_file_compiles_to(t
         sys.modules.pop("late_library", None)
 
 
-ADDRESS_ROUTES = ["data_ptr", "tiny_storage"]
+ADDRESS_ROUTES = ["data_ptr", "tiny_storage", "reinterpret"]
 
 
 @pytest.mark.parametrize("route", ADDRESS_ROUTES)
@@ -114,6 +114,7 @@ def test_forward_sees_device_addresses_shifted_and_host_memory_as_it_is():
         assert x[8:].data_ptr() - shifted == 32
         assert x.untyped_storage().data_ptr() == shifted
         assert host.made(x) == ""  # the judge's own look (placement._address) sees the real address
+        assert triton.reinterpret(x, tl.float32).data_ptr() == shifted  # Triton's code asked by forward's
         made = torch.empty(4)  # host memory on a GPU: its address is the host's
         assert made.data_ptr() == made.untyped_storage().data_ptr() < 1 << 47
         assert shifted - real == placement.ADDRESS_SHIFT[0]

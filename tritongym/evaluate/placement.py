@@ -238,7 +238,8 @@ _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch
 (``x.untyped_storage().tolist()``, indexing, ``bytes()``): taken as a read of the whole storage
 where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
 ask for storages of every launch's arguments)."""
-_OWN_CODE = tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, sys.modules["tritongym"]))
+_TRITON = os.path.dirname(triton.__file__) + os.sep
+_OWN_CODE = (_TRITON, os.path.dirname(sys.modules["tritongym"].__file__) + os.sep)
 """Where the code is whose requests for a storage are not forward's reads."""
 
 
@@ -353,6 +354,19 @@ class OwnCode:
             and self._namespaces.get(id(frame.f_globals)) is frame.f_globals
         )
 
+    def asks(self, frame: types.FrameType | None) -> bool:
+        """Whether the code asking (``frame``, the caller) is the judge's: past the frames of Triton's own
+        code (``runs``, in Triton's package), the first frame runs the judge's. Triton's functions run
+        for the judge (its launch, the interpreter's copies of a grid's arguments) and for the candidate
+        (``triton.reinterpret(x, ...).data_ptr()``, red team 15 #2); who called them decides."""
+        for _ in range(64):
+            if not self.runs(frame):
+                return False
+            if not frame.f_code.co_filename.startswith(_TRITON):
+                return True
+            frame = frame.f_back
+        return False
+
     def function(self, fn: object, depth: int = 0) -> bool:
         """Whether ``fn`` is a function of these modules' (red team 15 #3): its code object one they
         hold, or, for a module first imported after the last ``take``, one its file compiles to (by
@@ -406,7 +420,7 @@ def _storage_address(storage) -> int:
     Triton's and the judge's, as ``Tensor.data_ptr`` is (else the distance from a tensor's shifted
     address to its storage's would give the shift away)."""
     address = _STORAGE_DATA_PTR(storage)
-    if not _watching or not address or _watching[-1].own_code.runs(sys._getframe(1)):
+    if not _watching or not address or _watching[-1].own_code.asks(sys._getframe(1)):
         return address
     mark = _watching[-1]._marked.get(address)
     return address if mark is not None and mark[0]() is storage else _shifted(address)
@@ -615,9 +629,9 @@ class HostTensors(TorchFunctionMode):
             )
         if func is _DATA_PTR and self._depth == 0 and args and isinstance(args[0], torch.Tensor):
             address = func(*args, **kwargs)  # device memory's address, shifted where forward's code asks
-            return address if self.made(args[0]) or self.own_code.runs(sys._getframe(1)) else _shifted(address)
+            return address if self.made(args[0]) or self.own_code.asks(sys._getframe(1)) else _shifted(address)
         if self._depth == 0:  # a read inside another (``x.storage()`` asks for the untyped one) is that one's
-            own = func in _STORAGES and self.own_code.runs(sys._getframe(1))
+            own = func in _STORAGES and self.own_code.asks(sys._getframe(1))
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own)
         self._depth += 1
         try:
