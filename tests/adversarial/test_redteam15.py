@@ -15,6 +15,7 @@ import triton.language as tl
 
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict, frontend, placement
+from tritongym.evaluate.compare import Tolerance
 from tritongym.evaluate.placement import HostTensors, OwnCode
 
 HERE = Path(__file__).parent / "redteam15"
@@ -159,8 +160,10 @@ def test_a_kernel_copying_what_an_earlier_kernel_wrote_is_honest(judge):
 
 def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     """#5's sample (``runner.FirstHanded``): of an output's size and dtype only, not an input or a weight,
-    each storage once (as it is when first handed), none of one value, a step sample of each."""
-    from tritongym.evaluate.judge.runner import ANSWER_SAMPLE, FirstHanded, stepped_sample
+    each storage once (as it is when first handed), none of one value, every ``stepped_sample``-th
+    element from a start drawn when it is taken; the judge compares those elements of the output."""
+    from tritongym.evaluate.judge.judge import answer_made_before_kernels
+    from tritongym.evaluate.judge.runner import HANDED_SAMPLE, FirstHanded, stepped_sample
 
     given = torch.arange(6.0)
     handed = FirstHanded([[6, "torch.float32"]], {given.untyped_storage().data_ptr()})
@@ -169,8 +172,22 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     handed.see((answer,), {"out": later})
     answer += 1  # written by the launch: the sample is what it held when first handed
     copies = handed.copies()
-    assert len(copies) == 2 and torch.equal(copies[0], answer - 1) and torch.equal(copies[1], later)
-    big = FirstHanded([[3 * ANSWER_SAMPLE + 1, "torch.float32"]], set())
-    big.see((torch.rand(3 * ANSWER_SAMPLE + 1),), {})
-    (sample,) = big.copies()
-    assert stepped_sample(3 * ANSWER_SAMPLE + 1) == 4 and sample.numel() == 3 * ANSWER_SAMPLE // 4 + 1
+    assert [start for start, _ in copies] == [0, 0]
+    assert torch.equal(copies[0][1], answer - 1) and torch.equal(copies[1][1], later)
+    n = 3 * HANDED_SAMPLE + 1
+    value, starts = torch.rand(n), set()
+    for _ in range(32):
+        big = FirstHanded([[n, "torch.float32"]], set())
+        big.see((value,), {})
+        ((start, sample),) = big.copies()
+        assert stepped_sample(n) == 4 and torch.equal(sample, value[start::4])
+        starts.add(start)
+    assert len(starts) > 1  # drawn, not fixed
+
+    class Trial:
+        expected, expected64, inputs = value, None, (torch.zeros(n),)
+
+    tolerance = Tolerance("fixed", atol=1e-5, rtol=1e-5)
+    start = max(starts)
+    assert answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start])
+    assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[(start + 1) % 4])

@@ -48,8 +48,8 @@ from tritongym.evaluate.judge.memory import (
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
 from tritongym.evaluate.judge.runner import (
-    ANSWER_SAMPLE,
     CPU_LIMIT_GRACE_S,
+    HANDED_SAMPLE,
     FirstHanded,
     answer_sample,
     cpu_budget_s,
@@ -380,7 +380,7 @@ def run_trials(
                                   poison=state.ctx.device.type == "cuda", answers=answers)  # fmt: skip
             try:
                 # the samples of what forward handed its launches (runner.FirstHanded) besides the answer
-                samples = FirstHanded.PER_OUTPUT * ANSWER_SAMPLE * 16 * len(answers)
+                samples = FirstHanded.PER_OUTPUT * (HANDED_SAMPLE * 16 + 64) * len(answers)
                 out = state.ask(call, (p.Output,), max_payload=answer_bound(trial) + samples)
             except Failure as failure:
                 if second is not None:
@@ -394,10 +394,11 @@ def run_trials(
             )
             if state.host_read is None:
                 state.host_read = host_read(out.host_bytes, trial.inputs)
-            handed = [t for t in out.handed if isinstance(t, torch.Tensor)] if isinstance(out.handed, list) else []
+            handed = [pair for pair in out.handed if _sample(pair)] if isinstance(out.handed, list) else []
             if handed and not state.handed_answer:
-                state.handed_answer = answer_made_before_kernels(handed, trial, tolerance, stepped=True)
-            out.handed = handed = None
+                starts, samples = [pair[0] for pair in handed], [pair[1] for pair in handed]
+                state.handed_answer = answer_made_before_kernels(samples, trial, tolerance, starts=starts)
+            out.handed = handed = samples = None
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         one_trial_s = time.perf_counter() - started  # the last at the problem's own size: the second's measure
@@ -557,7 +558,12 @@ def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poi
     return correct, [t for t in made if isinstance(t, torch.Tensor)]
 
 
-def answer_made_before_kernels(made: list, trial, tolerance: Tolerance, stepped: bool = False) -> str:
+def _sample(pair: object) -> bool:
+    """Whether ``pair`` is one of ``Output.handed``'s: [start, tensor]."""
+    return isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], torch.Tensor)
+
+
+def answer_made_before_kernels(made: list, trial, tolerance: Tolerance, starts: list | None = None) -> str:
     """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
     and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
     reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
@@ -569,24 +575,27 @@ def answer_made_before_kernels(made: list, trial, tolerance: Tolerance, stepped:
     for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
         if not e.numel() or _constant(e) or any(_holds(x.reshape(-1), e, e64, tolerance) for x in inputs):
             continue
-        if any(_holds(t, e, e64, tolerance, sampled=True, stepped=stepped) for t in made):
+        starts_ = starts if starts is not None else [None] * len(made)
+        if any(_holds(t, e, e64, tolerance, sampled=True, start=s) for t, s in zip(made, starts_, strict=True)):
             return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
     return ""
 
 
 def _holds(
-    flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False, stepped: bool = False
+    flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False, start: int | None = None
 ) -> bool:
     """Whether ``flat``'s elements are the output ``e``'s, in order, within the trials' tolerance;
-    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks (``stepped``: those
-    ``runner.stepped_sample``'s step picks), compared with those."""
+    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks (with a ``start``: those
+    from there on, every ``runner.stepped_sample``-th), compared with those."""
     if flat.dtype != e.dtype or (flat.numel() != e.numel() and not sampled):
         return False
     try:
         e, e64 = e.reshape(-1), (e64.reshape(-1) if isinstance(e64, torch.Tensor) else None)
-        if stepped:
+        if start is not None:
             step = stepped_sample(e.numel())
-            e, e64 = e[::step], (e64[::step] if e64 is not None else None)
+            if not 0 <= start < step:
+                return False
+            e, e64 = e[start::step], (e64[start::step] if e64 is not None else None)
             if flat.numel() != e.numel():
                 return False
         elif sampled:

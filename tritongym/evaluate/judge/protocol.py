@@ -206,9 +206,10 @@ class Output(Message):
     runner counts them, 0 on a GPU): the runner's word, as its op counts are."""
     handed: Tree = None
     """Of the tensors forward made and handed to a launch of its kernels, of an output's size and dtype
-    (``Call.answers``), the elements ``runner.stepped_sample`` picks, as they were before the first launch
-    each was handed to ran (``runner.FirstHanded``): one holding the answer then was computed before any
-    kernel was given it (red team 15 #5)."""
+    (``Call.answers``), [start, elements]: those from a start the runner drew on, every
+    ``runner.stepped_sample``-th, as they were before the first launch each was handed to ran
+    (``runner.FirstHanded``): one holding the answer then was computed before any kernel was given it
+    (red team 15 #5)."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ import inspect
 import math
 import os
 import resource
+import secrets
 import socket
 import sys
 import tempfile
@@ -597,11 +598,16 @@ class MadeBeforeKernels:
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
 
 
+HANDED_SAMPLE = 1024
+"""Elements of each of ``FirstHanded``'s samples, at most."""
+
+
 def stepped_sample(numel: int) -> int:
     """The step of ``FirstHanded``'s sample of a flat tensor of ``numel`` elements (every one where they
-    are at most ``ANSWER_SAMPLE``): a slice with a step is a view, and its copy glue, so that taking it
-    inside forward runs no PyTorch compute the op recorder would count as forward's."""
-    return max(1, -(-numel // ANSWER_SAMPLE))
+    are at most ``HANDED_SAMPLE``), from a start drawn in ``[0, step)`` when it is taken (so that no
+    forward knows which elements are looked at): a slice with a step is a view, and its copy glue, so
+    that taking it inside forward runs no PyTorch compute the op recorder would count as forward's."""
+    return max(1, -(-numel // HANDED_SAMPLE))
 
 
 class FirstHanded:
@@ -615,13 +621,14 @@ class FirstHanded:
     not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
     two-kernel pipeline). At most ``PER_OUTPUT`` samples per output tensor, the first ones."""
 
-    PER_OUTPUT = 64
+    PER_OUTPUT = 256
 
     def __init__(self, answers: list, keep: set) -> None:
         self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
         self.limit = self.PER_OUTPUT * len(answers)
         self.seen = set(keep)
-        self.samples: list[torch.Tensor] = []
+        self.samples: list[tuple[int, torch.Tensor]] = []
+        """(start, the elements from ``start`` on, every ``stepped_sample``-th)."""
 
     def see(self, args: tuple, kwargs: dict) -> None:
         if not self.wanted:
@@ -634,14 +641,16 @@ class FirstHanded:
             wanted = (value.numel(), str(value.dtype)) in self.wanted and value.layout is torch.strided
             if wanted and value.numel() and len(self.samples) < self.limit:
                 flat = value.detach().reshape(-1)  # a view, or glue's copy of a tensor laid out otherwise
-                self.samples.append(flat[:: stepped_sample(flat.numel())].clone())
+                step = stepped_sample(flat.numel())
+                start = secrets.randbelow(step)
+                self.samples.append((start, flat[start::step].clone()))
 
-    def copies(self) -> list[torch.Tensor]:
-        """The samples in host memory, those holding one value everywhere left out (a zeroed or fresh
-        buffer: a constant answer is not looked for)."""
-        found = [t.to("cpu", copy=True) for t in self.samples]
+    def copies(self) -> list[list]:
+        """[start, sample] of each, the sample in host memory, those holding one value everywhere left out
+        (a zeroed or fresh buffer: a constant answer is not looked for)."""
+        found = [[start, t.to("cpu", copy=True)] for start, t in self.samples]
         self.samples = []
-        return [t for t in found if not one_value(t)]
+        return [pair for pair in found if not one_value(pair[1])]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
