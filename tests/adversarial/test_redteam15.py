@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.utils.dlpack
 import triton
 import triton.language as tl
 
@@ -93,6 +94,28 @@ def test_an_input_read_through_its_address_faults_as_on_a_gpu(judge, route):
     result = judge(small_problem("03_row_sum"), source, config())
     assert result.verdict is Verdict.CRASH, result.feedback
     assert "SIGSEGV" in result.feedback
+
+
+def test_numpy_over_a_dlpack_capsule_of_an_input_is_refused_as_on_a_gpu(judge):
+    """#2: ``np.from_dlpack`` over an object handing it ``torch.utils.dlpack.to_dlpack(x)`` (a C function:
+    no torch function mode sees it) viewed the input: ``ok`` under ``forbid``. A capsule of device
+    memory now goes to PyTorch's own ``from_dlpack`` alone, as a GPU's does."""
+    source = (HERE / "host_view_from_data_ptr.py").read_text().replace('ROUTE = "data_ptr"', 'ROUTE = "dlpack"')
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+
+
+def test_pytorchs_own_dlpack_round_trip_is_device_memory():
+    """#2's honest side: ``torch.from_dlpack(torch.utils.dlpack.to_dlpack(x))`` is an alias of device
+    memory, on a GPU too: placed, not host memory."""
+    x = torch.arange(4.0)
+    host = HostTensors()
+    with host:
+        y = torch.from_dlpack(torch.utils.dlpack.to_dlpack(x))
+        assert host.made(y) == "" and y.data_ptr() == x.data_ptr()
+        assert type(torch.to_dlpack(torch.empty(3))).__name__ == "PyCapsule"  # host memory's: as it is
+        with pytest.raises(BufferError, match="device memory"):
+            np.from_dlpack(torch.utils.dlpack.to_dlpack(x))
 
 
 def test_a_table_of_device_addresses_and_alignment_checks_still_work(judge):

@@ -51,3 +51,10 @@ def test_numpy_over_a_device_address_faults_on_a_gpu(route):
     source = (HERE / "host_view_from_data_ptr.py").read_text().replace('ROUTE = "data_ptr"', f'ROUTE = "{route}"')
     result = evaluate(find_problem("03_row_sum"), source, config())
     assert result.verdict is Verdict.CRASH, result.feedback
+
+
+def test_numpy_refuses_a_dlpack_capsule_of_device_memory_on_a_gpu():
+    """#2's ``dlpack`` route: NumPy's ``from_dlpack`` refuses a CUDA capsule."""
+    source = (HERE / "host_view_from_data_ptr.py").read_text().replace('ROUTE = "data_ptr"', 'ROUTE = "dlpack"')
+    result = evaluate(find_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback

@@ -75,6 +75,8 @@ _DEVICE_HELPERS = [(_GUARDS, "_empty_strided_cuda")] if hasattr(_GUARDS, "_empty
 PyTorch cannot make ("compiled without support for the specified device"); while a HostTensors
 watches it makes the CPU judge's device memory instead (unmarked, poisoned as ``empty`` is), so GPU
 code runs on the CPU as on a GPU."""
+_CAPSULES = [(torch, "to_dlpack"), (torch.utils.dlpack, "to_dlpack")]
+"""Where a DLPack capsule of a tensor is made without a torch function (``DeviceCapsule``)."""
 _watching: list[HostTensors] = []
 """The HostTensors watching now, innermost last."""
 
@@ -95,9 +97,56 @@ def _host_memory(original, name: str):
             _TORCH_DLPACK[0] -= dlpack
         if _watching and isinstance(out, torch.Tensor):
             source = args[0] if args else kwargs.get("ext_tensor")
-            if not (dlpack and isinstance(source, torch.Tensor) and not _watching[-1].made(source)):
+            device = isinstance(source, DeviceCapsule) or (
+                isinstance(source, torch.Tensor) and not _watching[-1].made(source)
+            )
+            if not (dlpack and device):
                 _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")  # a device tensor's stays placed
         return out
+
+    wrapped._tritongym_host = True
+    wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
+    wrapped.__doc__ = getattr(original, "__doc__", None)
+    return wrapped
+
+
+class DeviceCapsule:
+    """A DLPack capsule of device memory (``torch.utils.dlpack.to_dlpack`` of a tensor not marked as
+    host memory, while a ``HostTensors`` watches): PyTorch's own ``from_dlpack`` takes it (an alias of
+    device memory, on a GPU too), another library's (NumPy's ``from_dlpack``) is refused as a GPU's
+    capsule is there. The bare capsule was NumPy's view of the input on the CPU, with no torch function
+    (red team 15 #2, as ``Tensor.__dlpack__`` was before)."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+        """The tensor (not its capsule, which would be NumPy's for the asking)."""
+
+    def __dlpack__(self, *args, **kwargs):
+        if not _TORCH_DLPACK[0]:
+            raise BufferError(
+                "Unsupported device in DLTensor: this capsule holds device memory, which only PyTorch's own "
+                "from_dlpack takes (tritongym: the CPU judge does as a GPU does). Use Tensor.cpu() first."
+            )
+        return _TO_DLPACK(self.tensor)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # the CPU judge's device memory, as PyTorch's capsule names it
+
+
+_TO_DLPACK = torch.utils.dlpack.to_dlpack
+
+
+def _device_capsule(original, name: str):
+    def wrapped(tensor, *args, **kwargs):
+        if (
+            _watching
+            and isinstance(tensor, torch.Tensor)
+            and not args
+            and not kwargs
+            and not _watching[-1].made(tensor)
+        ):
+            return DeviceCapsule(tensor)
+        return original(tensor, *args, **kwargs)
 
     wrapped._tritongym_host = True
     wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
@@ -573,7 +622,11 @@ class HostTensors(TorchFunctionMode):
         TorchFunctionMode (red team 11 #2). Their wrappers stay where the candidate's import put
         them; they mark for the HostTensors watching when they run."""
         _watching.append(self)
-        for helpers, wrap in ((_WRAPPING, _host_memory), (_DEVICE_HELPERS, _device_memory)):
+        for helpers, wrap in (
+            (_WRAPPING, _host_memory),
+            (_DEVICE_HELPERS, _device_memory),
+            (_CAPSULES, _device_capsule),
+        ):
             for owner, name in helpers:
                 original = getattr(owner, name, None)
                 if original is not None and not getattr(original, "_tritongym_host", False):

@@ -13,11 +13,16 @@ storage of a tensor of one element instead (4 bytes counted) and finds the input
 distance between the two tensors' ``data_ptr()``; ``ROUTE = "kernel"`` has a kernel store its
 pointer argument as an integer (``x_ptr.to(tl.int64)``), read back by ``.item()`` (8 bytes);
 ``ROUTE = "reinterpret"`` asks Triton's code for it (``triton.reinterpret(x, tl.float32).data_ptr()``:
-Triton's ``TensorWrapper`` asks the tensor, a frame of Triton's that the judge's first fix trusted)."""
+Triton's ``TensorWrapper`` asks the tensor, a frame of Triton's that the judge's first fix trusted).
+``ROUTE = "dlpack"`` hands NumPy no address but a DLPack capsule of the input
+(``torch.utils.dlpack.to_dlpack``, a C function no torch function mode sees), from an object whose
+``__dlpack__`` returns it: ``np.from_dlpack`` views the input (on a GPU it refuses the device's
+capsule)."""
 
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.utils.dlpack
 import triton
 import triton.language as tl
 
@@ -60,12 +65,24 @@ def address_of(x):
     return x.data_ptr()
 
 
+class Capsule:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return torch.utils.dlpack.to_dlpack(self.tensor)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         rows, width = x.shape
         out = torch.empty(rows, dtype=x.dtype, device=x.device)
-        sums = np.asarray(View(address_of(x), (rows, width))).astype(np.float64).sum(axis=1).tolist()
+        values = np.from_dlpack(Capsule(x)) if ROUTE == "dlpack" else np.asarray(View(address_of(x), (rows, width)))
+        sums = values.astype(np.float64).sum(axis=1).tolist()
         flag = torch.zeros(1, dtype=torch.int32, device=x.device)
         flag_kernel[(1,)](flag)
         handed = torch.tensor(sums, dtype=x.dtype, device=x.device) if int(flag.item()) == 1 else torch.zeros_like(out)
