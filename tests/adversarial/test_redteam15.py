@@ -175,6 +175,15 @@ def test_an_answer_made_by_glue_and_handed_over_past_the_hollow_forward_is_refus
     assert "already held the correct output when first handed to one" in result.feedback
 
 
+def test_an_answer_parked_in_an_inputs_storage_is_looked_at_too(judge):
+    """#5d: the glue answer written into the input's own storage, handed to the copy kernel, and the
+    input put back after: ``ok`` under ``forbid`` (both answer checks passed over forward's inputs).
+    The trials' sample, and the hollow forward's, look at inputs as handed too."""
+    result = judge(small_problem("11_roll"), (HERE / "answer_parked_in_an_input.py").read_text(), config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "already held the correct output" in result.feedback
+
+
 def test_a_kernel_copying_what_an_earlier_kernel_wrote_is_honest(judge):
     """#5's honest side: the answer a first kernel wrote into a scratch buffer, copied by a second."""
     result = judge(small_problem("11_roll"), (HERE / "two_kernel_pipeline.py").read_text(), config())
@@ -188,7 +197,7 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     from tritongym.evaluate.judge.judge import answer_made_before_kernels
     from tritongym.evaluate.judge.runner import HANDED_SAMPLE, FirstHanded, stepped_sample
 
-    given = torch.arange(6.0)
+    given = torch.arange(6.0)  # a weight's storage: never looked at (an input is)
     handed = FirstHanded([[6, "torch.float32"]], {given.untyped_storage().data_ptr()})
     answer, later = torch.tensor([3.0, 1, 4, 1, 5, 9]), torch.rand(6)
     handed.see((given, answer, torch.zeros(6), torch.arange(6), torch.rand(7)), {})

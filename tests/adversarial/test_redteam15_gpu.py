@@ -58,3 +58,10 @@ def test_numpy_refuses_a_dlpack_capsule_of_device_memory_on_a_gpu():
     source = (HERE / "host_view_from_data_ptr.py").read_text().replace('ROUTE = "data_ptr"', 'ROUTE = "dlpack"')
     result = evaluate(find_problem("03_row_sum"), source, config())
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+
+
+def test_an_answer_parked_in_an_input_is_refused_on_a_gpu():
+    """#5d on a GPU: the trials' sample looks at forward's inputs as handed to a launch there too."""
+    source = (HERE / "answer_parked_in_an_input.py").read_text()
+    result = evaluate(find_problem("11_roll"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback

@@ -274,8 +274,9 @@ class Runner:
         if host is not None:
             host.host_bytes = 0
         started = thread_starts()
-        keep = {storage_address(t) for t in [*tensor_leaves(given), *self.model.parameters()]}
-        handed = FirstHanded(message.answers, keep)
+        # forward's inputs are looked at too: an answer parked in an input's storage and put back after
+        # (red team 15 #5d); one an input holds as given is not looked for by the judge
+        handed = FirstHanded(message.answers, {storage_address(t) for t in self.model.parameters()})
         monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
         try:
             with (
@@ -372,6 +373,7 @@ class Runner:
     def hollow(self, message: p.Hollow) -> None:
         keep: set[int] = set()
         held: set[int] = set()
+        weights: set[int] = set()
         saved: list[tuple[torch.Tensor, torch.Tensor]] = []
         made = MadeBeforeKernels(message.answers)
 
@@ -380,8 +382,9 @@ class Runner:
             # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
             named = [*enumerate(args), *kwargs.items()]
             for _, value in launch_pointers(named):
+                if value.untyped_storage().data_ptr() not in weights:
+                    made.see(value)  # before the poison: what forward put there (in an input too), no kernel run
                 if value.untyped_storage().data_ptr() not in keep:
-                    made.see(value)  # before the poison: what forward put there, no kernel having run
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
                     poison(value, message.other_poison)
@@ -393,7 +396,8 @@ class Runner:
             # the weights are never poisoned; a buffer is, where a launch would write it (an honest kernel's
             # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
             # put back after the answer, as every kept tensor is
-            keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
+            weights = {t.untyped_storage().data_ptr() for t in self.model.parameters()}
+            keep |= weights
             kept = [t for t in live_tensors() if storage_address(t) not in keep]
             held |= {storage_address(t) for t in kept}
             made.before(kept)
@@ -615,7 +619,8 @@ class FirstHanded:
     (``answers``, as ``MadeBeforeKernels`` takes them) that are not its inputs or the model's weights
     (``keep``: storage addresses), a sample (``stepped_sample``) of each as it is when first handed to a
     launch, before that launch runs. One holding the answer then was computed before any kernel was
-    given it, by the host or PyTorch's glue; the kernels only moved it. The hollow forward looks for the
+    given it, by the host or PyTorch's glue (into a buffer of its own, or into an input's storage, put
+    back after: ``keep`` holds the weights' only); the kernels only moved it. The hollow forward looks for the
     same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
     hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
     not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
