@@ -175,11 +175,15 @@ def test_an_answer_made_by_glue_and_handed_over_past_the_hollow_forward_is_refus
     assert "already held the correct output when first handed to one" in result.feedback
 
 
-def test_an_answer_parked_in_an_inputs_storage_is_looked_at_too(judge):
-    """#5d: the glue answer written into the input's own storage, handed to the copy kernel, and the
-    input put back after: ``ok`` under ``forbid`` (both answer checks passed over forward's inputs).
-    The trials' sample, and the hollow forward's, look at inputs as handed too."""
-    result = judge(small_problem("11_roll"), (HERE / "answer_parked_in_an_input.py").read_text(), config())
+@pytest.mark.parametrize("route", ["input", "weight"])
+def test_an_answer_parked_in_an_inputs_or_a_weights_storage_is_looked_at_too(judge, route):
+    """#5d: the glue answer written into the input's own storage (or a view of a parameter of the
+    model's), handed to the copy kernel, and put back after: ``ok`` under ``forbid`` (both answer
+    checks passed over forward's inputs and weights). The trials' sample, and the hollow forward's,
+    look at them as handed too; an output an input or a weight of the reference's holds is not
+    looked for."""
+    source = (HERE / "answer_parked_in_an_input.py").read_text().replace('ROUTE = "input"', f'ROUTE = "{route}"')
+    result = judge(small_problem("11_roll"), source, config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "already held the correct output" in result.feedback
 
@@ -197,10 +201,9 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     from tritongym.evaluate.judge.judge import answer_made_before_kernels
     from tritongym.evaluate.judge.runner import HANDED_SAMPLE, FirstHanded, stepped_sample
 
-    given = torch.arange(6.0)  # a weight's storage: never looked at (an input is)
-    handed = FirstHanded([[6, "torch.float32"]], {given.untyped_storage().data_ptr()})
+    handed = FirstHanded([[6, "torch.float32"]])
     answer, later = torch.tensor([3.0, 1, 4, 1, 5, 9]), torch.rand(6)
-    handed.see((given, answer, torch.zeros(6), torch.arange(6), torch.rand(7)), {})
+    handed.see((answer, torch.zeros(6), torch.arange(6), torch.rand(7)), {})
     handed.see((answer,), {"out": later})
     answer += 1  # written by the launch: the sample is what it held when first handed
     copies = handed.copies()
@@ -209,7 +212,7 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     n = 3 * HANDED_SAMPLE + 1
     value, starts = torch.rand(n), set()
     for _ in range(32):
-        big = FirstHanded([[n, "torch.float32"]], set())
+        big = FirstHanded([[n, "torch.float32"]])
         big.see((value,), {})
         ((start, sample),) = big.copies()
         assert stepped_sample(n) == 4 and torch.equal(sample, value[start::4])
@@ -223,3 +226,6 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     start = max(starts)
     assert answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start])
     assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[(start + 1) % 4])
+    weight = torch.nn.Linear(1, n)  # an output a weight of the reference's holds is not looked for
+    weight.bias.data.copy_(value)
+    assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start], model=weight)

@@ -397,7 +397,8 @@ def run_trials(
             handed = [pair for pair in out.handed if _sample(pair)] if isinstance(out.handed, list) else []
             if handed and not state.handed_answer:
                 starts, samples = [pair[0] for pair in handed], [pair[1] for pair in handed]
-                state.handed_answer = answer_made_before_kernels(samples, trial, tolerance, starts=starts)
+                model = second.reference.model if second is not None else reference.model
+                state.handed_answer = answer_made_before_kernels(samples, trial, tolerance, starts, model)
             out.handed = handed = samples = None
             if call.in_slots:
                 out.inputs_after = state.shared.read()
@@ -523,7 +524,7 @@ def guard_findings(
             "outside Triton (NumPy, Python, host code) and the kernels are for show. Compute the output with Triton "
             "kernels.",
         )
-    moved = answer_made_before_kernels(made, trial, tolerance)
+    moved = answer_made_before_kernels(made, trial, tolerance, model=reference.model)
     if moved and not compute:  # the kernels only copied an answer the host (or PyTorch's glue) computed
         raise Failure(
             Verdict.HACK_NO_TRITON,
@@ -563,15 +564,21 @@ def _sample(pair: object) -> bool:
     return isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], torch.Tensor)
 
 
-def answer_made_before_kernels(made: list, trial, tolerance: Tolerance, starts: list | None = None) -> str:
+def answer_made_before_kernels(
+    made: list, trial, tolerance: Tolerance, starts: list | None = None, model: torch.nn.Module | None = None
+) -> str:
     """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
     and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
     reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
-    one of the inputs already holds within that tolerance (an eval-mode batch norm of fresh statistics
-    is its input), is not looked for: an honest kernel's zeroed buffer or copied input would hold it."""
+    one of the inputs (or of the reference ``model``'s parameters and buffers, which the solution's
+    model is given) already holds within that tolerance (an eval-mode batch norm of fresh statistics
+    is its input), is not looked for: an honest kernel's zeroed buffer, copied input or weight would
+    hold it."""
     expected, expected64 = tensor_leaves(trial.expected), trial.expected64
     leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
-    inputs = tensor_leaves(trial.inputs)
+    sizes = {e.numel() for e in expected}
+    state = [t for t in model.state_dict().values() if t.numel() in sizes] if model is not None else []
+    inputs = [*tensor_leaves(trial.inputs), *state]
     for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
         if not e.numel() or _constant(e) or any(_holds(x.reshape(-1), e, e64, tolerance) for x in inputs):
             continue

@@ -274,9 +274,10 @@ class Runner:
         if host is not None:
             host.host_bytes = 0
         started = thread_starts()
-        # forward's inputs are looked at too: an answer parked in an input's storage and put back after
-        # (red team 15 #5d); one an input holds as given is not looked for by the judge
-        handed = FirstHanded(message.answers, {storage_address(t) for t in self.model.parameters()})
+        # forward's inputs and weights are looked at too: an answer parked in an input's storage, or a
+        # parameter's, and put back after (red team 15 #5d); one an input or a weight holds as given is
+        # not looked for by the judge
+        handed = FirstHanded(message.answers)
         monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
         try:
             with (
@@ -373,7 +374,6 @@ class Runner:
     def hollow(self, message: p.Hollow) -> None:
         keep: set[int] = set()
         held: set[int] = set()
-        weights: set[int] = set()
         saved: list[tuple[torch.Tensor, torch.Tensor]] = []
         made = MadeBeforeKernels(message.answers)
 
@@ -382,8 +382,7 @@ class Runner:
             # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
             named = [*enumerate(args), *kwargs.items()]
             for _, value in launch_pointers(named):
-                if value.untyped_storage().data_ptr() not in weights:
-                    made.see(value)  # before the poison: what forward put there (in an input too), no kernel run
+                made.see(value)  # before the poison: what forward put there (an input or weight too), no kernel ran
                 if value.untyped_storage().data_ptr() not in keep:
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
@@ -396,8 +395,7 @@ class Runner:
             # the weights are never poisoned; a buffer is, where a launch would write it (an honest kernel's
             # output buffer held the last call's answer, for these very inputs: red team 11 #5), and it is
             # put back after the answer, as every kept tensor is
-            weights = {t.untyped_storage().data_ptr() for t in self.model.parameters()}
-            keep |= weights
+            keep |= {t.untyped_storage().data_ptr() for t in self.model.parameters()}
             kept = [t for t in live_tensors() if storage_address(t) not in keep]
             held |= {storage_address(t) for t in kept}
             made.before(kept)
@@ -616,22 +614,21 @@ def stepped_sample(numel: int) -> int:
 
 class FirstHanded:
     """What forward hands its own launches in a trial: of the tensors of an output's size and dtype
-    (``answers``, as ``MadeBeforeKernels`` takes them) that are not its inputs or the model's weights
-    (``keep``: storage addresses), a sample (``stepped_sample``) of each as it is when first handed to a
-    launch, before that launch runs. One holding the answer then was computed before any kernel was
-    given it, by the host or PyTorch's glue (into a buffer of its own, or into an input's storage, put
-    back after: ``keep`` holds the weights' only); the kernels only moved it. The hollow forward looks for the
-    same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
+    (``answers``, as ``MadeBeforeKernels`` takes them), a sample (``stepped_sample``) of each as it is
+    when first handed to a launch, before that launch runs. One holding the answer then was computed
+    before any kernel was given it, by the host or PyTorch's glue (into a buffer of its own, or into an
+    input's or a weight's storage, put back after); the kernels only moved it. The hollow forward looks
+    for the same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
     hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
     not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
     two-kernel pipeline). At most ``PER_OUTPUT`` samples per output tensor, the first ones."""
 
     PER_OUTPUT = 256
 
-    def __init__(self, answers: list, keep: set) -> None:
+    def __init__(self, answers: list) -> None:
         self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
         self.limit = self.PER_OUTPUT * len(answers)
-        self.seen = set(keep)
+        self.seen: set[int | None] = set()
         self.samples: list[tuple[int, torch.Tensor]] = []
         """(start, the elements from ``start`` on, every ``stepped_sample``-th)."""
 
