@@ -17,6 +17,7 @@ import triton.language as tl
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict, frontend, placement
 from tritongym.evaluate.compare import Tolerance
+from tritongym.evaluate.guards import _byte_range
 from tritongym.evaluate.placement import HostTensors, OwnCode
 
 HERE = Path(__file__).parent / "redteam15"
@@ -139,6 +140,9 @@ def test_forward_sees_device_addresses_shifted_and_host_memory_as_it_is():
         assert x.untyped_storage().data_ptr() == shifted
         assert host.made(x) == ""  # the judge's own look (placement._address) sees the real address
         assert triton.reinterpret(x, tl.float32).data_ptr() == shifted  # Triton's code asked by forward's
+        with torch.device("cpu"):  # a device context's frame passes the call on: the caller is past it
+            assert x.data_ptr() == shifted
+            assert _byte_range(x)[0] == real  # the judge's own code (Triton's interpreter's launch too)
         made = torch.empty(4)  # host memory on a GPU: its address is the host's
         assert made.data_ptr() == made.untyped_storage().data_ptr() < 1 << 47
         assert shifted - real == placement.ADDRESS_SHIFT[0]

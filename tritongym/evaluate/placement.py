@@ -58,6 +58,7 @@ import weakref
 
 import numpy as np
 import torch
+import torch.utils._device
 import torch.utils.dlpack
 import triton
 from torch.overrides import TorchFunctionMode
@@ -288,6 +289,10 @@ _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch
 where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
 ask for storages of every launch's arguments)."""
 _TRITON = os.path.dirname(triton.__file__) + os.sep
+_DEVICE_MODE = torch.utils._device.DeviceContext.__torch_function__.__code__
+"""The frame a ``torch.device`` context (or ``torch.set_default_device``) runs between a call and the
+modes under it: the caller is the frame past it (an Inductor solution's ``with torch.device(device)``
+made Triton's interpreter, asking for its launch's addresses, look like that context's caller)."""
 _OWN_CODE = (_TRITON, os.path.dirname(sys.modules["tritongym"].__file__) + os.sep)
 """Where the code is whose requests for a storage are not forward's reads."""
 
@@ -409,6 +414,9 @@ class OwnCode:
         for the judge (its launch, the interpreter's copies of a grid's arguments) and for the candidate
         (``triton.reinterpret(x, ...).data_ptr()``, red team 15 #2); who called them decides."""
         for _ in range(64):
+            if frame is not None and frame.f_code is _DEVICE_MODE:  # a torch.device context passing a call on
+                frame = frame.f_back
+                continue
             if not self.runs(frame):
                 return False
             if not frame.f_code.co_filename.startswith(_TRITON):
