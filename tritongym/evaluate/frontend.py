@@ -130,8 +130,8 @@ def library_function(fn) -> bool:
 
 @functools.cache
 def library_code():
-    """The code of ``library_dirs``' modules, as loaded when first asked (the zygote's import of this
-    module; the runner asks ``take`` again right before the candidate's import)."""
+    """The code of ``library_dirs``' modules, as loaded when first asked (the zygote asks, so that every
+    runner inherits it taken; a module imported later is checked against its file)."""
     from tritongym.evaluate.placement import OwnCode
 
     return OwnCode(library_dirs())

@@ -176,9 +176,6 @@ class Runner:
         self.baseline = ProcessState()
         if self.host is not None:  # Triton's and the judge's code as loaded before any of the candidate's runs
             self.host.own_code.take()
-        from tritongym.evaluate import frontend
-
-        frontend.library_code().take()  # the libraries' code likewise: what a kernel may call without owning it
         self.cls = self._import(job)
         self.send(p.Loaded())
 
