@@ -290,7 +290,7 @@ def test_any_layout_travels_only_from_the_judge():
 def _call_frame(p, value):
     blobs: list = []
     body = {"args": p.encode_tree([value], blobs, any_layout=True), "poison": False, "in_slots": False,
-            "out_slots": False}  # fmt: skip
+            "out_slots": False, "answers": []}  # fmt: skip
     return body, memoryview(b"".join(bytes(b) for b in blobs))
 
 

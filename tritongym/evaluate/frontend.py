@@ -36,7 +36,6 @@ import ast
 import contextlib
 import functools
 import inspect
-import sys
 import types
 import warnings
 
@@ -120,15 +119,22 @@ def library_dirs() -> tuple[str, ...]:
 
 
 def library_function(fn) -> bool:
-    """Whether a Python function is a library's: its code's file is under ``library_dirs`` and it was
-    defined in a module loaded from there (its globals are that module's), not merely compiled under
-    such a file name by candidate code (``compile(text, triton_file, "exec")``)."""
-    if not isinstance(fn, types.FunctionType) or not fn.__code__.co_filename.startswith(library_dirs()):
-        return False
-    name = fn.__globals__.get("__name__")
-    module = sys.modules.get(name) if isinstance(name, str) else None
-    file = getattr(module, "__file__", None)
-    return isinstance(file, str) and file.startswith(library_dirs()) and fn.__globals__ is vars(module)
+    """Whether a Python function is a library's (``library_dirs``): its code object one that a module
+    loaded from there holds (or, for a module imported after the runner's last look, one its file
+    compiles to), its globals that module's namespace, and nothing of another's in its closure or
+    defaults (``placement.OwnCode.function``). A file name and a module's globals are forged without
+    ``exec``: ``type(f)(f.__code__.replace(co_filename=triton_file), triton.jit.__globals__)`` (red team
+    15 #3; ``compile(text, triton_file, "exec")``, red team 7, before that)."""
+    return library_code().function(fn)
+
+
+@functools.cache
+def library_code():
+    """The code of ``library_dirs``' modules, as loaded when first asked (the zygote asks, so that every
+    runner inherits it taken; a module imported later is checked against its file)."""
+    from tritongym.evaluate.placement import OwnCode
+
+    return OwnCode(library_dirs())
 
 
 def _captured_interpreter() -> types.SimpleNamespace | None:

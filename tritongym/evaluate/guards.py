@@ -48,7 +48,7 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tritongym.evaluate import frontend, races, taint, tf32, triton_compat
+from tritongym.evaluate import frontend, placement, races, taint, tf32, triton_compat
 from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.placement import HostTensors
 
@@ -1016,8 +1016,11 @@ class LaunchMonitor:
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
         host: HostTensors | None = None,
+        handed: Callable[[tuple, dict], None] | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
+        self.handed = handed
+        """If set, called with each own launch's arguments before it runs (a trial's ``FirstHanded``)."""
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.host = host
@@ -1141,6 +1144,7 @@ class LaunchMonitor:
             points.append((*executor, self._wrap_executor))
             points += races.builder_points()  # every grid's memory accesses, for its race check
             points += tf32.builder_points()  # tl.dot of float32 in TF32 where a GPU would use it
+            points += placement.builder_points()  # addresses cast as data_ptr gives them (red team 15 #2)
         self._check_interpreter(None)  # replaced since the candidate was imported (its import, constructor)
         for cls, name, wrap in points:
             original = cls.__dict__[name]
@@ -1246,6 +1250,8 @@ class LaunchMonitor:
             monitor.launches += 1
             if monitor.block:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
+            if monitor.handed is not None:
+                monitor.handed(args, kwargs)
             if monitor.skip is not None:
                 monitor.skip(args, kwargs)
                 _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output

@@ -58,11 +58,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import secrets
 import sys
 import types
 import weakref
 
+import numpy as np
 import torch
+import torch.utils._device
 import torch.utils.dlpack
 import triton
 from torch.overrides import TorchFunctionMode
@@ -80,6 +83,8 @@ _DEVICE_HELPERS = [(_GUARDS, "_empty_strided_cuda")] if hasattr(_GUARDS, "_empty
 PyTorch cannot make ("compiled without support for the specified device"); while a HostTensors
 watches it makes the CPU judge's device memory instead (unmarked, poisoned as ``empty`` is), so GPU
 code runs on the CPU as on a GPU."""
+_CAPSULES = [(torch, "to_dlpack"), (torch.utils.dlpack, "to_dlpack")]
+"""Where a DLPack capsule of a tensor is made without a torch function (``DeviceCapsule``)."""
 _watching: list[HostTensors] = []
 """The HostTensors watching now, innermost last."""
 
@@ -100,9 +105,56 @@ def _host_memory(original, name: str):
             _TORCH_DLPACK[0] -= dlpack
         if _watching and isinstance(out, torch.Tensor):
             source = args[0] if args else kwargs.get("ext_tensor")
-            if not (dlpack and isinstance(source, torch.Tensor) and not _watching[-1].made(source)):
+            device = isinstance(source, DeviceCapsule) or (
+                isinstance(source, torch.Tensor) and not _watching[-1].made(source)
+            )
+            if not (dlpack and device):
                 _watching[-1]._mark(out, f"torch.{name.removeprefix('torch.')}")  # a device tensor's stays placed
         return out
+
+    wrapped._tritongym_host = True
+    wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
+    wrapped.__doc__ = getattr(original, "__doc__", None)
+    return wrapped
+
+
+class DeviceCapsule:
+    """A DLPack capsule of device memory (``torch.utils.dlpack.to_dlpack`` of a tensor not marked as
+    host memory, while a ``HostTensors`` watches): PyTorch's own ``from_dlpack`` takes it (an alias of
+    device memory, on a GPU too), another library's (NumPy's ``from_dlpack``) is refused as a GPU's
+    capsule is there. The bare capsule was NumPy's view of the input on the CPU, with no torch function
+    (red team 15 #2, as ``Tensor.__dlpack__`` was before)."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+        """The tensor (not its capsule, which would be NumPy's for the asking)."""
+
+    def __dlpack__(self, *args, **kwargs):
+        if not _TORCH_DLPACK[0]:
+            raise BufferError(
+                "Unsupported device in DLTensor: this capsule holds device memory, which only PyTorch's own "
+                "from_dlpack takes (tritongym: the CPU judge does as a GPU does). Use Tensor.cpu() first."
+            )
+        return _TO_DLPACK(self.tensor)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # the CPU judge's device memory, as PyTorch's capsule names it
+
+
+_TO_DLPACK = torch.utils.dlpack.to_dlpack
+
+
+def _device_capsule(original, name: str):
+    def wrapped(tensor, *args, **kwargs):
+        if (
+            _watching
+            and isinstance(tensor, torch.Tensor)
+            and not args
+            and not kwargs
+            and not _watching[-1].made(tensor)
+        ):
+            return DeviceCapsule(tensor)
+        return original(tensor, *args, **kwargs)
 
     wrapped._tritongym_host = True
     wrapped.__name__ = wrapped.__qualname__ = getattr(original, "__name__", name)
@@ -256,32 +308,93 @@ _HOST_READS = frozenset(
 copy from device memory to the host."""
 
 
+_CANONICAL = 1 << 47
+"""Where x86-64's and AArch64's user addresses end: from here on, an address faults on the host."""
+
+
+def _new_disguise() -> int:
+    """A secret shift of at least ``_CANONICAL`` that keeps a page's alignment (``address % 4096``)."""
+    return ((secrets.randbelow(1 << 14) + 1) << 47) | (secrets.randbelow(1 << 35) << 12)
+
+
+ADDRESS_SHIFT = [_new_disguise()]
+"""What the address of device memory is shifted by where forward's code asks for it on the CPU
+(``Tensor.data_ptr``, ``UntypedStorage.data_ptr``; ``HostTensors`` draws it anew for its runner), and
+what an interpreted kernel's pointer-to-integer casts add and integer-to-pointer casts take off
+(``builder_points``). On a GPU such an address is device memory, which the host cannot read: NumPy
+over it (an ``__array_interface__``) faults there. On the CPU it was the input itself in host memory,
+read with no torch function (red team 15 #2). Shifted past the canonical range, it faults on the CPU
+too; its differences, equality and alignment (to 4096 bytes) are kept, which is all an honest
+forward does with an address."""
+
+
+def _shifted(address: int) -> int:
+    return address + ADDRESS_SHIFT[0] if address else 0
+
+
 _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch.Tensor._typed_storage])
 """What hands Python a tensor's storage, whose values it then reads with no torch function
 (``x.untyped_storage().tolist()``, indexing, ``bytes()``): taken as a read of the whole storage
 where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
 ask for storages of every launch's arguments)."""
-_OWN_CODE = tuple(os.path.dirname(m.__file__) + os.sep for m in (triton, sys.modules["tritongym"]))
+_TRITON = os.path.dirname(triton.__file__) + os.sep
+_DEVICE_MODE = torch.utils._device.DeviceContext.__torch_function__.__code__
+"""The frame a ``torch.device`` context (or ``torch.set_default_device``) runs between a call and the
+modes under it: the caller is the frame past it (an Inductor solution's ``with torch.device(device)``
+made Triton's interpreter, asking for its launch's addresses, look like that context's caller)."""
+_OWN_CODE = (_TRITON, os.path.dirname(sys.modules["tritongym"].__file__) + os.sep)
 """Where the code is whose requests for a storage are not forward's reads."""
 
 
-def _own_class(cls: type) -> bool:
+def _own_class(cls: type, roots: tuple[str, ...] = _OWN_CODE) -> bool:
     path = getattr(sys.modules.get(getattr(cls, "__module__", None) or ""), "__file__", None)
-    return isinstance(path, str) and path.startswith(_OWN_CODE)
+    return isinstance(path, str) and path.startswith(roots)
+
+
+_HEAP_TYPE = 1 << 9
+"""``Py_TPFLAGS_HEAPTYPE``: a class made by a ``class`` statement (or ``type(...)``), not one of C's."""
+
+
+def _signature(code: types.CodeType) -> tuple:
+    """What a code object does, whatever its identity: its name, place, bytecode, names and plain
+    constants (two code objects alike in all of these run alike)."""
+    consts = tuple(repr(c) for c in code.co_consts if not isinstance(c, types.CodeType))
+    return code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts
+
+
+@functools.cache
+def _compiled(path: str) -> frozenset:
+    """The signatures of every code object the source file at ``path`` compiles to (empty where it
+    cannot be read or compiled)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            top = compile(file.read(), path, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return frozenset()
+    found, todo = set(), [top]
+    while todo:
+        code = todo.pop()
+        found.add(_signature(code))
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return frozenset(found)
 
 
 class OwnCode:
-    """The code objects of Triton's and the judge's modules as loaded when taken (before the candidate's
-    import), and those modules' namespaces: a frame is theirs only where its code object is one of
-    these, by identity, and its globals one of these namespaces. A file name proves nothing: a
-    candidate's function may carry a code object renamed after Triton's file (``__code__.replace(
-    co_filename=...)``), and be built over a Triton module's globals (``type(f)(code,
+    """The code objects of Triton's and the judge's modules (or those under other ``roots``) as loaded
+    when taken (before the candidate's import), and those modules' namespaces: a frame is theirs only
+    where its code object is one of these, by identity, and its globals one of these namespaces. A file
+    name proves nothing: a candidate's function may carry a code object renamed after Triton's file
+    (``__code__.replace(co_filename=...)``), and be built over a Triton module's globals (``type(f)(code,
     triton.jit.__globals__)``); neither makes its code one of those loaded (red team 14 #2d)."""
 
-    def __init__(self) -> None:
+    def __init__(self, roots: tuple[str, ...] = _OWN_CODE) -> None:
+        self.roots = roots
+        """Directories (and files) whose modules' code this holds."""
         self._codes: dict[int, types.CodeType] = {}
         """id -> code object (held, so that no other object takes its id)."""
         self._namespaces: dict[int, dict] = {}
+        self._classes: dict[int, type] = {}
+        """id -> a class these modules define (held)."""
         self.take()
 
     def take(self) -> None:
@@ -290,7 +403,7 @@ class OwnCode:
         seen: set[int] = set()
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
-            if not isinstance(path, str) or not path.startswith(_OWN_CODE):
+            if not isinstance(path, str) or not path.startswith(self.roots):
                 continue
             namespace = vars(module)
             self._namespaces[id(namespace)] = namespace
@@ -307,8 +420,9 @@ class OwnCode:
                 with contextlib.suppress(ValueError):  # an empty cell
                     self._collect(cell.cell_contents, seen, depth + 1)
         elif isinstance(value, type):
-            if not _own_class(value):
+            if not _own_class(value, self.roots):
                 return
+            self._classes[id(value)] = value
             for member in list(vars(value).values()):
                 self._collect(member, seen, depth + 1)
             return
@@ -317,7 +431,11 @@ class OwnCode:
         elif isinstance(value, property):
             for accessor in (value.fget, value.fset, value.fdel):
                 self._collect(accessor, seen, depth + 1)
-        elif not _own_class(type(value)):
+        elif isinstance(value, (dict, types.MappingProxyType)) and depth < 2:  # a module's table of functions
+            for member in list(value.values())[:4096]:
+                self._collect(member, seen, depth + 1)
+            return
+        elif not _own_class(type(value), self.roots):
             return
         for name in ("__wrapped__", "fn"):  # a decorator's original, a JIT function's
             inner = vars(value).get(name) if hasattr(value, "__dict__") else None
@@ -325,7 +443,7 @@ class OwnCode:
                 self._collect(inner, seen, depth + 1)
 
     def _code(self, code: types.CodeType) -> None:
-        if code.co_filename.startswith(_OWN_CODE):
+        if code.co_filename.startswith(self.roots):
             self._codes[id(code)] = code
         for const in code.co_consts:
             if isinstance(const, types.CodeType):
@@ -338,6 +456,117 @@ class OwnCode:
             and self._codes.get(id(frame.f_code)) is frame.f_code
             and self._namespaces.get(id(frame.f_globals)) is frame.f_globals
         )
+
+    def asks(self, frame: types.FrameType | None) -> bool:
+        """Whether the code asking (``frame``, the caller) is the judge's: past the frames of Triton's own
+        code (``runs``, in Triton's package), the first frame runs the judge's. Triton's functions run
+        for the judge (its launch, the interpreter's copies of a grid's arguments) and for the candidate
+        (``triton.reinterpret(x, ...).data_ptr()``, red team 15 #2); who called them decides."""
+        for _ in range(64):
+            if frame is not None and frame.f_code is _DEVICE_MODE:  # a torch.device context passing a call on
+                frame = frame.f_back
+                continue
+            if not self.runs(frame):
+                return False
+            if not frame.f_code.co_filename.startswith(_TRITON):
+                return True
+            frame = frame.f_back
+        return False
+
+    def function(self, fn: object, depth: int = 0) -> bool:
+        """Whether ``fn`` is a function of these modules' (red team 15 #3): its code object one they
+        hold, or, for a module first imported after the last ``take``, one its file compiles to (by
+        what it does: a code object renamed after that file does other things); its globals that
+        module's namespace; and nothing it holds (closure cells, defaults) a function of another's
+        or an object of another's class that can be called (``type(f)(code, globals, name, defaults,
+        closure)`` rebuilds one of theirs around the candidate's code)."""
+        if not isinstance(fn, types.FunctionType) or depth > 4:
+            return False
+        code, namespace = fn.__code__, fn.__globals__
+        if self._namespaces.get(id(namespace)) is not namespace:
+            name = namespace.get("__name__")
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            path = getattr(module, "__file__", None)
+            if not (isinstance(path, str) and path.startswith(self.roots) and vars(module) is namespace):
+                return False
+        loaded = self._codes.get(id(code)) is code
+        if not loaded and (
+            not code.co_filename.startswith(self.roots) or _signature(code) not in _compiled(code.co_filename)
+        ):
+            return False
+        held = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+        for cell in fn.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                held.append(cell.cell_contents)
+        return len(held) <= 64 and all(self._harmless(value, namespace, depth + 1) for value in held)
+
+    def _harmless(self, value: object, namespace: dict, depth: int) -> bool:
+        """Whether a library function's cell or default runs nothing of another's when called: data,
+        a builtin, a function or class of these modules (one of its own module's names, for a module
+        imported after the last ``take``)."""
+        if isinstance(value, types.FunctionType):
+            return self.function(value, depth)
+        if isinstance(value, type):
+            return (
+                not value.__flags__ & _HEAP_TYPE
+                or self._classes.get(id(value)) is value
+                or any(v is value for v in list(namespace.values()))
+            )
+        builtin = isinstance(value, types.BuiltinFunctionType)
+        return not callable(value) or builtin or self._harmless(type(value), namespace, depth)
+
+
+_DATA_PTR = torch.Tensor.data_ptr
+_STORAGE_DATA_PTR = torch._C.StorageBase.data_ptr
+
+
+def _storage_address(storage) -> int:
+    """``UntypedStorage.data_ptr`` while a ``HostTensors`` watches: the address shifted (``ADDRESS_SHIFT``)
+    for a storage of device memory (one not marked as host memory) asked for by code other than
+    Triton's and the judge's, as ``Tensor.data_ptr`` is (else the distance from a tensor's shifted
+    address to its storage's would give the shift away)."""
+    address = _STORAGE_DATA_PTR(storage)
+    if not _watching or not address or _watching[-1].own_code.asks(sys._getframe(1)):
+        return address
+    mark = _watching[-1]._marked.get(address)
+    return address if mark is not None and mark[0]() is storage else _shifted(address)
+
+
+def _to_integer(original):
+    def create_ptr_to_int(builder, src, *args, **kwargs):
+        out = original(builder, src, *args, **kwargs)
+        data = getattr(out, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu":
+            out.data = np.where(data != 0, data + data.dtype.type(ADDRESS_SHIFT[0]), data).astype(data.dtype)
+        return out
+
+    return create_ptr_to_int
+
+
+def _to_pointer(original):
+    def create_int_to_ptr(builder, src, *args, **kwargs):
+        data = getattr(src, "data", None)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.dtype.itemsize == 8:
+            shift = data.dtype.type(ADDRESS_SHIFT[0])
+            src = type(src)(np.where(data.astype(np.uint64) >= _CANONICAL, data - shift, data), src.dtype)
+        return original(builder, src, *args, **kwargs)
+
+    return create_int_to_ptr
+
+
+def builder_points() -> list[tuple[object, str, object]]:
+    """(class, attribute, wrapper) for the interpreter's casts between pointers and integers: a
+    pointer cast to an integer is its address as ``data_ptr`` gives it to forward (``ADDRESS_SHIFT``,
+    as on a GPU a kernel's pointer is the address the host was given), and an integer in the shifted
+    range cast to a pointer is the memory it names (a table of ``data_ptr()`` values a kernel loads
+    pointers from, as Triton's grouped GEMM does); empty without an interpreter."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return []
+    builder = interpreter.InterpreterBuilder
+    wraps = (("create_ptr_to_int", _to_integer), ("create_int_to_ptr", _to_pointer))
+    return [(builder, name, wrap) for name, wrap in wraps if name in vars(builder)]
 
 
 _DATA_COPIES = frozenset([torch.tensor, torch.as_tensor, torch.asarray])
@@ -465,7 +694,7 @@ class HostReads(TorchFunctionMode):
         """Add what a torch function called from ``caller`` copies to the host (``host_read_bytes``),
         outside any other torch function in progress."""
         if self._depth == 0:
-            own = func in _STORAGES and self.own_code.runs(caller)
+            own = func in _STORAGES and self.own_code.asks(caller)
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own, self.names_host)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -522,6 +751,7 @@ class HostTensors(HostReads):
         """``torch.UntypedStorage``'s own ``__new__`` (None: inherited) while this one watches its constructor."""
         self._typed_init: object = _UNSET
         """``torch.TypedStorage``'s own ``__init__`` while this one watches its constructor."""
+        ADDRESS_SHIFT[0] = _new_disguise()  # this runner's own
 
     @contextlib.contextmanager
     def watching(self, factories: bool = True):
@@ -546,12 +776,18 @@ class HostTensors(HostReads):
         TorchFunctionMode (red team 11 #2). Their wrappers stay where the candidate's import put
         them; they mark for the HostTensors watching when they run."""
         _watching.append(self)
-        for helpers, wrap in ((_WRAPPING, _host_memory), (_DEVICE_HELPERS, _device_memory)):
+        for helpers, wrap in (
+            (_WRAPPING, _host_memory),
+            (_DEVICE_HELPERS, _device_memory),
+            (_CAPSULES, _device_capsule),
+        ):
             for owner, name in helpers:
                 original = getattr(owner, name, None)
                 if original is not None and not getattr(original, "_tritongym_host", False):
                     self._saved.append((owner, name, original))
                     setattr(owner, name, wrap(original, f"{owner.__name__}.{name}"))
+        if "data_ptr" not in vars(torch.UntypedStorage):
+            torch.UntypedStorage.data_ptr = _storage_address
         if not getattr(torch.UntypedStorage.__dict__.get("__new__"), "_tritongym_host", False):
             self._storage_new = torch.UntypedStorage.__dict__.get("__new__")
             torch.UntypedStorage.__new__ = staticmethod(_storage_new(torch.UntypedStorage.__new__))
@@ -572,6 +808,8 @@ class HostTensors(HostReads):
             for owner, name, original in reversed(self._saved):
                 setattr(owner, name, original)
             self._saved.clear()
+            if vars(torch.UntypedStorage).get("data_ptr") is _storage_address and len(_watching) == 1:
+                del torch.UntypedStorage.data_ptr
             if self._storage_new is not _UNSET:  # the constructor as it was: inherited, or the class's own
                 if self._storage_new is None:
                     del torch.UntypedStorage.__new__
@@ -602,6 +840,9 @@ class HostTensors(HostReads):
                 "memory first. (tritongym: on a GPU this tensor is in device memory, and PyTorch refuses NumPy "
                 "a view of it; the CPU judge does as a GPU does.)"
             )
+        if func is _DATA_PTR and self._depth == 0 and args and isinstance(args[0], torch.Tensor):
+            address = func(*args, **kwargs)  # device memory's address, shifted where forward's code asks
+            return address if self.made(args[0]) or self.own_code.asks(sys._getframe(1)) else _shifted(address)
         self.count(func, args, kwargs, sys._getframe(1))
         self._depth += 1
         try:

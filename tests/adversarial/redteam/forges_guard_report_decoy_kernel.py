@@ -31,7 +31,7 @@ def softmax_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr):  # the decoy: nev
 
 
 class Monitor:
-    def __init__(self, path, recorder=None, block=False, annotate="", skip=None, text=None, host=None):
+    def __init__(self, path, recorder=None, block=False, annotate="", skip=None, text=None, host=None, handed=None):
         self.launches, self.off_stream, self.foreign = 1, 0, collections.Counter()
         self.mode = "block" if block else "skip" if skip is not None else ""
 

@@ -47,7 +47,14 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, answer_sample, cpu_budget_s
+from tritongym.evaluate.judge.runner import (
+    CPU_LIMIT_GRACE_S,
+    HANDED_SAMPLE,
+    FirstHanded,
+    answer_sample,
+    cpu_budget_s,
+    stepped_sample,
+)
 from tritongym.evaluate.judge.runners import (
     CpuTimeExceeded,
     OutOfMemory,
@@ -228,6 +235,9 @@ class JobState:
     host_read: tuple[int, int] | None = None
     """(bytes of device memory forward copied to the host, its inputs' bytes) of the first trial whose
     copies reached ``HOST_READ_SHARE`` of its inputs (``host_read``; the runner's count), else None."""
+    handed_answer: str = ""
+    """What of forward's, in a trial, held the answer when first handed to a launch of its kernels
+    (``answer_made_before_kernels`` of ``Output.handed``), else ""."""
     forward_ops: int = 0
     """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
     runner reported them (its word: the timing batch's length, speed.queue_calls)."""
@@ -397,10 +407,13 @@ def run_trials(
                 state.shared = share_inputs(state, trial.inputs, trial.expected)
                 if state.ctx.gpu_lock >= 0:  # no spare could be forked at import (a timing): now, under this hold
                     replenish(state.ctx, wait=False)
+            answers = [[t.numel(), str(t.dtype)] for t in tensor_leaves(trial.expected)]
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
-                                  poison=state.ctx.device.type == "cuda")  # fmt: skip
+                                  poison=state.ctx.device.type == "cuda", answers=answers)  # fmt: skip
             try:
-                out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+                # the samples of what forward handed its launches (runner.FirstHanded) besides the answer
+                samples = FirstHanded.PER_OUTPUT * (HANDED_SAMPLE * 16 + 64) * len(answers)
+                out = state.ask(call, (p.Output,), max_payload=answer_bound(trial) + samples)
             except Failure as failure:
                 if second is not None:
                     failure.feedback += second.note()
@@ -413,6 +426,12 @@ def run_trials(
             )
             if state.host_read is None:
                 state.host_read = host_read(out.host_bytes, trial.inputs)
+            handed = [pair for pair in out.handed if _sample(pair)] if isinstance(out.handed, list) else []
+            if handed and not state.handed_answer:
+                starts, samples = [pair[0] for pair in handed], [pair[1] for pair in handed]
+                model = second.reference.model if second is not None else reference.model
+                state.handed_answer = answer_made_before_kernels(samples, trial, tolerance, starts, model)
+            out.handed = handed = samples = None
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         one_trial_s = time.perf_counter() - started  # the last at the problem's own size: the second's measure
@@ -510,6 +529,13 @@ def guard_findings(
     if state.host_read is not None and state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_NO_TRITON, host_read_message(state.host_read).capitalize() + ". Compute the "
                       "output with Triton kernels reading the inputs on the device.")  # fmt: skip
+    if state.handed_answer and not compute:  # the kernels only copied an answer made before any was given it
+        raise Failure(
+            Verdict.HACK_NO_TRITON,
+            f"Forward handed its Triton kernels {state.handed_answer} that already held the correct output when "
+            "first handed to one, before it ran: the result is computed outside Triton (NumPy, Python, host code, "
+            "PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
+        )
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -530,7 +556,7 @@ def guard_findings(
             "outside Triton (NumPy, Python, host code) and the kernels are for show. Compute the output with Triton "
             "kernels.",
         )
-    moved = answer_made_before_kernels(made, trial, tolerance)
+    moved = answer_made_before_kernels(made, trial, tolerance, model=reference.model)
     if moved and not compute:  # the kernels only copied an answer the host (or PyTorch's glue) computed
         raise Failure(
             Verdict.HACK_NO_TRITON,
@@ -546,6 +572,8 @@ def guard_findings(
         message += " (the output is correct even when none of the solution's Triton kernels run)"
     elif moved:
         message += f" (forward passed its kernels {moved} already holding the output before any of them ran)"
+    elif state.handed_answer:
+        message += f" (forward handed its kernels {state.handed_answer} already holding the output)"
     return [*found, {"check": "torch_compute", "message": message}]
 
 
@@ -563,31 +591,56 @@ def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poi
     return correct, [t for t in made if isinstance(t, torch.Tensor)]
 
 
-def answer_made_before_kernels(made: list, trial, tolerance: Tolerance) -> str:
+def _sample(pair: object) -> bool:
+    """Whether ``pair`` is one of ``Output.handed``'s: [start, tensor]."""
+    return isinstance(pair, list) and len(pair) == 2 and type(pair[0]) is int and isinstance(pair[1], torch.Tensor)
+
+
+def answer_made_before_kernels(
+    made: list, trial, tolerance: Tolerance, starts: list | None = None, model: torch.nn.Module | None = None
+) -> str:
     """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
     and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
     reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
-    one of the inputs already holds within that tolerance (an eval-mode batch norm of fresh statistics
-    is its input), is not looked for: an honest kernel's zeroed buffer or copied input would hold it."""
+    one of the inputs (or of the reference ``model``'s parameters and buffers, which the solution's
+    model is given) already holds within that tolerance (an eval-mode batch norm of fresh statistics
+    is its input), is not looked for: an honest kernel's zeroed buffer, copied input or weight would
+    hold it."""
     expected, expected64 = tensor_leaves(trial.expected), trial.expected64
     leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
-    inputs = tensor_leaves(trial.inputs)
+    starts_ = starts if starts is not None else [None] * len(made)
     for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
-        if not e.numel() or _constant(e) or any(_holds(x.reshape(-1), e, e64, tolerance) for x in inputs):
+        if not e.numel():
             continue
-        if any(_holds(t, e, e64, tolerance, sampled=True) for t in made):
-            return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
+        if not any(_holds(t, e, e64, tolerance, sampled=True, start=s) for t, s in zip(made, starts_, strict=True)):
+            continue  # the samples first (a trial's every one): the whole output's checks only for a match
+        state = [t for t in model.state_dict().values() if t.numel() == e.numel()] if model is not None else []
+        if _constant(e) or any(
+            _holds(x.reshape(-1), e, e64, tolerance) for x in [*tensor_leaves(trial.inputs), *state]
+        ):
+            continue
+        return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
     return ""
 
 
-def _holds(flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False) -> bool:
+def _holds(
+    flat: torch.Tensor, e: torch.Tensor, e64, tolerance: Tolerance, sampled: bool = False, start: int | None = None
+) -> bool:
     """Whether ``flat``'s elements are the output ``e``'s, in order, within the trials' tolerance;
-    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks, compared with those."""
+    ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks (with a ``start``: those
+    from there on, every ``runner.stepped_sample``-th), compared with those."""
     if flat.dtype != e.dtype or (flat.numel() != e.numel() and not sampled):
         return False
     try:
         e, e64 = e.reshape(-1), (e64.reshape(-1) if isinstance(e64, torch.Tensor) else None)
-        if sampled:
+        if start is not None:
+            step = stepped_sample(e.numel())
+            if not 0 <= start < step:
+                return False
+            e, e64 = e[start::step], (e64[start::step] if e64 is not None else None)
+            if flat.numel() != e.numel():
+                return False
+        elif sampled:
             picked = answer_sample(e.numel())
             if flat.numel() != picked.numel():
                 return False

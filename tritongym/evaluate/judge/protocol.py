@@ -174,6 +174,10 @@ class Call(Message):
     """Where forward's output has the output layout attached before (the reference's: the same
     structure and values besides tensors, every tensor its slot's shape and dtype), copy it into the
     output slots, synchronise the device, and answer with ``out_slots`` set instead of the value."""
+    answers: list = field(default_factory=list)
+    """[numel, dtype] of each output tensor the reference returns (a trial's; empty for a timing's): the
+    runner sends back a sample of each tensor of that size and dtype that forward made and handed to a
+    launch of its kernels, as it was when first handed to one (``Output.handed``)."""
 
 
 @dataclass
@@ -200,6 +204,12 @@ class Output(Message):
     host_bytes: int = 0
     """Bytes of device memory forward copied to the host (``placement.host_read_bytes``; counted by
     ``HostTensors`` on the CPU, ``HostReads`` on a GPU): the runner's word, as its op counts are."""
+    handed: Tree = None
+    """Of the tensors forward made and handed to a launch of its kernels, of an output's size and dtype
+    (``Call.answers``), [start, elements]: those from a start the runner drew on, every
+    ``runner.stepped_sample``-th, as they were before the first launch each was handed to ran
+    (``runner.FirstHanded``): one holding the answer then was computed before any kernel was given it
+    (red team 15 #5)."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ import inspect
 import math
 import os
 import resource
+import secrets
 import socket
 import sys
 import tempfile
@@ -272,7 +273,11 @@ class Runner:
         reads = self.reads  # the CPU's HostTensors too: forward's copies of device memory to the host
         reads.host_bytes = 0
         started = thread_starts()
-        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host)
+        # forward's inputs and weights are looked at too: an answer parked in an input's storage, or a
+        # parameter's, and put back after (red team 15 #5d); one an input or a weight holds as given is
+        # not looked for by the judge
+        handed = FirstHanded(message.answers)
+        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
         try:
             with (
                 witness,
@@ -298,6 +303,7 @@ class Runner:
         race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
         if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
             raise classify_failure(race, self.path, IN_FORWARD)
+        samples = handed.copies()  # read on the host once forward's watch is over
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -321,6 +327,7 @@ class Runner:
                 alias=alias,
                 strides=strides,
                 host_bytes=reads.host_bytes,
+                handed=samples or None,
             )
         )
         size = sum(t.nbytes for t in tensor_leaves(given))
@@ -374,8 +381,8 @@ class Runner:
             # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
             named = [*enumerate(args), *kwargs.items()]
             for _, value in launch_pointers(named):
+                made.see(value)  # before the poison: what forward put there (an input or weight too), no kernel ran
                 if value.untyped_storage().data_ptr() not in keep:
-                    made.see(value)  # before the poison: what forward put there, no kernel having run
                     if value.untyped_storage().data_ptr() in held:
                         saved.append((value, value.clone()))
                     poison(value, message.other_poison)
@@ -590,6 +597,61 @@ class MadeBeforeKernels:
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
+
+
+HANDED_SAMPLE = 1024
+"""Elements of each of ``FirstHanded``'s samples, at most."""
+
+
+def stepped_sample(numel: int) -> int:
+    """The step of ``FirstHanded``'s sample of a flat tensor of ``numel`` elements (every one where they
+    are at most ``HANDED_SAMPLE``), from a start drawn in ``[0, step)`` when it is taken (so that no
+    forward knows which elements are looked at): a slice with a step is a view, and its copy glue, so
+    that taking it inside forward runs no PyTorch compute the op recorder would count as forward's."""
+    return max(1, -(-numel // HANDED_SAMPLE))
+
+
+class FirstHanded:
+    """What forward hands its own launches in a trial: of the tensors of an output's size and dtype
+    (``answers``, as ``MadeBeforeKernels`` takes them), a sample (``stepped_sample``) of each as it is
+    when first handed to a launch, before that launch runs. One holding the answer then was computed
+    before any kernel was given it, by the host or PyTorch's glue (into a buffer of its own, or into an
+    input's or a weight's storage, put back after); the kernels only moved it. The hollow forward looks
+    for the same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
+    hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
+    not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
+    two-kernel pipeline). At most ``PER_OUTPUT`` samples per output tensor, the first ones."""
+
+    PER_OUTPUT = 256
+
+    def __init__(self, answers: list) -> None:
+        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
+        self.limit = self.PER_OUTPUT * len(answers)
+        self.seen: set[int | None] = set()
+        self.samples: list[tuple[int, torch.Tensor]] = []
+        """(start, the elements from ``start`` on, every ``stepped_sample``-th)."""
+
+    def see(self, args: tuple, kwargs: dict) -> None:
+        if not self.wanted:
+            return
+        for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
+            address = storage_address(value)
+            if address is None or address in self.seen:
+                continue
+            self.seen.add(address)
+            wanted = (value.numel(), str(value.dtype)) in self.wanted and value.layout is torch.strided
+            if wanted and value.numel() and len(self.samples) < self.limit:
+                flat = value.detach().reshape(-1)  # a view, or glue's copy of a tensor laid out otherwise
+                step = stepped_sample(flat.numel())
+                start = secrets.randbelow(step)
+                self.samples.append((start, flat[start::step].clone()))
+
+    def copies(self) -> list[list]:
+        """[start, sample] of each, the sample in host memory, those holding one value everywhere left out
+        (a zeroed or fresh buffer: a constant answer is not looked for)."""
+        found = [[start, t.to("cpu", copy=True)] for start, t in self.samples]
+        self.samples = []
+        return [pair for pair in found if not one_value(pair[1])]
 
 
 def storage_address(t: torch.Tensor) -> int | None:

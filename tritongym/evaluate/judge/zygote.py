@@ -290,6 +290,11 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         interpreter_libdevice.install()  # libdevice's math, which the interpreter runs none of
     import tritongym.evaluate.profiling
     import tritongym.evaluate.taint  # noqa: F401
+    from tritongym.evaluate import frontend
+
+    # the libraries' code as loaded, taken once for every runner: what a kernel may call without owning
+    # it (a module a runner imports later is checked against its file, frontend.library_function)
+    frontend.library_code()
 
     tools = compiler_helper.compiler_tools() if device != "cpu" else {}  # ptxas --version once, cached
     assert not torch.cuda.is_initialized(), "the zygote must not initialise CUDA"
