@@ -200,8 +200,8 @@ def test_a_rollout_that_tried_a_hack_is_paid_the_hack_penalty(warm_env):
     scores = scorer.score([problem, problem], attempts, codes=attempts)
     assert [s.verdict for s in scores] == ["hack_no_triton", "ok"], [s.result.feedback for s in scores]
     assert rollout_reward(scores, "best") == rollout_reward(scores, "last") == -1.0
-    assert rollout_reward(scores[1:], "best") == 0.5
-    assert rollout_reward([Score(None, "infrastructure_error"), scores[1]], "best") == 0.5
+    assert rollout_reward(scores[1:], "best") == 1.0  # correct, and no finding of lazy work (unprofiled coverage 1)
+    assert rollout_reward([Score(None, "infrastructure_error"), scores[1]], "best") == 1.0
     assert rollout_reward([Score(None, "infrastructure_error")], "best") is None
     assert rollout_reward([], "last") is None
 
