@@ -233,3 +233,33 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     weight = torch.nn.Linear(1, n)  # an output a weight of the reference's holds is not looked for
     weight.bias.data.copy_(value)
     assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start], model=weight)
+
+
+def test_a_sample_an_input_already_holds_at_its_elements_is_no_evidence():
+    """Session 10, H200: the bundled RMS norm (fp16, 4096 x 4096) was ``hack_no_triton`` in 4 of 8 runs. Its
+    input, handed to the kernel, was sampled at every 16384th element: one column, where the weight drawn
+    near 1 made the input the answer within fp16's tolerance, while the whole input is not. A sample is
+    evidence only where what forward was given does not hold the answer at those same elements (an honest
+    copy of an input worked on in place holds it there too); elsewhere the answer handed over still is."""
+    from tritongym.evaluate.judge.judge import answer_made_before_kernels
+    from tritongym.evaluate.judge.runner import stepped_sample
+
+    rows, cols = 64, 64
+    step = stepped_sample(rows * cols)
+    assert cols % step == 0  # the sample's elements fall in a few columns only, as 4096 x 4096's do
+    x = torch.randn(rows, cols)
+    weight = torch.full((cols,), 2.0)
+    weight[0::step] = 1.0  # near 1 (here exactly) at the columns a start of 0 samples
+    answer = x * weight
+
+    class Trial:
+        expected, expected64, inputs = answer, answer.double(), (x,)
+
+    tolerance = Tolerance("fixed", atol=1e-5, rtol=1e-5)
+    handed_input = x.reshape(-1)[0::step]  # the input as handed: the answer at these elements, and no evidence
+    assert answer_made_before_kernels([handed_input], Trial, tolerance, starts=[0]) == ""
+    cast = type("Trial", (), {"expected": answer.half(), "expected64": answer.double(), "inputs": (x,)})
+    tolerance16 = Tolerance("fixed", atol=1e-3, rtol=1e-3)  # an input of another dtype holds it as cast
+    assert answer_made_before_kernels([handed_input.half()], cast, tolerance16, starts=[0]) == ""
+    glue = answer.reshape(-1)[1::step]  # where the input is not the answer, an answer handed over still counts
+    assert answer_made_before_kernels([glue], Trial, tolerance, starts=[1]) == "a tensor of the output's size"

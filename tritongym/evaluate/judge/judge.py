@@ -599,28 +599,53 @@ def _sample(pair: object) -> bool:
 def answer_made_before_kernels(
     made: list, trial, tolerance: Tolerance, starts: list | None = None, model: torch.nn.Module | None = None
 ) -> str:
-    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (tensors forward made
-    and passed to a launch of its kernels in a forward where none ran) holds that output tensor of the
-    reference's, within the trials' tolerance; '' where none does. An output that is constant, or that
-    one of the inputs (or of the reference ``model``'s parameters and buffers, which the solution's
-    model is given) already holds within that tolerance (an eval-mode batch norm of fresh statistics
-    is its input), is not looked for: an honest kernel's zeroed buffer, copied input or weight would
+    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (samples of tensors
+    forward made and handed to a launch of its kernels before any kernel wrote them) holds that output
+    tensor of the reference's, within the trials' tolerance, at the elements sampled; '' where none
+    does. A sample is evidence only where what forward was given does not hold the answer at those same
+    elements: an output that is constant there, or that one of the inputs (or of the reference
+    ``model``'s parameters and buffers, which the solution's model is given), cast to the output's dtype,
+    already holds there within that tolerance (an eval-mode batch norm of fresh statistics is its input;
+    an RMS norm whose weight is near 1 at the sampled column is its input there) is not looked for: an
+    honest kernel's zeroed buffer, or a copy of an input or a weight it then works on in place, would
     hold it."""
     expected, expected64 = tensor_leaves(trial.expected), trial.expected64
     leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
     starts_ = starts if starts is not None else [None] * len(made)
+    state = list(model.state_dict().values()) if model is not None else []
     for i, (e, e64) in enumerate(zip(expected, leaves64, strict=False)):
         if not e.numel():
             continue
-        if not any(_holds(t, e, e64, tolerance, sampled=True, start=s) for t, s in zip(made, starts_, strict=True)):
-            continue  # the samples first (a trial's every one): the whole output's checks only for a match
-        state = [t for t in model.state_dict().values() if t.numel() == e.numel()] if model is not None else []
-        if _constant(e) or any(
-            _holds(x.reshape(-1), e, e64, tolerance) for x in [*tensor_leaves(trial.inputs), *state]
-        ):
-            continue
-        return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
+        given = [x for x in [*tensor_leaves(trial.inputs), *state] if x.numel() == e.numel()]
+        for t, s in zip(made, starts_, strict=True):
+            if not _holds(t, e, e64, tolerance, sampled=True, start=s):
+                continue  # the samples first (a trial's every one): the inputs' checks only for a match
+            at = _sampled(e, e.numel(), s)
+            if _constant(at) or any(_holds(_sampled(x, e.numel(), s), e, e64, tolerance, sampled=True, start=s)
+                                    for x in _cast(given, e.dtype)):  # fmt: skip
+                continue
+            return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
     return ""
+
+
+def _sampled(t: torch.Tensor, numel: int, start: int | None) -> torch.Tensor:
+    """The elements of ``t`` (of ``numel`` elements) that a sample holds: from ``start`` on, every
+    ``runner.stepped_sample``-th, or without a start those ``runner.answer_sample`` picks."""
+    flat = t.reshape(-1)
+    if start is not None:
+        return flat[start :: stepped_sample(numel)]
+    return flat[answer_sample(numel).to(flat.device)]
+
+
+def _cast(tensors: list, dtype: torch.dtype) -> list:
+    """``tensors`` in ``dtype`` (an input in float32 where the output is float16 holds it as a cast would)."""
+    cast = []
+    for t in tensors:
+        try:
+            cast.append(t if t.dtype == dtype else t.to(dtype))
+        except (RuntimeError, TypeError):
+            continue
+    return cast
 
 
 def _holds(
