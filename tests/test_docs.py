@@ -88,7 +88,7 @@ def emitted_stage_keys() -> set[str]:
 
 def test_results_schema_names_every_stage():
     emitted = emitted_stage_keys()
-    assert {"reference", "timing_warm_up", "deadline_extended", "sandbox_wall", "queue"} <= emitted  # the scan finds them
+    assert {"reference", "timing_warm_up", "deadline_extended", "sandbox_wall", "queue"} <= emitted  # found
     schema = (ROOT / "docs/results.md").read_text()
     section = schema.split("### `stage_seconds`", 1)[1].split("\n#", 1)[0]
     missing = emitted - set(re.findall(r"`([a-z_0-9]+)`", section))
