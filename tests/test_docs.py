@@ -114,3 +114,38 @@ def test_gpu_run_subcommands_agree():
     variables = set(re.findall(r"\$\{?(KB_[A-Z_]+)", script))
     for path, text in DOCS.items():
         assert set(re.findall(r"\b(KB_[A-Z_]+)=?", text)) <= variables, path
+
+
+TRAINER_PAGES = {"training.md", "learning.md", "algorithms.md", "README.md"}
+"""Pages where `model.name`, `filters.prs`... are the trainers' configs' sections and fields."""
+REVERTED = {"memory.sets_ahead"}
+"""Names the docs keep as history of a change measured and reverted (BENCHMARKS.md)."""
+
+
+def test_dotted_names_in_the_docs_exist():
+    """`module.name`, `Class.name` and a trainer config's `section.field` named in the docs exist in the code."""
+    from tritongym.train.config import SFTConfig, TrainConfig
+
+    sections: dict[str, set[str]] = {}
+    for config in (TrainConfig, SFTConfig):
+        for section in fields(config):
+            sections.setdefault(section.name, set()).update(g.name for g in fields(section.default_factory()))
+    sources: dict[str, list[str]] = {}
+    for path in (ROOT / "tritongym").rglob("*.py"):
+        code = path.read_text()
+        sources.setdefault(path.stem, []).append(code)
+        for name in re.findall(r"^class (\w+)", code, flags=re.M):
+            sources.setdefault(name, []).append(code)
+    checked = 0
+    for path, text in DOCS.items():
+        for owner, name, call in re.findall(r"`([A-Za-z_]\w*)\.([A-Za-z_]\w*)(\([^`]*\))?`", text):
+            if name in {"py", "json", "jsonl", "md", "txt", "toml", "sh", "log"} or f"{owner}.{name}" in REVERTED:
+                continue
+            if owner in sections and not call and path.name in TRAINER_PAGES:  # elsewhere `model.to` is PyTorch's
+                assert name in sections[owner], (path, f"{owner}.{name}")
+            elif owner in sources:
+                assert any(re.search(rf"\b{name}\b", code) for code in sources[owner]), (path, f"{owner}.{name}")
+            else:
+                continue
+            checked += 1
+    assert checked > 100
