@@ -149,3 +149,20 @@ def test_dotted_names_in_the_docs_exist():
                 continue
             checked += 1
     assert checked > 100
+
+
+def test_flags_in_the_docs_exist():
+    """Every `--flag` the docs name is one the code defines: written out (argparse, a script), or a typer
+    option of a parameter's name (`--no-x` of a boolean `x`); `--ipc` is Docker's."""
+    code = (ROOT / "Makefile").read_text() + "".join(
+        path.read_text()
+        for folder in ("tritongym", "benchmarks", "examples")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".py", ".sh")
+    )
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", code)) | {"--ipc"}
+    flags |= {"--" + name.replace("_", "-") for name in re.findall(r"\b([a-z][a-z0-9_]*)\s*:", code)}
+    for path, text in DOCS.items():
+        named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
+        unknown = {flag for flag in named if flag not in flags and re.sub(r"^--no-", "--", flag) not in flags}
+        assert not unknown, (path, sorted(unknown))
