@@ -166,3 +166,15 @@ def test_flags_in_the_docs_exist():
         named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
         unknown = {flag for flag in named if flag not in flags and re.sub(r"^--no-", "--", flag) not in flags}
         assert not unknown, (path, sorted(unknown))
+
+
+def test_sections_named_after_a_page_exist_there():
+    """`(environment.md, "Threat model")`: the page has that text (a heading, a bold item)."""
+    flat = {path.name: re.sub(r"\s+", " ", text) for path, text in DOCS.items()}
+    checked = 0
+    for path, text in flat.items():
+        for page, section in re.findall(r"\b([A-Za-z]+\.md)\)?[,;]? \"([^\"]+)\"", text):
+            if page in flat:
+                assert section in flat[page], (path, page, section)
+                checked += 1
+    assert checked >= 10
