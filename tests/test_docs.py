@@ -71,3 +71,110 @@ def test_results_schema_names_every_finding_check():
     row = next(line for line in schema.splitlines() if line.startswith("| `check` |"))
     missing = emitted - set(re.findall(r"`([a-z_]+)` \(", row))
     assert not missing, f"docs/results.md's findings table does not name: {sorted(missing)}"
+
+
+def emitted_stage_keys() -> set[str]:
+    """The `stage_seconds` keys the code writes by a literal name: `stages["x"] = ...`,
+    `stages |= {"x": ...}`, `stage_seconds["x"] = ...` and the judge's `timed("x")`/`stage("x")`."""
+    keys = set()
+    for path in (ROOT / "tritongym").rglob("*.py"):
+        code = path.read_text()
+        keys |= set(re.findall(r"\bstage(?:s|_seconds)\[\"([a-z_0-9]+)\"\] =", code))
+        keys |= set(re.findall(r"\.(?:timed|stage)\(\"([a-z_0-9]+)\"", code))
+        for merged in re.findall(r"\bstages \|= \{(.*?)\}", code, flags=re.S):
+            keys |= set(re.findall(r"\"([a-z_0-9]+)\":", merged))
+    return keys
+
+
+def test_results_schema_names_every_stage():
+    emitted = emitted_stage_keys()
+    assert {"reference", "timing_warm_up", "deadline_extended", "sandbox_wall", "queue"} <= emitted  # found
+    schema = (ROOT / "docs/results.md").read_text()
+    section = schema.split("### `stage_seconds`", 1)[1].split("\n#", 1)[0]
+    missing = emitted - set(re.findall(r"`([a-z_0-9]+)`", section))
+    assert not missing, f"docs/results.md's stage_seconds does not name: {sorted(missing)}"
+
+
+def test_stages_named_in_the_docs_exist():
+    emitted = emitted_stage_keys()
+    for path, text in DOCS.items():
+        named = re.findall(r"\bstages? (?:sums )?`([a-z_0-9]+)`", text)
+        assert set(named) <= emitted, (path, set(named) - emitted)
+
+
+def test_gpu_run_subcommands_agree():
+    script = (ROOT / "benchmarks/gpu_run.sh").read_text()
+    accepted = set(re.search(r"^  ([a-z|]+)\) ;;$", script, flags=re.M).group(1).split("|"))
+    branches = set(re.findall(r"^  ([a-z]+)\)$", script, flags=re.M))
+    header = set(re.findall(r"^#   bash benchmarks/gpu_run\.sh ([a-z]+)", script, flags=re.M))
+    assert len(accepted) >= 10 and accepted == branches == header, (accepted ^ branches, accepted ^ header)
+    for path in [*PAGES, *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        named = set(re.findall(r"gpu_run\.sh ([a-z]+)", path.read_text()))
+        assert named <= accepted, (path, named - accepted)
+    variables = set(re.findall(r"\$\{?(KB_[A-Z_]+)", script))
+    for path, text in DOCS.items():
+        assert set(re.findall(r"\b(KB_[A-Z_]+)=?", text)) <= variables, path
+
+
+TRAINER_PAGES = {"training.md", "learning.md", "algorithms.md", "README.md"}
+"""Pages where `model.name`, `filters.prs`... are the trainers' configs' sections and fields."""
+REVERTED = {"memory.sets_ahead"}
+"""Names the docs keep as history of a change measured and reverted (BENCHMARKS.md)."""
+
+
+def test_dotted_names_in_the_docs_exist():
+    """`module.name`, `Class.name` and a trainer config's `section.field` named in the docs exist in the code."""
+    from tritongym.train.config import SFTConfig, TrainConfig
+
+    sections: dict[str, set[str]] = {}
+    for config in (TrainConfig, SFTConfig):
+        for section in fields(config):
+            sections.setdefault(section.name, set()).update(g.name for g in fields(section.default_factory()))
+    sources: dict[str, list[str]] = {}
+    for path in (ROOT / "tritongym").rglob("*.py"):
+        code = path.read_text()
+        sources.setdefault(path.stem, []).append(code)
+        for name in re.findall(r"^class (\w+)", code, flags=re.M):
+            sources.setdefault(name, []).append(code)
+    checked = 0
+    for path, text in DOCS.items():
+        for owner, name, call in re.findall(r"`([A-Za-z_]\w*)\.([A-Za-z_]\w*)(\([^`]*\))?`", text):
+            if name in {"py", "json", "jsonl", "md", "txt", "toml", "sh", "log"} or f"{owner}.{name}" in REVERTED:
+                continue
+            if owner in sections and not call and path.name in TRAINER_PAGES:  # elsewhere `model.to` is PyTorch's
+                assert name in sections[owner], (path, f"{owner}.{name}")
+            elif owner in sources:
+                assert any(re.search(rf"\b{name}\b", code) for code in sources[owner]), (path, f"{owner}.{name}")
+            else:
+                continue
+            checked += 1
+    assert checked > 100
+
+
+def test_flags_in_the_docs_exist():
+    """Every `--flag` the docs name is one the code defines: written out (argparse, a script), or a typer
+    option of a parameter's name (`--no-x` of a boolean `x`); `--ipc` is Docker's."""
+    code = (ROOT / "Makefile").read_text() + "".join(
+        path.read_text()
+        for folder in ("tritongym", "benchmarks", "examples")
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in (".py", ".sh")
+    )
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", code)) | {"--ipc"}
+    flags |= {"--" + name.replace("_", "-") for name in re.findall(r"\b([a-z][a-z0-9_]*)\s*:", code)}
+    for path, text in DOCS.items():
+        named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", text))
+        unknown = {flag for flag in named if flag not in flags and re.sub(r"^--no-", "--", flag) not in flags}
+        assert not unknown, (path, sorted(unknown))
+
+
+def test_sections_named_after_a_page_exist_there():
+    """`(environment.md, "Threat model")`: the page has that text (a heading, a bold item)."""
+    flat = {path.name: re.sub(r"\s+", " ", text) for path, text in DOCS.items()}
+    checked = 0
+    for path, text in flat.items():
+        for page, section in re.findall(r"\b([A-Za-z]+\.md)\)?[,;]? \"([^\"]+)\"", text):
+            if page in flat:
+                assert section in flat[page], (path, page, section)
+                checked += 1
+    assert checked >= 10
