@@ -219,7 +219,7 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
         big = FirstHanded([[n, "torch.float32"]])
         big.see((value,), {})
         ((start, sample),) = big.copies()
-        assert stepped_sample(n) == 4 and torch.equal(sample, value[start::4])
+        assert stepped_sample(n) == 5 and torch.equal(sample, value[start::5])  # a prime: 4 is not
         starts.add(start)
     assert len(starts) > 1  # drawn, not fixed
 
@@ -228,11 +228,11 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
 
     tolerance = Tolerance("fixed", atol=1e-5, rtol=1e-5)
     start = max(starts)
-    assert answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start])
-    assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[(start + 1) % 4])
+    assert answer_made_before_kernels([value[start::5]], Trial, tolerance, starts=[start])
+    assert not answer_made_before_kernels([value[start::5]], Trial, tolerance, starts=[(start + 1) % 5])
     weight = torch.nn.Linear(1, n)  # an output a weight of the reference's holds is not looked for
     weight.bias.data.copy_(value)
-    assert not answer_made_before_kernels([value[start::4]], Trial, tolerance, starts=[start], model=weight)
+    assert not answer_made_before_kernels([value[start::5]], Trial, tolerance, starts=[start], model=weight)
 
 
 def test_a_sample_an_input_already_holds_at_its_elements_is_no_evidence():
@@ -244,9 +244,12 @@ def test_a_sample_an_input_already_holds_at_its_elements_is_no_evidence():
     from tritongym.evaluate.judge.judge import answer_made_before_kernels
     from tritongym.evaluate.judge.runner import stepped_sample
 
-    rows, cols = 64, 64
+    side = 4096  # the step is a prime now, so the RMS norm's sample crosses its columns
+    step = stepped_sample(side * side)
+    assert step >= side * side // 1024 and len({(i * step) % side for i in range(side * side // step)}) > 1000
+    rows, cols = 64, 80  # a width the step divides, whose sample still falls in a few columns only
     step = stepped_sample(rows * cols)
-    assert cols % step == 0  # the sample's elements fall in a few columns only, as 4096 x 4096's do
+    assert cols % step == 0
     x = torch.randn(rows, cols)
     weight = torch.full((cols,), 2.0)
     weight[0::step] = 1.0  # near 1 (here exactly) at the columns a start of 0 samples

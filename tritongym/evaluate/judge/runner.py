@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import gc
 import importlib.util
 import inspect
@@ -603,12 +604,19 @@ HANDED_SAMPLE = 1024
 """Elements of each of ``FirstHanded``'s samples, at most."""
 
 
+@functools.lru_cache(maxsize=64)
 def stepped_sample(numel: int) -> int:
     """The step of ``FirstHanded``'s sample of a flat tensor of ``numel`` elements (every one where they
     are at most ``HANDED_SAMPLE``), from a start drawn in ``[0, step)`` when it is taken (so that no
     forward knows which elements are looked at): a slice with a step is a view, and its copy glue, so
-    that taking it inside forward runs no PyTorch compute the op recorder would count as forward's."""
-    return max(1, -(-numel // HANDED_SAMPLE))
+    that taking it inside forward runs no PyTorch compute the op recorder would count as forward's.
+    The step is a prime, so that the sample crosses a tensor's rows rather than falling in the few
+    columns a step dividing the row length would give (every 16,384th element of a 4096-wide matrix is
+    one column: session 10's RMS norm)."""
+    step = max(1, -(-numel // HANDED_SAMPLE))
+    while step > 1 and any(step % d == 0 for d in range(2, math.isqrt(step) + 1)):
+        step += 1
+    return step
 
 
 class FirstHanded:
