@@ -20,7 +20,8 @@ OUT="${OUT:-$ROOT/benchmarks/results/triton_versions_cpu.txt}"
 TESTS=(tests/test_frontend.py tests/test_bundled.py tests/test_verdicts.py tests/test_profiling.py
        tests/adversarial/test_isolation.py tests/test_triton_compat.py tests/adversarial/test_redteam10.py
        tests/test_honest_candidates.py tests/adversarial/test_redteam11.py tests/adversarial/test_redteam12.py
-       tests/adversarial/test_exploits.py tests/adversarial/test_redteam13.py tests/adversarial/test_cpusize.py)
+       tests/adversarial/test_exploits.py tests/adversarial/test_redteam13.py tests/adversarial/test_cpusize.py
+       tests/adversarial/test_redteam14.py tests/adversarial/test_redteam15.py tests/test_host_reads.py)
 
 PROBE='
 from tritongym.evaluate import EvalConfig, evaluate
