@@ -39,8 +39,9 @@ class PoolConfig:
         "Hardware work queues of every GPU runner's CUDA context (CUDA_DEVICE_MAX_CONNECTIONS), overriding "
         "the judge's choice. By default each judge profiles a problem's reference once and gives its "
         "candidates' runners one queue where the reference's GPU work ran on one stream (a context about three "
-        "times cheaper to make while several start at once: an RL batch on one H200, 0.43 s per candidate "
-        "against 0.63), else the judge's own setting, so that work a library op runs on streams of its own "
+        "times cheaper to make while several start at once: an RL batch on one H200, 0.47 s per candidate "
+        "against 0.61 with every runner on the judge's setting), else the judge's own setting, so that work a "
+        "library op runs on streams of its own "
         "(cuDNN's RNNs, some convolutions) is not serialised in the candidate's process alone (KernelBench "
         "level 3's LSTMs and GRUs as PyTorch's own code measured 0.58 of eager's speed with one queue against "
         "0.81). A number here gives every runner that many, whatever its problem runs.",
