@@ -282,8 +282,14 @@ def test_the_arguments_follow_the_graph_and_no_compilation_is_left(generated):
 def test_the_written_solutions_are_judged_ok_without_the_service_packages(generated):
     _, out = generated
     chunks = json.loads((out / "chunks.json").read_text())["chunks"]
-    assert [(c["name"], c["done"], c["candidates"]) for c in chunks] == [("10,20", True, 2)]  # one class on the CPU
-    records = [json.loads(line) for line in (out / "chunks" / "10,20" / "trajectories.jsonl").read_text().splitlines()]
+    # one class on the CPU: one chunk, or two where 20 compiled after the bench step's patience (a loaded machine)
+    assert [c["name"] for c in chunks] in (["10,20"], ["10", "20"], ["20", "10"])
+    assert all(c["done"] for c in chunks) and sum(c["candidates"] for c in chunks) == 2
+    records = [
+        json.loads(line)
+        for c in chunks
+        for line in (out / "chunks" / c["name"] / "trajectories.jsonl").read_text().splitlines()
+    ]
     verdicts = {r["problem"]: r["verdict"] for r in records}
     assert verdicts == {"10_transposed_broadcast_add": "ok", "20_order": "ok"}, [
         (r["problem"], (r["result"] or {}).get("feedback")) for r in records
