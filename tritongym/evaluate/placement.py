@@ -654,6 +654,51 @@ def _names_device(args: tuple, kwargs: dict) -> bool:
     return any(isinstance(a, (str, torch.device, torch.Tensor)) for a in args)
 
 
+_reading: list[HostReads] = []
+"""The host-read counts watching now, innermost last."""
+
+
+def _storage_copy(original):
+    def copy_(storage, source, *args, **kwargs):
+        if _reading and isinstance(source, torch.UntypedStorage):
+            reads = _reading[-1]
+            if reads.storage_made(storage) and not reads.storage_made(source):
+                reads.count_storage(source.nbytes(), sys._getframe(1))
+        return original(storage, source, *args, **kwargs)
+
+    copy_._tritongym_read = True
+    return copy_
+
+
+def _storage_item(original):
+    def __getitem__(storage, index, *args, **kwargs):
+        if _reading and isinstance(index, int) and not _reading[-1].storage_made(storage):
+            _reading[-1].count_storage(1, sys._getframe(1))
+        return original(storage, index, *args, **kwargs)
+
+    __getitem__._tritongym_read = True
+    return __getitem__
+
+
+def _storage_file(original):
+    def _write_file(storage, *args, **kwargs):
+        if _reading and not _reading[-1].storage_made(storage):
+            _reading[-1].count_storage(storage.nbytes(), sys._getframe(1))
+        return original(storage, *args, **kwargs)
+
+    _write_file._tritongym_read = True
+    return _write_file
+
+
+_READERS = {"copy_": _storage_copy, "__getitem__": _storage_item, "_write_file": _storage_file}
+"""A storage's own methods that read its values into host memory, counted while a ``HostReads``
+watches: a copy into a host storage (``cpu()``, ``to("cpu")``: on a GPU a device-to-host copy), an
+element's value (``tolist``, ``bytes()``, iteration and NumPy's sequence protocol read through it) and a
+file's write (``torch.save``'s legacy format). A storage reaches Python with no request of forward's
+(``_STORAGES``): ``copy.deepcopy(x, memo)`` keeps the input's own in the caller's memo, taken inside
+``Tensor.__deepcopy__`` (red team 16 #3); so its reads are counted where they happen."""
+
+
 class HostReads(TorchFunctionMode):
     """Counts the bytes of device memory forward copies to the host (``host_read_bytes``; red team 14
     #2): on a GPU a tensor is in device memory where PyTorch says so (``made``: a CUDA tensor is, a
@@ -680,6 +725,8 @@ class HostReads(TorchFunctionMode):
         self.own_code = OwnCode()
         """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
         before the candidate's import: ``OwnCode.take``)."""
+        self._readers: list[tuple[str, object]] = []
+        """The storage readers this one replaced (``_READERS``), as they were."""
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t`` came to be in host memory, or '' for device memory: a GPU's host tensors."""
@@ -696,6 +743,39 @@ class HostReads(TorchFunctionMode):
         if self._depth == 0:
             own = func in _STORAGES and self.own_code.asks(caller)
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own, self.names_host)
+
+    def storage_made(self, storage: torch.UntypedStorage) -> bool:
+        """Whether ``storage`` is host memory (on a GPU: a CPU storage)."""
+        return storage.device.type == "cpu"
+
+    def count_storage(self, nbytes: int, caller: types.FrameType | None) -> None:
+        """Add a read of ``nbytes`` of a device storage's values by a storage's own method (``_READERS``)
+        called from ``caller``, outside any torch function in progress and unless Triton's or the
+        judge's code asks."""
+        if self._depth == 0 and not self.own_code.asks(caller):
+            self.host_bytes += nbytes
+
+    def __enter__(self):
+        _reading.append(self)
+        for name, wrap in _READERS.items():
+            if name not in vars(torch.UntypedStorage) or not getattr(
+                vars(torch.UntypedStorage)[name], "_tritongym_read", False
+            ):
+                self._readers.append((name, vars(torch.UntypedStorage).get(name, _UNSET)))
+                setattr(torch.UntypedStorage, name, wrap(getattr(torch.UntypedStorage, name)))
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            for name, original in reversed(self._readers):
+                if original is _UNSET:
+                    delattr(torch.UntypedStorage, name)
+                else:
+                    setattr(torch.UntypedStorage, name, original)
+            self._readers.clear()
+            _reading.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -893,6 +973,11 @@ class HostTensors(HostReads):
         """Whether a ``device=`` names host memory on every machine (``_names_the_host``): on the CPU a
         ``torch.device("cpu")`` or a tensor's device is the judge's device memory too."""
         return _names_the_host(device)
+
+    def storage_made(self, storage: torch.UntypedStorage) -> bool:
+        """Whether ``storage`` was made in host memory (marked, as ``made`` tells a tensor's)."""
+        mark = self._marked.get(_STORAGE_DATA_PTR(storage)) if self._marked else None
+        return mark is not None and mark[0]() is storage
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t``'s storage was made in host memory (a GPU's too), or ''."""

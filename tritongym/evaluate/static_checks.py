@@ -5,12 +5,14 @@ Each is reported with its line. These checks see what is written, not what runs.
 (``getattr(os, "fo" + "rk")``) is left to the runtime guards and the sandbox.
 
 A forbidden path counts wherever it appears in a dotted name, also behind a re-export
-(``nn.functional.torch._C``). A few read-only helpers under forbidden paths, which the code
-torch.compile generates (and so KernelBook) calls, are allowed by their exact path (``SAFE_PATHS``),
-and so are the Inductor runtime modules that compile and launch the candidate's own kernels
-(``SAFE_MODULES``). ``setattr``/``delattr`` are judged by their target, like an assignment: on the
-candidate's own objects (``setattr(self, name, nn.Parameter(...))``) they are fine; on a module, an
-imported name, a builtin or a computed object they patch something that is not the candidate's.
+(``nn.functional.torch._C``), and an attribute named after a forbidden module on any object
+(``np.ctypeslib.ctypes``, ``a.ctypes._ctypes``: ctypes itself). A few read-only helpers under
+forbidden paths, which the code torch.compile generates (and so KernelBook) calls, are allowed by
+their exact path (``SAFE_PATHS``), and so are the Inductor runtime modules that compile and launch
+the candidate's own kernels (``SAFE_MODULES``). ``setattr``/``delattr`` are judged by their target,
+like an assignment: on the candidate's own objects (``setattr(self, name, nn.Parameter(...))``) they
+are fine; on a module, an imported name, a builtin or a computed object they patch something that
+is not the candidate's.
 """
 
 from __future__ import annotations
@@ -123,6 +125,25 @@ def _forbidden_path(full: str) -> tuple[str, str] | None:
     return None
 
 
+def _forbidden_module(full: str) -> str | None:
+    """The forbidden module that a part of the imported dotted path ``full`` names, or None
+    (``ctypes.util``; ``numpy.ctypeslib.ctypes``, the module itself behind a re-export)."""
+    return next((part for part in full.split(".") if part in FORBIDDEN_MODULES), None)
+
+
+MODULE_ATTRIBUTES = {"_ctypes": "ctypes"}
+"""Attributes that are a forbidden module under another name (NumPy's ``ndarray.ctypes._ctypes``)."""
+
+
+def _module_attribute(node: ast.Attribute) -> str | None:
+    """The forbidden module an attribute's name says it is, on any object (a module's re-export,
+    ``np.ctypeslib.ctypes``; an array's ``a.ctypes._ctypes``; red team 16 #2), or None; the
+    candidate's own ``self.signal`` is its own."""
+    if isinstance(node.value, ast.Name) and node.value.id == "self":
+        return None
+    return node.attr if node.attr in FORBIDDEN_MODULES else MODULE_ATTRIBUTES.get(node.attr)
+
+
 def _dotted(node: ast.AST) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -173,9 +194,9 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
             else:
                 names = [f"{node.module}.{a.name}" for a in node.names] if node.module else []
             for name in names:
-                root = name.split(".")[0]
-                if root in FORBIDDEN_MODULES:
-                    found.append((node.lineno, f"imports {name} ({FORBIDDEN_MODULES[root]})"))
+                module = _forbidden_module(name)
+                if module:
+                    found.append((node.lineno, f"imports {name} ({FORBIDDEN_MODULES[module]})"))
                 elif hit := _forbidden_path(name):
                     found.append((node.lineno, f"imports {hit[0]} ({hit[1]})"))
         elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES and node.id not in aliases:
@@ -191,6 +212,9 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
             dotted = _dotted(node)
             if dotted and (hit := _forbidden_path(resolve(dotted))):
                 found.append((node.lineno, f"uses {hit[0]} ({hit[1]})"))
+
+        if isinstance(node, ast.Attribute) and (module := _module_attribute(node)):
+            found.append((node.lineno, f"reaches {module} as an attribute, .{node.attr} ({FORBIDDEN_MODULES[module]})"))
         namespace = _namespace_of(node)
         if namespace is not None and (owner := _patch_target(namespace, aliases, resolve)):
             found.append((node.lineno, f"reaches the namespace of {owner} (patches what is not its own)"))
