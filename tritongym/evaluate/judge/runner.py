@@ -628,7 +628,8 @@ class FirstHanded:
     for the same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
     hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
     not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
-    two-kernel pipeline). At most ``PER_OUTPUT`` samples per output tensor, the first ones."""
+    two-kernel pipeline). At most ``PER_OUTPUT`` samples times the number of output tensors, the first
+    ones (of whichever output)."""
 
     PER_OUTPUT = 256
 
