@@ -78,7 +78,7 @@ def timing_state(budget_s=0.0):
 
 def timing_bench():
     return SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S), need_s={},
-                           inputs_s=0.0, late=0, untimed=0, scratch=torch.empty(8))  # fmt: skip
+                           inputs_s=0.0, holds_s=0.0, late=0, untimed=0, scratch=torch.empty(8))  # fmt: skip
 
 
 def prepared_with(bench, count=100):
@@ -100,6 +100,7 @@ def test_an_exclusive_timing_starts_from_the_problems_learned_holds_and_counts_i
     def repetition(b, model, rep, candidate_first, clean):
         seen.append(dict(b.hold_s))
         b.need_s = {"local": 0.0002, "remote": 0.003}
+        b.holds_s += 0.01
         return given.pop(0)
 
     monkeypatch.setattr(speed, "repetition", repetition)
@@ -111,6 +112,8 @@ def test_an_exclusive_timing_starts_from_the_problems_learned_holds_and_counts_i
     assert result["timing"]["stopped"] == "budget"
     assert state.stages["timing_measured_reps"] == 6 and state.stages["timing_untimed_reps"] == 0
     assert state.stages["timing_grown"] == 0 and state.stages["timing_warm_up"] == 0
+    assert state.stages["timing_holds"] == pytest.approx(0.06)  # six repetitions' holds, the late one's too
+    assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3))  # the five counted
     assert state.ctx.holds[key]["remote"] == pytest.approx(speed.HOLD_MARGIN * 0.003)
     assert state.ctx.holds[key]["local"] == speed.MIN_HOLD_S
     assert prepared.sample_inputs is None and prepared.bench is None  # their memory is the batch's
@@ -133,6 +136,7 @@ def test_a_timing_whose_first_valid_repetition_wants_a_longer_batch_starts_again
     def warm_up(b, model):
         warmed.append(b)
         b.untimed += 2
+        b.holds_s += 1.0  # untimed: not the measured part's
         b.need_s = {"remote": 0.5}  # the warm-up's: not the exclusive part's measured holds
 
     monkeypatch.setattr(speed, "repetition", repetition)
@@ -146,7 +150,7 @@ def test_a_timing_whose_first_valid_repetition_wants_a_longer_batch_starts_again
     assert calls[0] is first and calls[1:] == [longer] * 5 and warmed == [longer]
     assert result["timing"]["reps"] == 5 and result["timing"]["input_sets"] == 5 * 640  # the short one not counted
     assert state.stages["timing_grown"] == 1 and state.stages["timing_untimed_reps"] == 2
-    assert state.stages["timing_measured_reps"] == 5
+    assert state.stages["timing_measured_reps"] == 5 and state.stages["timing_holds"] == 0
     assert state.ctx.holds[speed.holds_key(state.job)]["remote"] == speed.MIN_HOLD_S
 
 

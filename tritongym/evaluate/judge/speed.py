@@ -651,6 +651,8 @@ class Bench:
         (``_queued``, ``company_check``; late or not): what a hold of that kind must cover."""
         self.launched: dict[str, float] = {}
         """Per kind of hold, when the last one was launched (the host's clock)."""
+        self.holds_s = 0.0
+        """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
@@ -678,6 +680,7 @@ class Bench:
         events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
         self.launched[kind] = time.perf_counter()
+        self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
         events[0].record()
         for k, inputs in enumerate(sets or ()):
@@ -817,6 +820,7 @@ class Bench:
         (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
         it; where the hold ended first, that hold doubles and this check says nothing (0)."""
         self.launched["twin"] = time.perf_counter()
+        self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
         handed, back = self._hand_to_twin()
         self._needed("twin")
@@ -1154,7 +1158,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     key = holds_key(job)
     bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S) | ctx.holds.get(key, {})  # as found alone on the GPU
     bench.need_s = {}  # the exclusive part's alone
-    inputs_s = bench.inputs_s = 0.0
+    inputs_s = bench.inputs_s = bench.holds_s = 0.0
     untimed, grown, warming = 0, 0, 0.0
     prepared.bench = None
     clean = clean_workloads(ctx)
@@ -1181,7 +1185,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                               prepared.mutates, prepared.persistent)  # fmt: skip
                 state.shared = SharedInputs(bench.shared_in, bench.shape)
                 warm_up(bench, model)
-                bench.need_s = {}
+                bench.need_s, bench.holds_s = {}, 0.0
                 untimed, grown, reps, n = bench.untimed, 1, [], 0
                 warming = time.perf_counter() - growing
                 began = time.perf_counter()
@@ -1199,9 +1203,11 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
             stopped = "ceiling"
     ctx.holds[key] = learned_holds(bench.hold_s, bench.need_s)
     # the exclusive hold's parts (BENCHMARKS.md, the RL-shaped batch): a grown batch's warm-up, the repetitions
-    # (timing_inputs: of the exclusive part, the seconds its input sets took)
+    # of the measured part: the seconds its input sets took, its holds, the GPU's time in the brackets that counted
+    brackets = sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off for r in reps)
     state.stages |= {"timing_warm_up": round(warming, 4), "timing_untimed_reps": untimed, "timing_grown": grown,
-                     "timing_measured_reps": n, "timing_inputs": round(inputs_s + bench.inputs_s, 4)}  # fmt: skip
+                     "timing_measured_reps": n, "timing_inputs": round(inputs_s + bench.inputs_s, 4),
+                     "timing_holds": round(bench.holds_s, 4), "timing_brackets": round(brackets, 4)}  # fmt: skip
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
 
 
