@@ -187,9 +187,6 @@ class WorkerContext:
     then a runner's GPU memory is read while it runs and bounded (RunnerHandle.check_gpu); else it is
     measured only when the judge's own allocation fails, by what the runner's end gives back."""
     queues: QueueChoice = field(default_factory=lambda: QueueChoice(JUDGES_OWN))
-    holds: dict = field(default_factory=dict)
-    """Per problem (speed.holds_key), the holds its last exclusive timing learned (speed.learned_holds):
-    the next timing of that problem starts from them; empty on the CPU."""
     """The work queues of runners' CUDA contexts, per problem on a GPU (work_queues.py: the judge's own
     state); the judge's own setting for every runner by default, and on the CPU."""
 

@@ -95,7 +95,6 @@ from tritongym.evaluate.judge.protocol import dense
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
-from tritongym.evaluate.judge.work_queues import problem_key
 from tritongym.evaluate.result import Verdict
 
 TARGET_BATCH_S = 0.01
@@ -111,11 +110,6 @@ MIN_HOLD_S = 0.001
 MAX_HOLD_S = 0.1
 """The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
 and its host time counts."""
-HOLD_MARGIN = 1.5
-"""A judge's next timing of a problem starts each kind of hold at this many times the longest its
-host took to queue a bracket of that kind in the last exclusive timing of that problem (``learned_holds``;
-at least ``MIN_HOLD_S``): its exclusive part need not find its holds again by doubling them from the
-shortest, each late bracket a repetition lost."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 L2_FLUSH_FACTOR = 4
@@ -646,11 +640,6 @@ class Bench:
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
-        self.need_s: dict[str, float] = {}
-        """Per kind of hold, the longest the host took from launching one to having its bracket queued
-        (``_queued``, ``company_check``; late or not): what a hold of that kind must cover."""
-        self.launched: dict[str, float] = {}
-        """Per kind of hold, when the last one was launched (the host's clock)."""
         self.holds_s = 0.0
         """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
@@ -679,7 +668,6 @@ class Bench:
                 slot_bytes(t).fill_(POISON)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
-        self.launched[kind] = time.perf_counter()
         self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
         events[0].record()
@@ -712,9 +700,7 @@ class Bench:
         return Bracket(start.elapsed_time(end) / 1e3, flush, probe)
 
     def _queued(self, kind: str, start) -> bool:
-        """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer.
-        Either way the host's time since the hold was launched counts in ``need_s``."""
-        self._needed(kind)
+        """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
         if not start.query():
             return True
         if self.hold_s[kind] >= MAX_HOLD_S:
@@ -722,11 +708,6 @@ class Bench:
             return True  # host-bound: its host time counts
         self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
         return False
-
-    def _needed(self, kind: str) -> None:
-        launched = self.launched.get(kind)
-        if launched is not None:
-            self.need_s[kind] = max(self.need_s.get(kind, 0.0), time.perf_counter() - launched)
 
     def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
@@ -819,11 +800,9 @@ class Bench:
         (timing.contention). Queued behind a hold of its own kind, as the calibration's
         (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
         it; where the hold ended first, that hold doubles and this check says nothing (0)."""
-        self.launched["twin"] = time.perf_counter()
         self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
         handed, back = self._hand_to_twin()
-        self._needed("twin")
         in_time = not handed.query()
         if not in_time:
             self.hold_s["twin"] = min(2 * self.hold_s["twin"], MAX_HOLD_S)
@@ -1063,21 +1042,6 @@ def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int
     return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
 
 
-def learned_holds(hold_s: dict[str, float], need_s: dict[str, float]) -> dict[str, float]:
-    """The holds a judge's next timing of the same problem starts from: per kind, ``HOLD_MARGIN``
-    times the longest its host took to queue a bracket of that kind (``Bench.need_s``), within
-    ``MIN_HOLD_S`` and ``MAX_HOLD_S`` (shorter than the hold that served, where doubling overshot;
-    longer where a bracket was nearly late); the hold as it is for a kind with no bracket."""
-    return {kind: min(MAX_HOLD_S, max(MIN_HOLD_S, HOLD_MARGIN * need_s[kind])) if kind in need_s else hold
-            for kind, hold in hold_s.items()}  # fmt: skip
-
-
-def holds_key(job) -> tuple[str, str]:
-    """The judge's key of the holds it learned (``WorkerContext.holds``): the problem and the model the
-    candidate is timed against (a compiled reference queues its batch at another pace)."""
-    return problem_key(job.problem_source, job.entry_point), job.baseline
-
-
 def warm_up(bench: Bench, model) -> timing.Rep | None:
     """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
     one queued in time. Each is counted in ``bench.untimed``."""
@@ -1134,7 +1098,6 @@ def prepare_timing(state, reference) -> Prepared:
                         state.forward_ops, persistent)  # fmt: skip
     count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
-    bench.hold_s |= state.ctx.holds.get(holds_key(state.job), {})  # this problem's last exclusive timing's
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     warm_up(bench, model)
     state.stages["timing_setup_untimed_reps"] = bench.untimed
@@ -1146,52 +1109,47 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
     before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
-    start from those this judge's last exclusive timing of the problem learned (``learned_holds``),
-    else from the shortest (the preparation's may have grown beside other work), and a late bracket
-    makes its repetition one more (``repetition``). The first repetition queued in time says whether
-    the batch is long enough for the candidate's signal to dominate the hand-off: it counts where it
-    is; where it is not, a longer batch is made and warmed up (untimed) and the timing starts again."""
+    start again from the shortest (the preparation's may have grown beside other work), and the first
+    repetition queued in time (untimed) says whether the batch is long enough for the candidate's
+    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
-    key = holds_key(job)
-    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S) | ctx.holds.get(key, {})  # as found alone on the GPU
-    bench.need_s = {}  # the exclusive part's alone
-    inputs_s = bench.inputs_s = bench.holds_s = 0.0
-    untimed, grown, warming = 0, 0, 0.0
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
+    warming, untimed, grown = time.perf_counter(), bench.untimed, 0
+    inputs_s = bench.inputs_s = 0.0  # the exclusive part's alone
+    first = warm_up(bench, model)
+    untimed = bench.untimed - untimed
+    if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
+        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
+                    max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
+        wanted = grown_count(first, count, ctx.hand_off_s, limit)
+        if wanted > count:
+            inputs_s += bench.inputs_s
+            bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
+            count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
+            bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
+                          prepared.persistent)  # fmt: skip
+            state.shared = SharedInputs(bench.shared_in, bench.shape)
+            warm_up(bench, model)
+            untimed, grown = untimed + bench.untimed, 1
+    # the exclusive hold's parts before the measured repetitions (BENCHMARKS.md, the RL-shaped batch)
+    state.stages |= {"timing_warm_up": round(time.perf_counter() - warming, 4), "timing_untimed_reps": untimed,
+                     "timing_grown": grown}  # fmt: skip
+    prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
+    bench.holds_s = 0.0  # the measured repetitions' alone
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
     began = time.perf_counter()
     ceiling = min(timing.ceiling_s(job.timing_budget_s),
                   max(job.timing_budget_s, state.deadline - time.monotonic() - DEADLINE_RESERVE_S))  # fmt: skip
-    counted, stopped, n, sized = None, None, 0, False
+    counted, stopped, n = None, None, 0
     while stopped is None:
         measured = repetition(bench, model, n + 1, bool(secrets.randbits(1)), clean)
         n += 1
-        if measured is not None and not sized:  # a fast candidate's batch too short for its signal?
-            sized = True
-            limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
-                        max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
-            wanted = grown_count(measured, count, ctx.hand_off_s, limit)
-            if wanted > count:
-                growing = time.perf_counter()
-                inputs_s += bench.inputs_s
-                bench = None  # its flush buffer and copy-out go back before the longer batch's
-                count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
-                bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count,
-                              prepared.mutates, prepared.persistent)  # fmt: skip
-                state.shared = SharedInputs(bench.shared_in, bench.shape)
-                warm_up(bench, model)
-                bench.need_s, bench.holds_s = {}, 0.0
-                untimed, grown, reps, n = bench.untimed, 1, [], 0
-                warming = time.perf_counter() - growing
-                began = time.perf_counter()
-            prepared.sample_inputs = prepared.sample_output = None  # their memory is the batch's now
-            if grown:
-                continue
         spent = time.perf_counter() - began
         if measured is not None:
             reps.append(measured)
@@ -1201,13 +1159,12 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                                          counted.contended, ceiling)  # fmt: skip
         elif spent >= ceiling:
             stopped = "ceiling"
-    ctx.holds[key] = learned_holds(bench.hold_s, bench.need_s)
-    # the exclusive hold's parts (BENCHMARKS.md, the RL-shaped batch): a grown batch's warm-up, the repetitions
-    # of the measured part: the seconds its input sets took, its holds, the GPU's time in the brackets that counted
-    brackets = sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off for r in reps)
-    state.stages |= {"timing_warm_up": round(warming, 4), "timing_untimed_reps": untimed, "timing_grown": grown,
-                     "timing_measured_reps": n, "timing_inputs": round(inputs_s + bench.inputs_s, 4),
-                     "timing_holds": round(bench.holds_s, 4), "timing_brackets": round(brackets, 4)}  # fmt: skip
+    state.stages["timing_measured_reps"] = n
+    state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
+    # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
+    state.stages["timing_holds"] = round(bench.holds_s, 4)
+    state.stages["timing_brackets"] = round(sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off
+                                                for r in reps), 4)  # fmt: skip
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
 
 
