@@ -26,7 +26,9 @@ its fork to its Hello, and ``runner_start_<part>`` its parts: ``serve`` the fork
 context, ``warm`` Triton's driver and the profiler, ``hardened`` its confinement), the seconds the
 GPU was held exclusively (timing and profiling, one candidate at a time) against the wall time, and
 what the timing's precision was: its stop reasons, repetitions, and the speedup's 95% interval
-half-width relative to the speedup.
+half-width relative to the speedup. ``speedups`` lists every candidate's speedup in the batch's order
+(None where it has none): the batch is the same in every run, so two runs (two judges' code) compare
+candidate by candidate (``--compare``: the ratios of the second run's speedups to the first's).
 """
 
 from __future__ import annotations
@@ -157,7 +159,21 @@ def run(args: argparse.Namespace) -> dict:
         "gpu_exclusive_s": round(exclusive, 2),
         "gpu_exclusive_share": round(exclusive / wall, 3),
         "timing": timing_precision(results),
+        "speedups": [r.speedup for r in results],
     }
+
+
+def paired(first: dict, second: dict) -> dict:
+    """The ratios of ``second``'s speedups to ``first``'s, candidate by candidate (both timed): their
+    count, median, 5th and 95th percentiles (rounded down), and the medians' ratio of each problem."""
+    pairs = [(a, b) for a, b in zip(first["speedups"], second["speedups"], strict=True) if a and b]
+    if not pairs:
+        return {"paired": 0}
+    ratios = sorted(b / a for a, b in pairs)
+    last = len(ratios) - 1
+    return {"paired": len(ratios), "median": round(statistics.median(ratios), 4),
+            "p5": round(ratios[int(0.05 * last)], 4), "p95": round(ratios[int(0.95 * last)], 4),
+            "min": round(ratios[0], 4), "max": round(ratios[-1], 4)}  # fmt: skip
 
 
 def timing_precision(results: list) -> dict:
@@ -200,8 +216,21 @@ def main() -> None:
     )
     parser.add_argument("--timing-budget", type=float, default=0.1,
                         help="seconds of timing per candidate (an RL batch's; BENCHMARKS.md)")  # fmt: skip
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        nargs=2,
+        metavar=("FIRST", "SECOND"),
+        help="print the ratios of SECOND's speedups to FIRST's (two results of this script)",
+    )
     args = parser.parse_args()
+    if args.compare:
+        first, second = (json.loads(path.read_text()) for path in args.compare)
+        print(json.dumps(paired(first, second)))
+        return
+    if args.out is None:
+        parser.error("--out is needed to run a batch")
     report = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

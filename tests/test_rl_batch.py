@@ -40,6 +40,7 @@ def test_a_small_batch_on_the_cpu_gets_the_verdicts_its_kinds_were_made_for(tmp_
     assert {"imports", "zygote", "first_spare"} <= set(report["judge_startup_seconds"])  # no GPU's parts here
     assert "contexts" not in report["judge_startup_seconds"]
     assert report["median_stage_seconds"]["runner_start"] > 0
+    assert report["speedups"] == [None] * 6  # in the batch's order; none timed on the CPU
 
 
 def test_the_timings_precision_is_summed_up_from_each_speedups_interval():
@@ -58,3 +59,19 @@ def test_the_timings_precision_is_summed_up_from_each_speedups_interval():
     assert summary["median_reps"] == 9 and summary["contended_reps"] == 4
     assert summary["ci_half_width"] == {"median": 0.03, "p90": 0.01, "max": 0.05}  # half-widths 5% and 1% (p90: lower)
     assert rl_batch.timing_precision([NS(speedup=None, timing=None)]) == {"timed": 0}
+
+
+def test_two_runs_compare_candidate_by_candidate(tmp_path):
+    first = {"speedups": [2.0, None, 1.0, 4.0, 3.0]}
+    second = {"speedups": [2.2, 1.5, None, 4.0, 2.7]}
+    assert rl_batch.paired(first, second) == {"paired": 3, "median": 1.0, "p5": 0.9, "p95": 1.0, "min": 0.9,
+                                              "max": 1.1}  # fmt: skip
+    assert rl_batch.paired(first, {"speedups": [None] * 5}) == {"paired": 0}
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for path, report in zip(paths, (first, second), strict=True):
+        path.write_text(json.dumps(report))
+    script = str(ROOT / "benchmarks" / "rl_batch.py")
+    done = subprocess.run([sys.executable, script, "--compare", *map(str, paths)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["paired"] == 3

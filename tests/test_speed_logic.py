@@ -1,6 +1,7 @@
 """The GPU timing's bookkeeping, with fake brackets (the brackets themselves need a GPU: tests/gpu)."""
 
 import dataclasses
+import time
 import types
 from types import SimpleNamespace
 
@@ -37,6 +38,34 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
         assert bench.hold_s["local"] == min(speed.MIN_HOLD_S * 2**doublings, speed.MAX_HOLD_S)
     assert bench.hold_s["local"] == speed.MAX_HOLD_S and bench.late == 1
     assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
+
+
+REP = timing.Rep(reference=10e-3, candidate=5e-3, empty=0.1e-3, remote_empty=0.5e-3, hand_off=0.3e-3,
+                 runner_hand_off=0.31e-3)  # fmt: skip
+
+
+def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkeypatch):
+    job = SimpleNamespace(timing_budget_s=0.0, timing_target=0.0, baseline="eager", timeout_s=60.0)
+    ctx = SimpleNamespace(hand_off_s=0.3e-3, copy_bandwidth=0.0, flush_s=80e-6, probe_s=20e-6,
+                          device=torch.device("cpu"))  # fmt: skip
+    state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
+    bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
+                            inputs_s=0.0, holds_s=0.0, late=0, untimed=0, scratch=torch.empty(8))  # fmt: skip
+    given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
+
+    def repetition(b, model, rep, candidate_first, clean):
+        b.holds_s += 0.01
+        return given.pop(0)
+
+    monkeypatch.setattr(speed, "repetition", repetition)
+    prepared = speed.Prepared(model=None, bench=bench, count=100, footprint=None, sample_inputs=["x"],
+                              sample_output="y", sample_bytes=8, one_s=1e-4, bytes_read=8, mutates=False,
+                              persistent=False)  # fmt: skip
+    result = speed.time_candidate(state, None, prepared)
+    assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
+    assert state.stages["timing_measured_reps"] == 6
+    assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
+    assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
 
 
 CLEAN = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)

@@ -640,6 +640,8 @@ class Bench:
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
         self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
+        self.holds_s = 0.0
+        """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
@@ -666,6 +668,7 @@ class Bench:
                 slot_bytes(t).fill_(POISON)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
+        self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
         events[0].record()
         for k, inputs in enumerate(sets or ()):
@@ -797,6 +800,7 @@ class Bench:
         (timing.contention). Queued behind a hold of its own kind, as the calibration's
         (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
         it; where the hold ended first, that hold doubles and this check says nothing (0)."""
+        self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
         handed, back = self._hand_to_twin()
         in_time = not handed.query()
@@ -1135,6 +1139,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                      "timing_grown": grown}  # fmt: skip
     prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
+    bench.holds_s = 0.0  # the measured repetitions' alone
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
@@ -1156,6 +1161,10 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
             stopped = "ceiling"
     state.stages["timing_measured_reps"] = n
     state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
+    # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
+    state.stages["timing_holds"] = round(bench.holds_s, 4)
+    state.stages["timing_brackets"] = round(sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off
+                                                for r in reps), 4)  # fmt: skip
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
 
 
