@@ -30,7 +30,9 @@
 #        (benchmarks/cupti_after_profile.py: the judge's reference profile must leave nothing; about 40 s)
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]   # Inductor's solutions of KernelBench levels LEVELS
-#        (1, or 1,3, or 1:280,3 where LEVEL:SECONDS caps a level; problems from $KB_ROOT/levelN, default
+#        (1, or 1,3, or 1:280,3 where LEVEL:SECONDS caps a level, which is resumed if the later levels leave time; IDS the leading numbers kept, e.g. 19-32,45, the
+#        same for every level, or one list per level in LEVELS' order, split by "/": 19-32,45/16,29-32 keeps level 1's
+#        19-32 and 45 and level 3's 16 and 29-32, an empty list all of its level; problems from $KB_ROOT/levelN, default
 #        build/KernelBench, carried in build/) judged against --baseline compile (with `lazy`: each problem's own
 #        PyTorch plus a trivial Triton launch, against eager). The levels share one deadline ($KB_SECONDS, default
 #        545 s): chunk after chunk is judged while the rest compiles (the later levels' solutions compile from the
@@ -116,25 +118,48 @@ case "${1:-}" in
     mkdir -p "$ROOT"
     END=$(( $(date +%s) + ${KB_SECONDS:-545} ))
     SPECS=(${LEVELS//,/ })
+    declare -A LEVEL_IDS=()
+    if [[ "$IDS" == */* ]]; then  # one list per level, in LEVELS' order
+      IFS=/ read -r -a LISTS <<< "$IDS/"  # the trailing / keeps a last empty list
+      if [ ${#LISTS[@]} -ne ${#SPECS[@]} ]; then
+        echo "IDS: ${#LISTS[@]} lists split by / for ${#SPECS[@]} levels" >&2; exit 2
+      fi
+      for I in "${!SPECS[@]}"; do LEVEL_IDS[${SPECS[$I]%%:*}]=${LISTS[$I]}; done
+    else
+      for SPEC in "${SPECS[@]}"; do LEVEL_IDS[${SPEC%%:*}]=$IDS; done
+    fi
     GENERATING=()
     for SPEC in "${SPECS[@]:1}"; do  # the later levels compile from the start, beside the first one's judges
       LEVEL=${SPEC%%:*}
+      IDS=${LEVEL_IDS[$LEVEL]}
       timeout "${KB_SECONDS:-545}" python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
         --candidate "$CANDIDATE" --out "$ROOT/kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}" --jobs 6 --step generate \
         > "$ROOT/generate_l$LEVEL.log" 2>&1 &
       GENERATING+=("$LEVEL:$!")
     done
+    judge() {  # LEVEL LEFT [REJUDGE]: the level's bench run (resumed where its state is) under LEFT seconds
+      local NAME="kernelbench_${CANDIDATE}_l$1${LEVEL_IDS[$1]:+_${LEVEL_IDS[$1]}}"
+      timeout $(( $2 + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$1" \
+        ${LEVEL_IDS[$1]:+--ids "${LEVEL_IDS[$1]}"} --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$2" \
+        ${3:+--rejudge "$3"} 2>&1 | grep -v -e UserWarning -e _warn_once | tail -60
+      cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$1.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$1.md"
+    }
+    CAPPED=()
     for SPEC in "${SPECS[@]}"; do
       LEVEL=${SPEC%%:*}
-      NAME="kernelbench_${CANDIDATE}_l${LEVEL}${IDS:+_$IDS}"
       for G in "${GENERATING[@]}"; do [ "${G%%:*}" = "$LEVEL" ] && wait "${G#*:}"; done
       LEFT=$(( END - $(date +%s) ))
-      if [ "$SPEC" != "$LEVEL" ] && [ "${SPEC#*:}" -lt "$LEFT" ]; then LEFT=${SPEC#*:}; fi  # LEVEL:SECONDS caps a level
+      if [ "$SPEC" != "$LEVEL" ] && [ "${SPEC#*:}" -lt "$LEFT" ]; then LEFT=${SPEC#*:}; CAPPED+=("$LEVEL"); fi  # LEVEL:SECONDS caps a level
       if [ "$LEFT" -lt 60 ]; then echo "level $LEVEL: not started ($LEFT s left)"; continue; fi
-      timeout $(( LEFT + 30 )) python3 benchmarks/kernelbench_inductor.py --problems "$KB/level$LEVEL" ${IDS:+--ids "$IDS"} \
-        --candidate "$CANDIDATE" --out "$ROOT/$NAME" --jobs 10 --deadline "$LEFT" ${KB_REJUDGE:+--rejudge "$KB_REJUDGE"} 2>&1 \
-        | grep -v -e UserWarning -e _warn_once | tail -60
-      cp "$ROOT/$NAME/summary.json" "$OUT/summary_l$LEVEL.json"; cp "$ROOT/$NAME/report.md" "$OUT/report_l$LEVEL.md"
+      judge "$LEVEL" "$LEFT" "${KB_REJUDGE:-}"
+    done
+    for LEVEL in "${CAPPED[@]}"; do  # a level its cap stopped gets the time the later levels left (session 11: 38-39)
+      SUMMARY="$ROOT/kernelbench_${CANDIDATE}_l$LEVEL${LEVEL_IDS[$LEVEL]:+_${LEVEL_IDS[$LEVEL]}}/summary.json"
+      LEFT=$(( END - $(date +%s) ))
+      if [ "$LEFT" -ge 60 ] && grep -q -e '"not_reached": \[$' -e '"done": false' "$SUMMARY" 2>/dev/null; then
+        echo "level $LEVEL: resumed for the $LEFT s left"
+        judge "$LEVEL" "$LEFT"
+      fi
     done
     # the device tool brings back a limited number of files: the solutions, chunks and plots go as one archive
     (cd "$ROOT" && tar czf "$OUT/kernelbench_${CANDIDATE}_files.tgz" kernelbench_${CANDIDATE}_l* generate_l*.log 2>/dev/null) ;;

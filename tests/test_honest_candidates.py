@@ -421,3 +421,41 @@ def test_only_a_determinism_switch_turned_on_is_no_tampering(monkeypatch):
     state.settings = before | {"deterministic": True}  # on in the baseline, turned off
     monkeypatch.setattr(taint, "_torch_settings", lambda: before | {"deterministic": False})
     assert "changed torch settings: deterministic" in " ".join(state.tampering())
+
+
+def test_the_attention_order_torch_fixes_at_its_first_use_is_in_the_baseline_and_a_later_change_is_not(monkeypatch):
+    """PyTorch's CUDA attention sets its backends' priority order at a process's first attention
+    (cuDNN first on an H200): the runner asks for a backend before its baseline, so an honest
+    candidate's first attention (32_ConvolutionalVisionTransformer's transformer layers) changes
+    nothing, while a candidate's own change of the order after it is still a changed setting. The
+    first use is played here by a choice that sets the order the first time it is asked, as torch's
+    CUDA choice does."""
+    import torch
+
+    from tritongym.evaluate import taint
+
+    original = torch._C._get_sdp_priority_order()
+    chosen = list(reversed(original))
+    asked = []
+
+    def first_use_sets_the_order(query, key, value, *args, **kwargs):
+        if not asked:
+            torch._C._set_sdp_priority_order(chosen)
+        asked.append(query.device.type)
+        return 0
+
+    monkeypatch.setattr(torch, "_fused_sdp_choice", first_use_sets_the_order)
+    try:
+        state = taint.ProcessState(torch.device("cpu"))
+        assert asked == ["cpu"] and torch._C._get_sdp_priority_order() == chosen
+        torch._fused_sdp_choice(*[torch.zeros(1, 1, 2, 8)] * 3)  # the candidate's first attention
+        assert not [r for r in state.tampering() if "sdp" in r]
+        torch._C._set_sdp_priority_order(original)  # the candidate's own change
+        assert "torch._C._get_sdp_priority_order" in " ".join(state.tampering())
+        asked.clear()
+        unsettled = taint.ProcessState()  # no device: nothing fixed first (the check of a test's own state)
+        assert asked == []
+        torch._fused_sdp_choice(*[torch.zeros(1, 1, 2, 8)] * 3)
+        assert "torch._C._get_sdp_priority_order" in " ".join(unsettled.tampering())
+    finally:
+        torch._C._set_sdp_priority_order(original)

@@ -657,3 +657,92 @@ def test_rejudge_takes_the_problems_of_a_verdict_out_of_their_finished_chunks_an
     assert [c["name"] for c in chunks] == [first[0]["name"], first[1]["name"], first[1]["name"] + "_2"]
     assert chunks[1]["problems"] == [] and chunks[2]["problems"] == [row["problem"]]
     assert json.loads((out / "summary.json").read_text())["verdicts"] == {"ok": 2}
+
+
+def _gpu_run_kernelbench(
+    tmp_path: Path, levels: str, ids: str, **env: str
+) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
+    """``gpu_run.sh kernelbench LEVELS IDS`` with a ``python3`` that only records its arguments: the
+    steps the stage starts, without a GPU."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    calls = tmp_path / "calls.jsonl"
+    (fake / "python3").write_text(
+        textwrap.dedent(f"""\
+            #!{sys.executable}
+            import json, os, pathlib, sys
+            open({str(calls)!r}, "a").write(json.dumps(sys.argv[1:]) + "\\n")
+            if "--out" in sys.argv and "--step" not in sys.argv:  # a level's summary, as the check writes it
+                out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "summary.json").write_text(os.environ.get("FAKE_SUMMARY", "{{}}"))
+                (out / "report.md").write_text("")
+            """)
+    )
+    (fake / "python3").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "OUT": str(tmp_path / "out"),
+        "KB_SECONDS": "200",
+    } | env
+    done = subprocess.run(["bash", str(ROOT / "benchmarks/gpu_run.sh"), "kernelbench", levels, ids],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    rows = [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+    return done, [r for r in rows if r and r[0].endswith("kernelbench_inductor.py")]
+
+
+def _ids_by_level(steps: list[list[str]]) -> dict[tuple[str, str], str | None]:
+    """(level directory, step) -> the --ids it was given (None: all of the level)."""
+    found = {}
+    for argv in steps:
+        step = argv[argv.index("--step") + 1] if "--step" in argv else "bench"
+        ids = argv[argv.index("--ids") + 1] if "--ids" in argv else None
+        found[(Path(argv[argv.index("--problems") + 1]).name, step)] = ids
+    return found
+
+
+def test_gpu_run_kernelbench_takes_one_ids_list_per_level_split_by_slash(tmp_path):
+    done, steps = _gpu_run_kernelbench(tmp_path, "1,3", "19-32,45/16,29-32")
+    assert done.returncode == 0, done.stderr
+    assert _ids_by_level(steps) == {
+        ("level3", "generate"): "16,29-32",
+        ("level1", "bench"): "19-32,45",
+        ("level3", "bench"): "16,29-32",
+    }
+    outs = {Path(a[a.index("--out") + 1]).name for a in steps}
+    assert outs == {"kernelbench_inductor_l1_19-32,45", "kernelbench_inductor_l3_16,29-32"}
+
+
+def test_gpu_run_kernelbench_keeps_one_list_for_every_level_and_an_empty_list_means_all(tmp_path):
+    done, steps = _gpu_run_kernelbench(tmp_path, "1,3", "5-7")
+    assert done.returncode == 0, done.stderr
+    assert set(_ids_by_level(steps).values()) == {"5-7"}
+    (tmp_path / "empty").mkdir()
+    done, steps = _gpu_run_kernelbench(tmp_path / "empty", "1,3", "5-7/")
+    assert done.returncode == 0, done.stderr
+    assert _ids_by_level(steps) == {("level3", "generate"): None, ("level1", "bench"): "5-7", ("level3", "bench"): None}
+
+
+def test_gpu_run_kernelbench_refuses_as_many_lists_as_levels_not(tmp_path):
+    done, steps = _gpu_run_kernelbench(tmp_path, "1,3", "1/2/3")
+    assert done.returncode == 2 and "3 lists split by / for 2 levels" in done.stderr
+    assert steps == []
+
+
+def test_gpu_run_kernelbench_resumes_a_capped_level_with_the_time_the_later_ones_left(tmp_path):
+    """Session 11's second call capped level 1 at 200 s, which stopped it before 38 and 39, and level 3
+    then left 100 s unused: a capped level whose summary has problems not reached (or a chunk not
+    done) is judged again for the time left, without judging its rejudged verdicts once more; one
+    that finished is not."""
+    stopped = '{\n  "not_reached": [\n    "38_L1Norm_"\n  ],\n  "chunks": []\n}'
+    done, steps = _gpu_run_kernelbench(tmp_path, "1:100,3", "38-39/16", FAKE_SUMMARY=stopped, KB_REJUDGE="mismatch")
+    assert done.returncode == 0, done.stderr
+    benches = [(Path(a[a.index("--problems") + 1]).name, "--rejudge" in a) for a in steps if "--step" not in a]
+    assert benches == [("level1", True), ("level3", True), ("level1", False)]
+    assert "level 1: resumed" in done.stdout
+    (tmp_path / "finished").mkdir()
+    finished = '{\n  "not_reached": [],\n  "chunks": [\n    {\n      "done": true\n    }\n  ]\n}'
+    done, steps = _gpu_run_kernelbench(tmp_path / "finished", "1:100,3", "38-39/16", FAKE_SUMMARY=finished)
+    assert done.returncode == 0, done.stderr
+    assert [Path(a[a.index("--problems") + 1]).name for a in steps if "--step" not in a] == ["level1", "level3"]

@@ -383,11 +383,31 @@ def interpreter_changes(expected: dict | None = None) -> list[str]:
     return sorted(changed)
 
 
+def settle_lazy_settings(device: object) -> None:
+    """Make torch fix, on ``device``, the settings it fixes at their first use, so that the baseline
+    holds them and an honest candidate's first use is no change of its. PyTorch's attention picks its
+    backends' priority order at a process's first scaled-dot-product attention on a GPU (cuDNN's
+    first on Hopper and Blackwell with a recent cuDNN: ``priority_order`` in ATen's sdp_utils), and
+    that changes ``torch._C._get_sdp_priority_order``: Inductor's code of a transformer layer
+    (``aten._transformer_encoder_layer_fwd``) was judged ``hack_tampering`` for it (session 11,
+    32_ConvolutionalVisionTransformer). Asking for the backend of a tiny attention fixes it (no
+    kernel runs)."""
+    import torch
+
+    choose = getattr(torch, "_fused_sdp_choice", None)
+    if choose is None:  # a torch without the choice has no order to fix
+        return
+    query = torch.empty(1, 1, 1, 8, device=device)  # never read: no kernel runs
+    choose(query, query, query)
+
+
 class ProcessState:
     """The runner's state before its candidate was imported."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: object = None) -> None:
         global _interpreter_baseline, _language_allowed
+        if device is not None:
+            settle_lazy_settings(device)
         self.settings = _torch_settings()  # first: reading a setting may import what rebinds a watched name
         _language_allowed = _language_patches()
         _parts.clear()  # found again here: the zygote's guards may have found them before it loaded all

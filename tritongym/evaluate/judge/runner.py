@@ -177,7 +177,7 @@ class Runner:
         self.text = CandidateText.read(job.candidate_path)  # before any of it runs: what its own kernels are
         from tritongym.evaluate.taint import ProcessState
 
-        self.baseline = ProcessState()
+        self.baseline = ProcessState(self.device)
         self.reads.own_code.take()  # Triton's and the judge's code as loaded before any of the candidate's runs
         self.cls = self._import(job)
         self.send(p.Loaded())
