@@ -1,0 +1,226 @@
+"""Host cost of kernel launches: a plain process against a runner's settings, one at a time.
+
+Why do forwards with many launches read slow in the Inductor A/A test (34_VanillaRNNHidden 0.154)?
+Either (a) the standalone solution's launch path is slower than torch.compile's, or (b) a runner
+launches the same code more slowly than an ordinary process. Each setting runs in a fresh process
+(``--child``) that loads the problem and its standalone solution, warms both up, applies the
+setting, then times on the host (no synchronisation inside a loop) and on the GPU (events):
+
+* ``solution``: the standalone solution's forward (Inductor's code, its kernels' launchers);
+* ``compiled``: torch.compile of the reference, as the judge's ``--baseline compile`` makes it;
+* ``triton``: a one-element ``@triton.jit`` kernel launched through ``JITFunction.run``;
+* ``torch``: a one-element ``add_`` (PyTorch's own launch path).
+
+Settings: ``plain``; ``one_queue`` (``CUDA_DEVICE_MAX_CONNECTIONS=1``, what the judge gives the
+runner of a single-stream reference); ``witness`` (one forward under the runner's guards first:
+OpWitness, LaunchMonitor, OpRecorder, as a trial); ``profile`` (the runner's own profile of a forward
+first, ``profile_forward``, as before its timing; ``profile_teardown`` the same with
+``TEARDOWN_CUPTI=1``); ``hardened`` (the runner's hardening after warming up: capabilities dropped,
+Landlock, seccomp, the watchdog thread); ``runner`` (all of them, in the runner's order, one queue).
+
+    python benchmarks/launch_rate.py --problem build/KernelBench/level3/34_VanillaRNNHidden.py \\
+        --solution OUT/solutions/34_VanillaRNNHidden.py --out OUT/launch_rate.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SETTINGS = ("plain", "one_queue", "witness", "profile", "profile_teardown", "hardened", "runner")
+COMPILED_IN = ("plain", "one_queue", "profile")
+"""Settings whose child also times torch.compile of the reference (its compile costs 10-20 s)."""
+
+
+def _load(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _timed(fn, n: int, reps: int = 5) -> dict:
+    """Median over ``reps`` of: host seconds per call to enqueue ``n`` calls, and wall and GPU (events)
+    seconds per call once they finished."""
+    import torch
+
+    host, wall, gpu = [], [], []
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        host.append((t1 - t0) / n)
+        wall.append((t2 - t0) / n)
+        gpu.append(start.elapsed_time(end) / 1e3 / n)
+    return {"host_s": statistics.median(host), "wall_s": statistics.median(wall), "gpu_s": statistics.median(gpu)}
+
+
+def _launchers(module) -> dict:
+    """How the solution's Inductor kernels launch: the class of each CachingAutotuner's launcher and
+    compile result, counted."""
+    counts: dict[str, int] = {}
+    for value in vars(module).values():
+        for launcher in getattr(value, "launchers", None) or []:
+            key = f"launcher={type(launcher).__qualname__}:{getattr(launcher, '__name__', '')}"
+            counts[key] = counts.get(key, 0) + 1
+        for result in getattr(value, "compile_results", None) or []:
+            key = f"compile_result={type(result).__qualname__}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def child(setting: str, problem_path: str, solution_path: str) -> dict:
+    import torch
+    import torch._inductor.config as inductor_config
+    import triton
+    import triton.language as tl
+
+    from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, OpWitness
+
+    device = torch.device("cuda")
+    torch.cuda.set_device(0)
+    problem = _load(problem_path, "launchrate_problem")
+    solution = _load(solution_path, "launchrate_solution")
+    torch.manual_seed(0)
+    init = problem.get_init_inputs()
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    model = solution.ModelNew(*init).to(device).eval()
+
+    @triton.jit
+    def one(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    cell = torch.zeros(1, device=device)
+    forward = torch.no_grad()(lambda: model(*inputs))
+    launch = lambda: one[(1,)](cell)
+    add = lambda: cell.add_(1)
+    compiled_forward = None
+    if setting in COMPILED_IN:
+        inductor_config.compile_threads = 1  # as the judge's baseline (speed._baseline)
+        reference = problem.Model(*init).to(device).eval()
+        compiled = torch.compile(reference)
+        compiled_forward = torch.no_grad()(lambda: compiled(*inputs))
+    for _ in range(3):  # compiles and warms every path before any setting
+        forward()
+        launch()
+        add()
+        if compiled_forward is not None:
+            compiled_forward()
+    torch.cuda.synchronize()
+
+    if setting in ("witness", "runner"):  # a trial: forward under the runner's guards
+        with torch.no_grad(), OpWitness(), LaunchMonitor(solution_path, OpRecorder()) as monitor, monitor.recorder:
+            forward()
+        torch.cuda.synchronize()
+    if setting in ("profile", "profile_teardown", "runner"):  # the runner's own profile, before its timing
+        from tritongym.evaluate.profiling import profile_forward
+
+        with torch.no_grad():
+            profile_forward(model, inputs, solution_path, device)
+        time.sleep(1.5)
+    hardening = None
+    if setting in ("hardened", "runner"):
+        from tritongym.evaluate.judge import landlock, seccomp
+        from tritongym.evaluate.judge.runner import watchdog
+        from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
+
+        directory = tempfile.mkdtemp(prefix="launchrate-")
+        drop_capabilities()
+        try:
+            confined = landlock.confine_runner(directory, "cuda", True) is not None
+        except OSError as exc:
+            confined = f"not confined: {exc}"
+        if seccomp.supported():
+            seccomp.confine(os.getpid(), processes=False)
+        watchdog(os.getppid(), [time.monotonic() + 600.0])
+        prctl(PR_SET_DUMPABLE, 0)
+        hardening = {"landlock": confined, "seccomp": seccomp.supported()}
+
+    result = {
+        "setting": setting,
+        "hardening": hardening,
+        "env": {k: os.environ.get(k) for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "TEARDOWN_CUPTI")},
+        "launchers": _launchers(solution),
+        "static_cuda_launcher": getattr(inductor_config, "use_static_cuda_launcher", None),
+        "solution": _timed(forward, 20),
+        "triton": _timed(launch, 2000),
+        "torch": _timed(add, 2000),
+    }
+    if compiled_forward is not None:
+        result["compiled"] = _timed(compiled_forward, 20)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problem", required=True)
+    parser.add_argument("--solution", required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--child", choices=SETTINGS, help=argparse.SUPPRESS)
+    parser.add_argument("--timeout", type=float, default=90.0, help="Seconds per setting's process.")
+    args = parser.parse_args()
+    if args.child:
+        print("LAUNCHRATE " + json.dumps(child(args.child, args.problem, args.solution)), flush=True)
+        return
+    import torch
+    import triton
+
+    results = []
+    for setting in args.settings.split(","):
+        env = dict(os.environ)
+        env.pop("TEARDOWN_CUPTI", None)
+        if setting in ("one_queue", "runner"):
+            env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+        if setting == "profile_teardown":
+            env["TEARDOWN_CUPTI"] = "1"
+        command = [sys.executable, __file__, "--child", setting, "--problem", args.problem, "--solution", args.solution]
+        started = time.monotonic()
+        try:
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("LAUNCHRATE ")]
+            row = (
+                json.loads(lines[-1][len("LAUNCHRATE ") :])
+                if lines
+                else {"setting": setting, "error": done.stderr[-2000:]}
+            )
+        except subprocess.TimeoutExpired:
+            row = {"setting": setting, "error": f"timed out after {args.timeout} s"}
+        row["seconds"] = round(time.monotonic() - started, 1)
+        results.append(row)
+        brief = {
+            k: {m: round(v * 1e6, 2) for m, v in row[k].items()}
+            for k in ("solution", "compiled", "triton", "torch")
+            if k in row
+        }
+        print(setting, json.dumps(brief) if brief else row.get("error", "")[-600:], flush=True)
+    report = {
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "versions": {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "units": "seconds per call (median of 5 batches): host = enqueue time, wall = until finished, gpu = events",
+        "results": results,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
