@@ -18,6 +18,13 @@ first, ``profile_forward``, as before its timing; ``profile_teardown`` the same 
 ``TEARDOWN_CUPTI=1``); ``hardened`` (the runner's hardening after warming up: capabilities dropped,
 Landlock, seccomp, the watchdog thread); ``runner`` (all of them, in the runner's order, one queue).
 
+With ``--kb-level`` the real judge runs too (a LocalEnv pool of one judge, ``--baseline compile``,
+the at-scale check's settings): the solution as it is, and the solution with ``INSTRUMENT`` appended
+(its forward times its own host time in the runner and, at call ``INSTRUMENTED_CALLS``, fails with
+what it measured in its message: the feedback carries it out), each in a pool that gives the runner
+the judge's choice of work queues (one for a single-stream reference) and in one whose runners all
+get the driver's default of 8 (``PoolConfig.runner_work_queues``).
+
     python benchmarks/launch_rate.py --problem build/KernelBench/level3/34_VanillaRNNHidden.py \\
         --solution OUT/solutions/34_VanillaRNNHidden.py --out OUT/launch_rate.json
 """
@@ -39,6 +46,84 @@ from pathlib import Path
 SETTINGS = ("plain", "one_queue", "witness", "profile", "profile_teardown", "hardened", "runner")
 COMPILED_IN = ("plain", "one_queue", "profile")
 """Settings whose child also times torch.compile of the reference (its compile costs 10-20 s)."""
+
+
+INSTRUMENTED_CALLS = 30
+INSTRUMENT = """
+
+import time as _launchrate_time
+
+
+class _LaunchRate(ModelNew):
+    \"\"\"ModelNew timing its own forward's host time (seconds from its call to its return, nothing
+    synchronised) in the runner.\"\"\"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._spans = []
+
+    def forward(self, *args):
+        begun = _launchrate_time.perf_counter()
+        out = super().forward(*args)
+        self._spans.append((begun, _launchrate_time.perf_counter()))
+        if len(self._spans) == CALLS:
+            raise RuntimeError("LAUNCHRATE " + _launchrate_summary(self._spans))
+        return out
+
+
+def _launchrate_summary(spans):
+    host = [end - begun for begun, end in spans]
+    # a call begun within 2 ms of the last one's return is a timing batch's later call
+    first = [host[0]] + [host[k] for k in range(1, len(spans)) if spans[k][0] - spans[k - 1][1] > 2e-3]
+    later = [host[k] for k in range(1, len(spans)) if spans[k][0] - spans[k - 1][1] <= 2e-3]
+    ms = lambda xs: sorted(round(x * 1e3, 2) for x in xs)
+    return repr({"first_ms": ms(first)[len(first) // 2], "later_ms": ms(later)[len(later) // 2] if later else None,
+                 "groups": len(first), "calls": len(spans),
+                 "last": [(round(host[k] * 1e3, 1), round((spans[k][0] - spans[k - 1][1]) * 1e3, 1))
+                          for k in range(max(1, len(spans) - 20), len(spans))]})
+
+
+ModelNew = _LaunchRate
+""".replace("CALLS", str(INSTRUMENTED_CALLS))
+"""Appended to a solution: ``ModelNew`` timing its own host time in the runner. A forward that
+begins within 2 ms of the previous one's return is a timing batch's later call (the host may have
+waited there for the GPU: the launch queue full); the first call of each group (a trial, the
+profile, a batch's first) had an empty queue before it. ``last``: (host ms, ms since the previous
+call returned) of the last 20 calls."""
+
+
+def judged(kb_level: str, name: str, solution: str, rows: list, save) -> None:
+    """The real judge on the solution and on its instrumented copy, in a pool with the judge's choice
+    of work queues and in one with the driver's default for every runner."""
+    from tritongym.env import LocalEnv, PoolConfig, Task
+    from tritongym.evaluate import EvalConfig
+    from tritongym.problems import load_problems
+
+    problem = next(p for p in load_problems(kb_level) if p.name == name).prepare()
+    source = Path(solution).read_text()
+    config = EvalConfig(device="cuda", baseline="compile", timing_budget_s=2.0, max_source_bytes=1 << 22)
+    for queues in (None, 8):
+        with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1, runner_work_queues=queues)) as env:
+            for label, candidate in (("solution", source), ("instrumented", source.rstrip() + "\n" + INSTRUMENT)):
+                started = time.monotonic()
+                result = env.evaluate_batch([Task(problem, candidate, label)], config)[0]
+                timing = result.timing
+                row = {
+                    "runner_work_queues": queues or "judge's choice",
+                    "candidate": label,
+                    "verdict": str(result.verdict),
+                    "speedup": result.speedup,
+                    "reference_ms": timing and timing.reference_ms,
+                    "candidate_ms": timing and timing.candidate_ms,
+                    "late_brackets": timing and timing.late_brackets,
+                    "reps": timing and timing.reps,
+                    "feedback": result.feedback[:1500] if label == "instrumented" else result.feedback[:300],
+                    "stages": result.stage_seconds,
+                    "seconds": round(time.monotonic() - started, 1),
+                }
+                rows.append(row)
+                save()
+                print(json.dumps({k: v for k, v in row.items() if k != "stages"}), flush=True)
 
 
 def _load(path: str, name: str):
@@ -155,6 +240,7 @@ def child(setting: str, problem_path: str, solution_path: str) -> dict:
 
     result = {
         "setting": setting,
+        "device": torch.cuda.get_device_name(0),
         "hardening": hardening,
         "env": {k: os.environ.get(k) for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "TEARDOWN_CUPTI")},
         "launchers": _launchers(solution),
@@ -174,6 +260,7 @@ def main() -> None:
     parser.add_argument("--solution", required=True)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--kb-level", help="The KernelBench level's directory: the real judge runs too.")
     parser.add_argument("--child", choices=SETTINGS, help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=90.0, help="Seconds per setting's process.")
     args = parser.parse_args()
@@ -183,7 +270,21 @@ def main() -> None:
     import torch
     import triton
 
-    results = []
+    report = {
+        "device": "",
+        "versions": {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "units": "seconds per call (median of 5 batches): host = enqueue time, wall = until finished, gpu = events",
+        "results": [],
+        "judge": [],
+    }
+
+    def save() -> None:  # after every row: what a cut-off call measured is kept
+        if args.out:
+            args.out.write_text(json.dumps(report, indent=1))
+
+    if args.kb_level:  # first: a cut-off call keeps the runner's own numbers
+        judged(args.kb_level, Path(args.problem).stem, args.solution, report["judge"], save)
     for setting in args.settings.split(","):
         env = dict(os.environ)
         env.pop("TEARDOWN_CUPTI", None)
@@ -196,30 +297,17 @@ def main() -> None:
         try:
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=args.timeout)
             lines = [line for line in done.stdout.splitlines() if line.startswith("LAUNCHRATE ")]
-            row = (
-                json.loads(lines[-1][len("LAUNCHRATE ") :])
-                if lines
-                else {"setting": setting, "error": done.stderr[-2000:]}
-            )
+            failed = {"setting": setting, "error": done.stderr[-2000:]}
+            row = json.loads(lines[-1][len("LAUNCHRATE ") :]) if lines else failed
         except subprocess.TimeoutExpired:
             row = {"setting": setting, "error": f"timed out after {args.timeout} s"}
         row["seconds"] = round(time.monotonic() - started, 1)
-        results.append(row)
-        brief = {
-            k: {m: round(v * 1e6, 2) for m, v in row[k].items()}
-            for k in ("solution", "compiled", "triton", "torch")
-            if k in row
-        }
+        report["results"].append(row)
+        report["device"] = report["device"] or row.get("device", "")
+        save()
+        kinds = [k for k in ("solution", "compiled", "triton", "torch") if k in row]
+        brief = {k: {m: round(v * 1e6, 2) for m, v in row[k].items()} for k in kinds}
         print(setting, json.dumps(brief) if brief else row.get("error", "")[-600:], flush=True)
-    report = {
-        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        "versions": {"torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version()},
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "units": "seconds per call (median of 5 batches): host = enqueue time, wall = until finished, gpu = events",
-        "results": results,
-    }
-    if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
