@@ -125,6 +125,7 @@ def judged(kb_level: str, name: str, solution: str, rows: list, save, pools: str
                     "reference_ms": timing and timing.reference_ms,
                     "candidate_ms": timing and timing.candidate_ms,
                     "late_brackets": timing and timing.late_brackets,
+                    "late_by": timing and timing.late_by,
                     "reps": timing and timing.reps,
                     "feedback": result.feedback[:1500],
                     "stages": result.stage_seconds,
