@@ -129,9 +129,9 @@ at their host's launch rate or had most repetitions contended ("slow: hand-off")
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
 LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
 """Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
-candidate's (or the twin's empty bracket in its place), the runner's empty hand-off. A forward whose
-host time counts on one side and not on the other reads at a different rate (34_VanillaRNNHidden's
-A/A 0.111-0.154, BENCHMARKS.md)."""
+candidate's (or the twin's empty bracket in its place), the runner's empty hand-off. Where one side
+is late, only its reading holds host time; where both are, the two processes' rates of launches that
+wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
