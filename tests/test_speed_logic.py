@@ -15,8 +15,8 @@ from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 def bench_with_holds():
     bench = speed.Bench.__new__(speed.Bench)
-    bench.hold_s = {"local": speed.MIN_HOLD_S, "remote": speed.MIN_HOLD_S}
-    bench.late = 0
+    bench.hold_s = {"local": speed.MIN_HOLD_S, "remote": speed.MIN_HOLD_S, "runner": speed.MIN_HOLD_S}
+    bench.late, bench.late_by = 0, {}
     return bench
 
 
@@ -38,6 +38,17 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
         assert bench.hold_s["local"] == min(speed.MIN_HOLD_S * 2**doublings, speed.MAX_HOLD_S)
     assert bench.hold_s["local"] == speed.MAX_HOLD_S and bench.late == 1
     assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
+    assert bench.late_by == {"reference": 1}  # the doublings before the longest hold are not late ones
+
+
+def test_late_brackets_are_counted_by_the_side_whose_bracket_it_was():
+    bench = bench_with_holds()
+    bench.hold_s = dict.fromkeys(bench.hold_s, speed.MAX_HOLD_S)
+    for kind in ("remote", "remote", "remote", "local", "runner"):
+        assert bench._queued(kind, event(True)) is True
+    assert bench._queued("remote", event(False)) is True  # in time: not late
+    assert bench.late == 5 and bench.late_by == {"candidate": 3, "reference": 1, "runner hand-off": 1}
+    assert set(bench.hold_s) | {"twin"} <= set(speed.LATE_SIDES)  # every hold's kind has its side
 
 
 REP = timing.Rep(reference=10e-3, candidate=5e-3, empty=0.1e-3, remote_empty=0.5e-3, hand_off=0.3e-3,
@@ -50,7 +61,8 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                           device=torch.device("cpu"))  # fmt: skip
     state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
     bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
-                            inputs_s=0.0, holds_s=0.0, late=0, untimed=0, scratch=torch.empty(8))  # fmt: skip
+                            inputs_s=0.0, holds_s=0.0, late=0, late_by={}, untimed=0,
+                            scratch=torch.empty(8))  # fmt: skip
     given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
 
     def repetition(b, model, rep, candidate_first, clean):
@@ -331,8 +343,9 @@ def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off()
     assert speed.grown_count(lost, 100, 0.3e-3, limit=4096) == 4096
 
 
-def _untrusted_result(reps, stopped):
-    bench = SimpleNamespace(scratch=torch.empty(8), late=0)
+def _untrusted_result(reps, stopped, late_by=None):
+    late_by = late_by or {}
+    bench = SimpleNamespace(scratch=torch.empty(8), late=sum(late_by.values()), late_by=late_by)
     ctx = SimpleNamespace(hand_off_s=0.3e-3, copy_bandwidth=0.0)
     counted = timing.tally(reps, 100, 0.3e-3) if reps else None
     return speed.timing_result(counted, stopped, "eager", 100, bench, reps, ctx, 1000, 2.3)
@@ -350,8 +363,10 @@ def test_a_timing_that_stops_untrusted_reports_no_speedup_and_says_why():
     assert "Timing gave no speedup" in speed_feedback(result)
     nothing = _untrusted_result([], "ceiling")
     assert nothing["speedup"] is None and "timing" not in nothing
-    trusted = _untrusted_result([ok] * 5, "budget")
+    trusted = _untrusted_result([ok] * 5, "budget", {"candidate": 13, "runner hand-off": 1})
     assert trusted["speedup"] == pytest.approx(2.0) and "findings" not in trusted
+    assert trusted["timing"]["late_brackets"] == 14
+    assert trusted["timing"]["late_by"] == {"candidate": 13, "runner hand-off": 1}  # whose host time counted
     assert "Speedup 2x" in speed_feedback(trusted)
 
 

@@ -188,6 +188,8 @@ class TimingStats:
     late_brackets: int = 0
     """Timed batches whose calls the host could not queue ahead within the longest hold (their host time
     counted: a host-bound forward)."""
+    late_by: dict[str, int] = field(default_factory=dict)
+    """``late_brackets`` by side: ``reference``, ``candidate``, ``runner hand-off``."""
     invalid_reps: int = 0
     """Repetitions measured but not used (repeated instead): contended ones, and those where a side's
     net time was not clearly above the noise of what is subtracted from it or the candidate's was below

@@ -127,6 +127,11 @@ bracket is late, at ``MAX_HOLD_S`` counted with the host's time in it. On an H20
 corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
 at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
+LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
+"""Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
+candidate's (or the twin's empty bracket in its place), the runner's empty hand-off. Where one side
+is late, only its reading holds host time; where both are, the two processes' rates of launches that
+wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
@@ -643,6 +648,8 @@ class Bench:
         self.holds_s = 0.0
         """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
+        self.late_by: dict[str, int] = {}
+        """``late`` by the side whose bracket it was (``LATE_SIDES``): where the host time counted."""
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
         self.inputs_s = 0.0
@@ -705,6 +712,8 @@ class Bench:
             return True
         if self.hold_s[kind] >= MAX_HOLD_S:
             self.late += 1
+            side = LATE_SIDES.get(kind, kind)
+            self.late_by[side] = self.late_by.get(side, 0) + 1
             return True  # host-bound: its host time counts
         self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
         return False
@@ -1212,6 +1221,7 @@ def timing_result(counted: timing.Tally | None, stopped: str, baseline: str, cou
             "input_sets": len(reps) * count,
             "flush_bytes": bench.scratch.numel(),
             "late_brackets": bench.late,
+            "late_by": dict(bench.late_by),
             "invalid_reps": sum(invalid.values()),
             "contended_reps": invalid.get("contended", 0),
             "contended_by": timing.contended_by(reps),
