@@ -690,13 +690,32 @@ def _storage_file(original):
     return _write_file
 
 
+def _storage_record(original):
+    def write_record(writer, name, data, *args, **kwargs):
+        if _reading and isinstance(data, torch.UntypedStorage) and not _reading[-1].storage_made(data):
+            _reading[-1].count_storage(data.nbytes(), sys._getframe(1))
+        return original(writer, name, data, *args, **kwargs)
+
+    write_record._tritongym_read = True
+    return write_record
+
+
 _READERS = {"copy_": _storage_copy, "__getitem__": _storage_item, "_write_file": _storage_file}
 """A storage's own methods that read its values into host memory, counted while a ``HostReads``
 watches: a copy into a host storage (``cpu()``, ``to("cpu")``: on a GPU a device-to-host copy), an
 element's value (``tolist``, ``bytes()``, iteration and NumPy's sequence protocol read through it) and a
-file's write (``torch.save``'s legacy format). A storage reaches Python with no request of forward's
-(``_STORAGES``): ``copy.deepcopy(x, memo)`` keeps the input's own in the caller's memo, taken inside
-``Tensor.__deepcopy__`` (red team 16 #3); so its reads are counted where they happen."""
+file's write (``torch.save``'s legacy format). A storage reached Python with no request of forward's
+(``_STORAGES``): ``copy.deepcopy(x, memo)`` kept the input's own in the caller's memo, taken inside
+``Tensor.__deepcopy__`` (red team 16 #3); so its reads are counted where they happen. These wrappers
+shadow C methods of ``torch._C.StorageBase`` (an immutable type), which ``super()`` still reaches
+(red team 17 #2): what they count is a second line; the first is that no storage of device memory
+reaches forward's code uncounted (``HostReads.deepcopy_args`` closes the memo)."""
+_WRITERS = {"write_record": _storage_record}
+"""What writes a storage's bytes from its address into an archive (``torch.save``'s zip writer, a C++
+class whose methods can be replaced: ``torch._C.PyTorchFileWriter``). On a GPU ``torch.save`` copies a
+device storage to the host first (``cpu()``: its ``copy_``, counted); on the CPU the device's storage
+says ``cpu``, and its bytes went into the archive with no reader counting them (red team 17 #1)."""
+_FILE_WRITER = getattr(torch._C, "PyTorchFileWriter", None)
 
 
 class HostReads(TorchFunctionMode):
@@ -725,8 +744,11 @@ class HostReads(TorchFunctionMode):
         self.own_code = OwnCode()
         """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
         before the candidate's import: ``OwnCode.take``)."""
-        self._readers: list[tuple[str, object]] = []
-        """The storage readers this one replaced (``_READERS``), as they were."""
+        self._readers: list[tuple[type, str, object]] = []
+        """The storage readers this one replaced (``_READERS``, ``_WRITERS``), as they were."""
+        self._memos: dict[int, tuple[object, dict]] = {}
+        """id of a memo forward handed ``Tensor.__deepcopy__`` -> (that memo, the one PyTorch was handed
+        instead: ``deepcopy_args``)."""
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t`` came to be in host memory, or '' for device memory: a GPU's host tensors."""
@@ -755,31 +777,58 @@ class HostReads(TorchFunctionMode):
         if self._depth == 0 and not self.own_code.asks(caller):
             self.host_bytes += nbytes
 
+    def deepcopy_args(self, func, args: tuple, caller: types.FrameType | None) -> tuple:
+        """``Tensor.__deepcopy__``'s arguments as PyTorch is handed them: for a tensor of device memory
+        copied by forward's code, a memo of the judge's in place of forward's. PyTorch's deep copy puts
+        the tensor's own storage (and its device copy) into the memo it is given, which
+        ``copy.deepcopy(x, memo)`` leaves to its caller: the input's storage in forward's hands with no
+        request (``_STORAGES``) counting it (red team 16 #3), then read past the counting readers
+        (``super(torch.UntypedStorage, host).copy_``: the C method they wrap, on a class PyTorch keeps
+        immutable; red team 17 #2). The memo PyTorch gets is one per memo of forward's, so that views of
+        one storage copied with one memo still share their copy's storage; the copy itself is forward's,
+        as ``copy.deepcopy`` puts it in forward's memo."""
+        if (
+            func is not torch.Tensor.__deepcopy__
+            or self._depth
+            or len(args) < 2
+            or not isinstance(args[0], torch.Tensor)
+            or self.made(args[0])
+            or self.own_code.asks(caller)
+        ):
+            return args
+        memo = args[1]
+        entry = self._memos.get(id(memo))
+        if entry is None or entry[0] is not memo:
+            entry = self._memos[id(memo)] = (memo, {})
+        return (args[0], entry[1], *args[2:])
+
     def __enter__(self):
         _reading.append(self)
-        for name, wrap in _READERS.items():
-            if name not in vars(torch.UntypedStorage) or not getattr(
-                vars(torch.UntypedStorage)[name], "_tritongym_read", False
-            ):
-                self._readers.append((name, vars(torch.UntypedStorage).get(name, _UNSET)))
-                setattr(torch.UntypedStorage, name, wrap(getattr(torch.UntypedStorage, name)))
+        readers = [(torch.UntypedStorage, name, wrap) for name, wrap in _READERS.items()]
+        readers += [(_FILE_WRITER, name, wrap) for name, wrap in _WRITERS.items() if hasattr(_FILE_WRITER, name)]
+        for owner, name, wrap in readers:
+            if name not in vars(owner) or not getattr(vars(owner)[name], "_tritongym_read", False):
+                self._readers.append((owner, name, vars(owner).get(name, _UNSET)))
+                setattr(owner, name, wrap(getattr(owner, name)))
         return super().__enter__()
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
-            for name, original in reversed(self._readers):
+            for owner, name, original in reversed(self._readers):
                 if original is _UNSET:
-                    delattr(torch.UntypedStorage, name)
+                    delattr(owner, name)
                 else:
-                    setattr(torch.UntypedStorage, name, original)
+                    setattr(owner, name, original)
             self._readers.clear()
+            self._memos.clear()
             _reading.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.count(func, args, kwargs, sys._getframe(1))
+        args = self.deepcopy_args(func, args, sys._getframe(1))
         self._depth += 1
         try:
             return func(*args, **kwargs)
@@ -924,6 +973,7 @@ class HostTensors(HostReads):
             address = func(*args, **kwargs)  # device memory's address, shifted where forward's code asks
             return address if self.made(args[0]) or self.own_code.asks(sys._getframe(1)) else _shifted(address)
         self.count(func, args, kwargs, sys._getframe(1))
+        args = self.deepcopy_args(func, args, sys._getframe(1))
         self._depth += 1
         try:
             out = func(*args, **kwargs)

@@ -1,0 +1,85 @@
+"""The seventeenth red team's breaks (tests/adversarial/redteam17/README.md). Each test asserts the right
+verdict; the candidates run in the session's warm CPU sandbox (Triton's interpreter)."""
+
+from __future__ import annotations
+
+import copy
+import io
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import small_problem
+from tritongym.evaluate import EvalConfig, Verdict
+from tritongym.evaluate.placement import HostTensors
+
+HERE = Path(__file__).parent / "redteam17"
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
+
+
+def routed(name: str, route: str) -> str:
+    source = (HERE / name).read_text()
+    assert 'ROUTE = "' in source
+    return source.replace(source[source.index('ROUTE = "') :].split("\n", 1)[0], f'ROUTE = "{route}"', 1)
+
+
+@pytest.mark.parametrize("route", ["super", "closure", "write_file"])
+def test_a_storage_from_deepcopys_memo_read_past_the_counting_readers(judge, route):
+    """#2: red team 16 #3's storage (``copy.deepcopy(x, memo)``'s memo) read past the readers that
+    counted it: the C method they wrap (``super(torch.UntypedStorage, host).copy_``), the wrapper's own
+    original (its closure), the C ``_write_file`` into a file (``ok`` under ``forbid``, each). PyTorch's
+    deep copy of device memory now gets a memo of the judge's: no storage reaches forward's."""
+    source = routed("counting_reader_passed_by.py", route)
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "StopIteration" in result.feedback
+
+
+def test_a_storage_from_deepcopys_memo_saved_by_torch_save(judge):
+    """#1: the same storage written by ``torch.save`` (its zip writer reads the storage's address: no
+    storage method) and read back from the archive (``ok`` under ``forbid``)."""
+    result = judge(small_problem("03_row_sum"), routed("input_saved_by_torch_save.py", "memo"), config())
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "StopIteration" in result.feedback
+
+
+def test_deepcopy_hands_pytorch_a_memo_of_the_judges():
+    """#2's rule (``HostReads.deepcopy_args``, every machine): forward's memo gets the tensor's copy, not
+    the storages PyTorch's deep copy keeps; views copied with one memo still share their copy's storage,
+    and the copy holds the values. A host tensor's (on a GPU a CPU tensor, here one made in the watch
+    with no device) and a copy outside a watch fill the memo as PyTorch does."""
+    x = torch.arange(6.0)  # device memory: made before the watch
+    with HostTensors():
+        memo: dict = {}
+        first, second = copy.deepcopy([x, x[2:]], memo)
+        kept = [v for v in memo.values() if isinstance(v, list)] + list(memo.values())
+        storages = [v for item in kept for v in (item if isinstance(item, list) else [item])]
+        assert not any(isinstance(v, (torch.UntypedStorage, torch.TypedStorage)) for v in storages)
+        assert torch.equal(first, x) and first.untyped_storage().data_ptr() == second.untyped_storage().data_ptr()
+        host, memo = torch.arange(3.0), {}
+        copy.deepcopy(host, memo)
+        assert any(isinstance(v, torch.UntypedStorage) for v in memo[id(memo)])
+    memo = {}
+    copy.deepcopy(x, memo)
+    assert any(isinstance(v, torch.UntypedStorage) for v in memo[id(memo)])
+
+
+def test_torch_saves_archive_of_a_device_storage_is_a_read():
+    """#1's rule (``placement._WRITERS``): ``torch.save``'s zip writer reads a storage from its address;
+    on the CPU a device storage is written as it is (on a GPU ``torch.save`` copies it to the host
+    first, counted there), so the write counts its bytes; a host storage's do not."""
+    storage = torch.arange(4.0).untyped_storage()  # device memory, asked for before the watch
+    with HostTensors() as reads:
+        torch.save(storage, io.BytesIO())
+        assert reads.host_bytes == 16
+        host = torch.UntypedStorage(16)
+        torch.save(host, io.BytesIO())
+        assert reads.host_bytes == 16
+    torch.save(storage, io.BytesIO())  # the writer as it was
+    assert "write_record" not in vars(torch._C.PyTorchFileWriter) or not getattr(
+        vars(torch._C.PyTorchFileWriter)["write_record"], "_tritongym_read", False
+    )
