@@ -13,6 +13,7 @@ import torch
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.placement import HostTensors
+from tritongym.evaluate.static_checks import forbidden_constructs
 
 HERE = Path(__file__).parent / "redteam17"
 
@@ -83,3 +84,37 @@ def test_torch_saves_archive_of_a_device_storage_is_a_read():
     assert "write_record" not in vars(torch._C.PyTorchFileWriter) or not getattr(
         vars(torch._C.PyTorchFileWriter)["write_record"], "_tritongym_read", False
     )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\nw = torch.signal.windows.hann(8)\n",
+        "import torch.signal.windows\nw = torch.signal.windows.hann(8)\n",
+        "from torch.signal import windows\nw = windows.hann(8)\n",
+        "from torch.signal.windows import hann\n",
+        "import torch.signal as s\n",
+    ],
+)
+def test_pytorchs_signal_windows_are_not_pythons_signal(source):
+    """Red team 16 #2's rule (an attribute or import part named after a forbidden module) refused honest
+    ``torch.signal.windows`` (PyTorch's window functions): a namesake's full path is its own."""
+    assert forbidden_constructs(source) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import signal\n",
+        "import asyncio.unix_events\nimport torch\ndef f(torch):\n    return torch.signal\nf(asyncio.unix_events)\n",
+        "import torch\nimport asyncio.unix_events as torch\ntorch.signal\n",
+        "import torch\nfor torch in [object()]:\n    torch.signal\n",
+        "import asyncio\nasyncio.unix_events.signal\n",
+        "import numpy as np\nraw = np.ctypeslib.ctypes\n",
+    ],
+)
+def test_a_namesakes_path_from_a_rebound_name_stays_refused(source):
+    """The carve-out holds only for ``torch.signal`` written from ``torch`` imported by that name and
+    bound no other way: a parameter, an assignment or an ``as`` import named ``torch`` may hold a module
+    whose ``signal`` is Python's (asyncio's event loops import it)."""
+    assert forbidden_constructs(source)
