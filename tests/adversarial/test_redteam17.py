@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import copy
 import io
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from helpers import small_problem
-from tritongym.evaluate import EvalConfig, Verdict
-from tritongym.evaluate.placement import HostTensors
+from tritongym.evaluate import EvalConfig, Verdict, triton_compat
+from tritongym.evaluate.placement import HostTensors, candidate_code
 from tritongym.evaluate.static_checks import forbidden_constructs
 
 HERE = Path(__file__).parent / "redteam17"
+HONEST = Path(__file__).parents[1] / "candidates" / "honest"
 
 
 def config(**overrides) -> EvalConfig:
@@ -118,3 +120,89 @@ def test_a_namesakes_path_from_a_rebound_name_stays_refused(source):
     bound no other way: a parameter, an assignment or an ``as`` import named ``torch`` may hold a module
     whose ``signal`` is Python's (asyncio's event loops import it)."""
     assert forbidden_constructs(source)
+
+
+def _device_names(source: str) -> dict:
+    """What each module-level name of ``source`` holds, compiled as the CPU's runner compiles it, and
+    whether each string is the interned ``"cpu"`` (the host, red team 13 #4) or a fresh one (the device)."""
+    scope: dict = {}
+    exec(candidate_code(source, "<candidate>"), scope)
+    return {k: (v, v is sys.intern("cpu")) for k, v in scope.items() if isinstance(v, str) and not k.startswith("__")}
+
+
+def test_the_cpu_branch_of_a_cuda_test_names_the_device():
+    """Red team 15's "naming the host": the tutorials' ``"cuda" if torch.cuda.is_available() else "cpu"``
+    gave the interned ``"cpu"``, the host, on the CPU only (a ``runtime_error`` there, ``ok`` on a GPU).
+    Compiled by the CPU's runner (``placement.candidate_code``), each ``"cpu"`` of a branch a GPU does not
+    take is a fresh string (the device, as ``x.device.type`` is); ``"cpu"`` written anywhere else stays
+    the host."""
+    source = (
+        "import torch\n"
+        'A = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        'B = "cpu" if not torch.cuda.is_available() else "cuda"\n'
+        "if torch.cuda.is_available():\n"
+        '    C = "cuda"\n'
+        "else:\n"
+        '    C = "cpu"\n'
+        'D = "cpu"\n'
+        'E = "cuda" if torch.cuda.device_count() else "cpu"\n'
+        'F = "cpu" if torch.cuda.is_available() else "cuda"\n'
+    )
+    names = _device_names(source)
+    assert names["A"] == ("cpu", False) and names["B"] == ("cpu", False) and names["C"] == ("cpu", False)
+    assert names["D"] == ("cpu", True) and names["E"] == ("cpu", True)  # written out; another test
+    assert names["F"] == ("cuda", False)
+    plain = compile(source, "<candidate>", "exec")
+    assert candidate_code(source, "<candidate>").co_firstlineno == plain.co_firstlineno
+
+
+@pytest.mark.parametrize("name", ["tutorial_device_is_available", "tutorial_device_driver"])
+def test_the_tutorials_device_idioms_run_on_the_cpu_as_on_a_gpu(judge, name):
+    """Before: ``runtime_error`` (the output made on the host) and ``import_error`` (Triton's driver:
+    "0 active drivers" under the interpreter); ``ok`` on a GPU. Now ``ok`` on the CPU too."""
+    source = (HONEST / f"{name}.py").read_text()
+    problem = source.splitlines()[0].removeprefix("# problem: ")
+    result = judge(small_problem(problem), source, config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_the_interpreters_driver_names_the_device_and_nothing_else():
+    """Under the interpreter (no GPU) Triton's driver answers ``get_active_torch_device`` (a
+    ``torch.device``, placed on the device) and raises "0 active drivers" for anything else, as before."""
+    driver = triton_compat._InterpreterDriver()
+    assert driver.get_active_torch_device() == torch.device("cpu")
+    with pytest.raises(RuntimeError, match="0 active drivers"):
+        driver.get_current_target  # noqa: B018
+
+
+def test_a_storages_address_asked_for_at_once_is_no_read():
+    """Red team 15's open false positive: ``x.untyped_storage().data_ptr()`` (an aliasing check) handed
+    the storage to Python, counted as a read of all of it. A request whose result forward's code only
+    calls a method of that reads no value (``data_ptr``, ``nbytes``...) at once, never binding it, is not
+    counted; a storage kept, or a bound method of it (which holds it), still is."""
+    x = torch.arange(1024.0)  # device memory: made before the watch
+    with HostTensors() as reads:
+        x.untyped_storage().data_ptr(), x.untyped_storage().nbytes()
+        assert reads.host_bytes == 0
+        method = x.untyped_storage().data_ptr
+        assert reads.host_bytes == 4096 and method() == x.data_ptr()
+        kept = x.untyped_storage()
+        assert reads.host_bytes == 8192 and kept.nbytes() == 4096
+
+
+def test_an_honest_aliasing_check_by_storage_is_ok_under_forbid(judge):
+    """Before: ``hack_no_triton`` under ``forbid`` (150% of the inputs' bytes counted as host reads)."""
+    source = (HONEST / "storage_alias_check.py").read_text()
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is Verdict.OK, result.feedback
+
+
+def test_a_host_address_cast_to_a_pointer_in_a_kernel_faults(judge):
+    """Red team 16's open "raw addresses": an integer below the shifted range cast to a pointer was left
+    as it was, and the interpreted kernel read host memory through it (``ok``); a GPU's kernel faults.
+    Such an integer is now cast past the canonical range (``placement._FAULT``): ``crash``, as there.
+    Red team 15's pointer table (shifted ``data_ptr()`` values) still names device memory."""
+    source = (HERE / "host_address_in_a_kernel.py").read_text()
+    result = judge(small_problem("01_vector_add"), source, config(torch_compute="allow"))
+    assert result.verdict is Verdict.CRASH, result.feedback
+    assert "SIGSEGV" in result.feedback

@@ -55,7 +55,9 @@ it does not mark).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dis
 import functools
 import os
 import secrets
@@ -241,6 +243,68 @@ def _names_the_host(device: object) -> bool:
     return isinstance(device, str) and (device is _HOST or device.startswith("cpu:"))
 
 
+def _cuda_test(node: ast.AST) -> bool | None:
+    """For a condition that is ``torch.cuda.is_available()`` (or its ``not``): whether it is true where
+    CUDA is; None for any other condition."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _cuda_test(node.operand)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        func = node.func
+        dotted = []
+        while isinstance(func, ast.Attribute):
+            dotted.append(func.attr)
+            func = func.value
+        if isinstance(func, ast.Name) and [func.id, *reversed(dotted)] == ["torch", "cuda", "is_available"]:
+            return True
+    return None
+
+
+class _HostBranches(ast.NodeTransformer):
+    """The branches a GPU does not take of a test of ``torch.cuda.is_available()``, with each ``"cpu"``
+    there a fresh string (``_HOST`` no more): ``HostTensors`` places what it names on the device."""
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        cuda = _cuda_test(node.test)
+        if cuda is not None:
+            setattr(node, "orelse" if cuda else "body", _fresh_host(node.orelse if cuda else node.body))
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        cuda = _cuda_test(node.test)
+        if cuda is not None:
+            setattr(node, "orelse" if cuda else "body", [_fresh_host(n) for n in (node.orelse if cuda else node.body)])
+        return node
+
+
+class _FreshHost(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if node.value != "cpu":
+            return node
+        pieces = ast.Tuple([ast.Constant("c"), ast.Constant("pu")], ast.Load())
+        join = ast.Call(ast.Attribute(ast.Constant(""), "join", ast.Load()), [pieces], [])
+        return ast.copy_location(join, node)
+
+
+def _fresh_host(node: ast.AST) -> ast.AST:
+    return ast.fix_missing_locations(_FreshHost().visit(node))
+
+
+def candidate_code(text: str, path: str) -> types.CodeType:
+    """The candidate's module as the CPU's runner compiles it: the device a GPU's run would name where
+    the code asks CUDA which to name. ``"cuda" if torch.cuda.is_available() else "cpu"`` (PyTorch's and
+    Triton's tutorials' idiom, in a ``torch.device``, an ``if`` statement or ``not``'s form) names the
+    GPU on a GPU; on the CPU it gave the interned ``"cpu"`` that names the host (red team 13 #4), and
+    an honest tutorial's tensors were host memory its kernels could not be handed (a ``runtime_error``
+    on the CPU only: red team 15's "naming the host"). There each ``"cpu"`` a GPU's run does not reach is
+    a fresh string, which names the device as ``x.device.type`` does; the rest of the code, positions
+    included, is as written. Raises what ``compile`` raises."""
+    tree = _HostBranches().visit(ast.parse(text, path))
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
 def _to_host(func, args: tuple, kwargs: dict, names_host=None) -> bool:
     """Whether a call copies a tensor to host memory on a GPU: ``.cpu()``, ``.to(device)`` of a device
     ``names_host`` says is the host (``_names_the_host`` where None: the CPU's rule)."""
@@ -337,6 +401,40 @@ _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch
 (``x.untyped_storage().tolist()``, indexing, ``bytes()``): taken as a read of the whole storage
 where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
 ask for storages of every launch's arguments)."""
+_STORAGE_FACTS = frozenset(["data_ptr", "nbytes", "size", "element_size", "is_shared", "is_pinned", "resizable"])
+"""A storage's methods that read no value of it: what honest code asks a storage for (an aliasing check
+by ``x.untyped_storage().data_ptr()``)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _instructions(code: types.CodeType) -> tuple[dict[int, int], tuple]:
+    """A code object's instructions (caches left out) and where each offset is among them."""
+    found = tuple(i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "PRECALL", "EXTENDED_ARG"))
+    return {i.offset: n for n, i in enumerate(found)}, found
+
+
+def _fact_only(frame: types.FrameType | None) -> bool:
+    """Whether the call ``frame`` is making (a storage request) is followed at once by a call, with no
+    argument, of one of ``_STORAGE_FACTS`` on its result (``x.untyped_storage().data_ptr()``): the storage
+    is never bound to a name, and what forward's code keeps is a number. A method taken without its call
+    (``x.untyped_storage().data_ptr``) is a bound method that holds the storage (``__self__``): not this."""
+    while frame is not None and frame.f_code is _DEVICE_MODE:
+        frame = frame.f_back
+    if frame is None:
+        return False
+    where, found = _instructions(frame.f_code)
+    at = where.get(frame.f_lasti)
+    if at is None or at + 2 >= len(found) or found[at].opname != "CALL":
+        return False
+    method, call = found[at + 1], found[at + 2]
+    return (
+        method.opname in ("LOAD_METHOD", "LOAD_ATTR")
+        and method.argval in _STORAGE_FACTS
+        and call.opname == "CALL"
+        and call.arg == 0
+    )
+
+
 _TRITON = os.path.dirname(triton.__file__) + os.sep
 _DEVICE_MODE = torch.utils._device.DeviceContext.__torch_function__.__code__
 """The frame a ``torch.device`` context (or ``torch.set_default_device``) runs between a call and the
@@ -543,12 +641,19 @@ def _to_integer(original):
     return create_ptr_to_int
 
 
+_FAULT = 1 << 62
+"""Set on a nonzero integer below the shifted range that a kernel casts to a pointer: past the canonical
+range, so that loading from or storing to it faults."""
+
+
 def _to_pointer(original):
     def create_int_to_ptr(builder, src, *args, **kwargs):
         data = getattr(src, "data", None)
-        if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.dtype.itemsize == 8:
-            shift = data.dtype.type(ADDRESS_SHIFT[0])
-            src = type(src)(np.where(data.astype(np.uint64) >= _CANONICAL, data - shift, data), src.dtype)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu":
+            wide = data.astype(np.uint64)
+            shift, fault = np.uint64(ADDRESS_SHIFT[0]), np.uint64(_FAULT)
+            named = np.where(wide >= _CANONICAL, wide - shift, np.where(wide != 0, wide | fault, wide))
+            src = type(src)(named.astype(data.dtype), src.dtype)
         return original(builder, src, *args, **kwargs)
 
     return create_int_to_ptr
@@ -559,7 +664,10 @@ def builder_points() -> list[tuple[object, str, object]]:
     pointer cast to an integer is its address as ``data_ptr`` gives it to forward (``ADDRESS_SHIFT``,
     as on a GPU a kernel's pointer is the address the host was given), and an integer in the shifted
     range cast to a pointer is the memory it names (a table of ``data_ptr()`` values a kernel loads
-    pointers from, as Triton's grouped GEMM does); empty without an interpreter."""
+    pointers from, as Triton's grouped GEMM does); any other nonzero integer is no device memory (a host
+    address, ``id(obj)`` or a NumPy array's, which a GPU's kernel faults on), and is cast past the
+    canonical range (``_FAULT``), where the interpreter's access faults too (red team 16's "raw
+    addresses in an interpreted kernel"); empty without an interpreter."""
     try:
         from triton.runtime import interpreter
     except ImportError:
@@ -763,7 +871,7 @@ class HostReads(TorchFunctionMode):
         """Add what a torch function called from ``caller`` copies to the host (``host_read_bytes``),
         outside any other torch function in progress."""
         if self._depth == 0:
-            own = func in _STORAGES and self.own_code.asks(caller)
+            own = func in _STORAGES and (self.own_code.asks(caller) or _fact_only(caller))
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own, self.names_host)
 
     def storage_made(self, storage: torch.UntypedStorage) -> bool:
