@@ -206,3 +206,14 @@ def test_a_host_address_cast_to_a_pointer_in_a_kernel_faults(judge):
     result = judge(small_problem("01_vector_add"), source, config(torch_compute="allow"))
     assert result.verdict is Verdict.CRASH, result.feedback
     assert "SIGSEGV" in result.feedback
+
+
+@pytest.mark.xfail(strict=True, reason="open: the second size is drawn before the kernel's coverage is known")
+def test_a_block_above_every_second_size_is_caught(judge):
+    """Red team 15's open item, kept open (README): one program of a constant block of 4096 covers every
+    ``n`` a shrunk 01_vector_add is judged at (1000; 1032..4088 at the second size) and a fraction of the
+    full 16,777,216 (``mismatch`` on a GPU). ``ok`` on the CPU; this test flips when the second size is
+    drawn above the coverage the first trial shows."""
+    source = (HERE / "block_above_every_second_size.py").read_text()
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback

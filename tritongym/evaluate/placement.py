@@ -12,7 +12,9 @@ a TorchFunctionMode that marks what a GPU would hold on the host (the constructo
 ``torch.device`` context of the runner's device, on a GPU too): the result of any call given no
 tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, ``normal``,
 ``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
-given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4), and
+given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4,
+except in the branch of a ``torch.cuda.is_available()`` test that a GPU does not take:
+``candidate_code``), and
 of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
 place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
