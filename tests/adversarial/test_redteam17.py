@@ -217,3 +217,32 @@ def test_a_block_above_every_second_size_is_caught(judge):
     source = (HERE / "block_above_every_second_size.py").read_text()
     result = judge(small_problem("01_vector_add"), source, config())
     assert result.verdict is Verdict.MISMATCH, result.feedback
+
+
+CTYPESLIB = "WORD = np.ctypeslib.as_ctypes_type(np.uint64)\nFLOAT = np.ctypeslib.as_ctypes_type(np.float32)\n"
+
+
+def test_ctypes_types_from_numpys_ctypeslib_are_refused(judge):
+    """#5, ``np.ctypeslib``'s route (``ok`` under ``forbid`` before): NumPy's ctypes bridge is ctypes to the
+    static checks now, as an attribute and as an imported path."""
+    source = (HERE / "ctypes_types_from_numpy.py").read_text()
+    start = source.index("WORD = ")
+    source = source[:start] + CTYPESLIB + source[source.index("\n\n\n", start) :]
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_FORBIDDEN_API, result.feedback
+    assert ".ctypeslib" in result.feedback
+    assert forbidden_constructs("from numpy import ctypeslib\n")
+    assert forbidden_constructs("import numpy.ctypeslib as c\n")
+
+
+@pytest.mark.xfail(strict=True, reason="open: a raw read of the runner's own memory (red team 15)")
+def test_ctypes_types_from_numpys_private_helper_are_open(judge):
+    """#5, NumPy's private ``_getintp_ctype()`` (no static check names it): ``ok`` under ``forbid``, open.
+    It is red team 15's open "raw read of the runner's own structures": NumPy over an
+    ``__array_interface__`` at any address reads the same memory with no ctypes at all, so refusing
+    ctypes at run time (an audit hook) would not close it; a GPU's verdict is ``crash`` (the data
+    pointer read from the storage's structure is device memory there)."""
+    source = (HERE / "ctypes_types_from_numpy.py").read_text()
+    assert not forbidden_constructs(source)
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is not Verdict.OK, result.feedback

@@ -136,7 +136,10 @@ def _forbidden_module(full: str) -> str | None:
     part, ``torch.signal.windows``)."""
     parts = full.split(".")
     named = [part for i, part in enumerate(parts) if ".".join(parts[: i + 1]) not in NAMESAKES]
-    return next((part for part in named if part in FORBIDDEN_MODULES), None)
+    return next(
+        (MODULE_ATTRIBUTES.get(part, part) for part in named if part in FORBIDDEN_MODULES or part in MODULE_ATTRIBUTES),
+        None,
+    )
 
 
 def _rebound(tree: ast.AST) -> set[str]:
@@ -162,8 +165,11 @@ def _rebound(tree: ast.AST) -> set[str]:
     return found
 
 
-MODULE_ATTRIBUTES = {"_ctypes": "ctypes"}
-"""Attributes that are a forbidden module under another name (NumPy's ``ndarray.ctypes._ctypes``)."""
+MODULE_ATTRIBUTES = {"_ctypes": "ctypes", "ctypeslib": "ctypes"}
+"""Attributes (and parts of an imported path) that are a forbidden module under another name: NumPy's
+``ndarray.ctypes._ctypes``, and ``numpy.ctypeslib``, ctypes' bridge, which hands out ctypes' own types
+(``as_ctypes_type(np.uint64)`` is ``ctypes.c_uint64``, whose arrays read and write any address:
+``from_address``; red team 17 #5) and loads libraries (``load_library``)."""
 
 
 def _module_attribute(node: ast.Attribute, rebound: set[str] = frozenset()) -> str | None:
