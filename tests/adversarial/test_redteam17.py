@@ -246,3 +246,26 @@ def test_ctypes_types_from_numpys_private_helper_are_open(judge):
     assert not forbidden_constructs(source)
     result = judge(small_problem("03_row_sum"), source, config())
     assert result.verdict is not Verdict.OK, result.feedback
+
+
+def test_a_storage_returned_by_pickling_a_view_is_counted(judge):
+    """#6: ``__reduce_ex__`` of a view given an attribute (its torch-function path) returned the input's
+    storage among its rebuild arguments, no request of forward's (``ok`` under ``forbid``, with
+    ``__slotnames__`` taken off again). A storage of device memory that a torch function returns to
+    forward's code is counted as a request is (``HostReads.count_handed``)."""
+    source = (HERE / "storage_from_pickling_a_view.py").read_text()
+    result = judge(small_problem("03_row_sum"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+
+
+def test_storages_a_torch_function_returns_count_as_handed():
+    """#6's rule: the storage in ``__reduce_ex__``'s rebuild arguments counts whole; a host tensor's and a
+    result with no storage (``torch.split``'s tensors) count nothing."""
+    x = torch.arange(1024.0)  # device memory: made before the watch
+    with HostTensors() as reads:
+        view = x.view(-1)
+        view.tag = 1
+        view.__reduce_ex__(2)
+        assert reads.host_bytes == 4096
+        torch.split(x, 256), torch.arange(4.0).view(-1).__reduce_ex__(2)
+        assert reads.host_bytes == 4096

@@ -757,6 +757,21 @@ def _tensors(value, found: list, depth: int = 0) -> list:
     return found
 
 
+def _storages(value, found: list, depth: int = 0) -> list:
+    """The untyped storages in a (nested) tuple, list or dict, a typed storage's own included."""
+    if isinstance(value, torch.UntypedStorage):
+        found.append(value)
+    elif isinstance(value, torch.TypedStorage):
+        found.append(value._untyped_storage)
+    elif isinstance(value, (list, tuple)) and depth < 6:
+        for item in value[:64]:
+            _storages(item, found, depth + 1)
+    elif isinstance(value, dict) and depth < 6:
+        for item in list(value.values())[:64]:
+            _storages(item, found, depth + 1)
+    return found
+
+
 def _names_device(args: tuple, kwargs: dict) -> bool:
     """Whether a ``Tensor.to`` call names a device (or a tensor whose device it takes)."""
     if kwargs.get("device") is not None:
@@ -887,6 +902,20 @@ class HostReads(TorchFunctionMode):
         if self._depth == 0 and not self.own_code.asks(caller):
             self.host_bytes += nbytes
 
+    def count_handed(self, func, out: object, caller: types.FrameType | None) -> None:
+        """Count, as a request (``_STORAGES``) is counted, each storage of device memory that a torch
+        function called by forward's code returns inside a tuple, a list or a dict: PyTorch asked for it
+        inside that call, where no request is forward's. ``Tensor.__reduce_ex__`` of a tensor with
+        Python state (a view given an attribute) returns its rebuild arguments, the input's storage
+        among them (red team 17 #6)."""
+        if self._depth or func in _STORAGES or not isinstance(out, (tuple, list, dict)):
+            return
+        found = _storages(out, [])
+        if found and not self.own_code.asks(caller):
+            for storage in {id(s): s for s in found}.values():
+                if not self.storage_made(storage):
+                    self.host_bytes += storage.nbytes()
+
     def deepcopy_args(self, func, args: tuple, caller: types.FrameType | None) -> tuple:
         """``Tensor.__deepcopy__``'s arguments as PyTorch is handed them: for a tensor of device memory
         copied by forward's code, a memo of the judge's in place of forward's. PyTorch's deep copy puts
@@ -941,9 +970,11 @@ class HostReads(TorchFunctionMode):
         args = self.deepcopy_args(func, args, sys._getframe(1))
         self._depth += 1
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         finally:
             self._depth -= 1
+        self.count_handed(func, out, sys._getframe(1))
+        return out
 
 
 class _Allocations(TorchDispatchMode):
@@ -1089,6 +1120,7 @@ class HostTensors(HostReads):
             out = func(*args, **kwargs)
         finally:
             self._depth -= 1
+        self.count_handed(func, out, sys._getframe(1))
         if _to_host(func, args, kwargs) and isinstance(out, torch.Tensor) and not self.made(args[0]):
             if _address(out) == _address(args[0]):  # a GPU's copy to the host: another storage
                 out = out.clone()
