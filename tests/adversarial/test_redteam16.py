@@ -3,7 +3,6 @@ verdict; the candidates run in the session's warm CPU sandbox (Triton's interpre
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
@@ -57,13 +56,16 @@ def test_the_runners_memory_through_proc_self_mem_is_closed_to_it(judge):
     assert "Permission denied: '/proc/self/mem'" in result.feedback
 
 
-def test_a_storage_kept_in_deepcopys_memo_is_a_read(judge):
-    """#3: ``copy.deepcopy(x, memo)`` leaves the input's own storage in the caller's memo (its
+def test_a_storage_kept_in_deepcopys_memo_is_not_forwards(judge):
+    """#3: ``copy.deepcopy(x, memo)`` left the input's own storage in the caller's memo (its
     ``_typed_storage`` request was ``Tensor.__deepcopy__``'s, not forward's); copied into a host storage
     by its own ``copy_`` (``UntypedStorage.cpu()`` on a GPU) and read uncounted (``ok`` under
-    ``forbid``). A storage's readers are counted where they read."""
+    ``forbid``). Fixed first by counting a storage's readers (``hack_no_triton``), which red team 17 #2
+    passed by (the C method they wrap); now PyTorch's deep copy of device memory is handed a memo of the
+    judge's, and no storage reaches forward's (``HostReads.deepcopy_args``)."""
     result = judge(small_problem("03_row_sum"), (HERE / "storage_kept_by_deepcopy.py").read_text(), config())
-    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert "StopIteration" in result.feedback
 
 
 def test_a_device_storages_own_readers_count_what_they_read():
@@ -71,10 +73,8 @@ def test_a_device_storages_own_readers_count_what_they_read():
     however the storage reached Python: a copy into a host storage (``cpu()`` on a GPU), its elements
     (``tolist``, ``bytes``); a host storage's are not, nor a device copy."""
     device = torch.arange(4.0)
+    storage = device.untyped_storage()  # asked for before the watch: device memory no request counted
     with HostTensors() as reads:
-        memo: dict = {}
-        copy.deepcopy(device, memo)
-        storage = next(s for s in memo[id(memo)] if isinstance(s, torch.UntypedStorage))
         assert reads.host_bytes == 0
         storage.clone()  # a device copy
         assert reads.host_bytes == 0

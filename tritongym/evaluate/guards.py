@@ -384,10 +384,13 @@ class CandidateText:
     """The text without whitespace (a kernel's source is dedented and starts at its ``def``)."""
 
     @classmethod
-    def read(cls, path: str) -> CandidateText:
+    def read(cls, path: str, code=None) -> CandidateText:
+        """``code``: how the runner compiles the text (``compile`` where None; on the CPU
+        ``placement.candidate_code``)."""
         text = Path(path).read_text(encoding="utf-8", errors="replace")
         try:
-            codes = frozenset(_code_objects(compile(text, path, "exec", dont_inherit=True)))
+            made = code(text, path) if code is not None else compile(text, path, "exec", dont_inherit=True)
+            codes = frozenset(_code_objects(made))
         except (SyntaxError, ValueError, RecursionError, MemoryError):  # it will not import either
             codes = frozenset()
         return cls(codes, _flat(text))

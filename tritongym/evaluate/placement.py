@@ -12,7 +12,9 @@ a TorchFunctionMode that marks what a GPU would hold on the host (the constructo
 ``torch.device`` context of the runner's device, on a GPU too): the result of any call given no
 tensor and no device (a factory of whatever name: ``torch.empty``, ``asarray``, ``normal``,
 ``hann_window``; in a ``torch.device`` context or after ``torch.set_default_device`` the device is
-given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4), and
+given: not marked; ``device="cpu"`` written out is the host everywhere: marked, red team 13 #4,
+except in the branch of a ``torch.cuda.is_available()`` test that a GPU does not take:
+``candidate_code``), and
 of any operation whose tensor arguments are all marked (``.float()``,
 ``.contiguous()``, arithmetic on them); ``.to`` with a device (or another tensor) and ``.type_as``
 place their result. ``torch.from_numpy``, ``torch.frombuffer``, DLPack's ``from_dlpack`` and
@@ -55,7 +57,9 @@ it does not mark).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dis
 import functools
 import os
 import secrets
@@ -241,6 +245,68 @@ def _names_the_host(device: object) -> bool:
     return isinstance(device, str) and (device is _HOST or device.startswith("cpu:"))
 
 
+def _cuda_test(node: ast.AST) -> bool | None:
+    """For a condition that is ``torch.cuda.is_available()`` (or its ``not``): whether it is true where
+    CUDA is; None for any other condition."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _cuda_test(node.operand)
+        return None if inner is None else not inner
+    if isinstance(node, ast.Call) and not node.args and not node.keywords:
+        func = node.func
+        dotted = []
+        while isinstance(func, ast.Attribute):
+            dotted.append(func.attr)
+            func = func.value
+        if isinstance(func, ast.Name) and [func.id, *reversed(dotted)] == ["torch", "cuda", "is_available"]:
+            return True
+    return None
+
+
+class _HostBranches(ast.NodeTransformer):
+    """The branches a GPU does not take of a test of ``torch.cuda.is_available()``, with each ``"cpu"``
+    there a fresh string (``_HOST`` no more): ``HostTensors`` places what it names on the device."""
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        self.generic_visit(node)
+        cuda = _cuda_test(node.test)
+        if cuda is not None:
+            setattr(node, "orelse" if cuda else "body", _fresh_host(node.orelse if cuda else node.body))
+        return node
+
+    def visit_If(self, node: ast.If) -> ast.AST:
+        self.generic_visit(node)
+        cuda = _cuda_test(node.test)
+        if cuda is not None:
+            setattr(node, "orelse" if cuda else "body", [_fresh_host(n) for n in (node.orelse if cuda else node.body)])
+        return node
+
+
+class _FreshHost(ast.NodeTransformer):
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if node.value != "cpu":
+            return node
+        pieces = ast.Tuple([ast.Constant("c"), ast.Constant("pu")], ast.Load())
+        join = ast.Call(ast.Attribute(ast.Constant(""), "join", ast.Load()), [pieces], [])
+        return ast.copy_location(join, node)
+
+
+def _fresh_host(node: ast.AST) -> ast.AST:
+    return ast.fix_missing_locations(_FreshHost().visit(node))
+
+
+def candidate_code(text: str, path: str) -> types.CodeType:
+    """The candidate's module as the CPU's runner compiles it: the device a GPU's run would name where
+    the code asks CUDA which to name. ``"cuda" if torch.cuda.is_available() else "cpu"`` (PyTorch's and
+    Triton's tutorials' idiom, in a ``torch.device``, an ``if`` statement or ``not``'s form) names the
+    GPU on a GPU; on the CPU it gave the interned ``"cpu"`` that names the host (red team 13 #4), and
+    an honest tutorial's tensors were host memory its kernels could not be handed (a ``runtime_error``
+    on the CPU only: red team 15's "naming the host"). There each ``"cpu"`` a GPU's run does not reach is
+    a fresh string, which names the device as ``x.device.type`` does; the rest of the code, positions
+    included, is as written. Raises what ``compile`` raises."""
+    tree = _HostBranches().visit(ast.parse(text, path))
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
 def _to_host(func, args: tuple, kwargs: dict, names_host=None) -> bool:
     """Whether a call copies a tensor to host memory on a GPU: ``.cpu()``, ``.to(device)`` of a device
     ``names_host`` says is the host (``_names_the_host`` where None: the CPU's rule)."""
@@ -337,6 +403,40 @@ _STORAGES = frozenset([torch.Tensor.untyped_storage, torch.Tensor.storage, torch
 (``x.untyped_storage().tolist()``, indexing, ``bytes()``): taken as a read of the whole storage
 where code other than Triton's and the judge's asks (Triton's interpreter and the judge's checks
 ask for storages of every launch's arguments)."""
+_STORAGE_FACTS = frozenset(["data_ptr", "nbytes", "size", "element_size", "is_shared", "is_pinned", "resizable"])
+"""A storage's methods that read no value of it: what honest code asks a storage for (an aliasing check
+by ``x.untyped_storage().data_ptr()``)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _instructions(code: types.CodeType) -> tuple[dict[int, int], tuple]:
+    """A code object's instructions (caches left out) and where each offset is among them."""
+    found = tuple(i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "PRECALL", "EXTENDED_ARG"))
+    return {i.offset: n for n, i in enumerate(found)}, found
+
+
+def _fact_only(frame: types.FrameType | None) -> bool:
+    """Whether the call ``frame`` is making (a storage request) is followed at once by a call, with no
+    argument, of one of ``_STORAGE_FACTS`` on its result (``x.untyped_storage().data_ptr()``): the storage
+    is never bound to a name, and what forward's code keeps is a number. A method taken without its call
+    (``x.untyped_storage().data_ptr``) is a bound method that holds the storage (``__self__``): not this."""
+    while frame is not None and frame.f_code is _DEVICE_MODE:
+        frame = frame.f_back
+    if frame is None:
+        return False
+    where, found = _instructions(frame.f_code)
+    at = where.get(frame.f_lasti)
+    if at is None or at + 2 >= len(found) or found[at].opname != "CALL":
+        return False
+    method, call = found[at + 1], found[at + 2]
+    return (
+        method.opname in ("LOAD_METHOD", "LOAD_ATTR")
+        and method.argval in _STORAGE_FACTS
+        and call.opname == "CALL"
+        and call.arg == 0
+    )
+
+
 _TRITON = os.path.dirname(triton.__file__) + os.sep
 _DEVICE_MODE = torch.utils._device.DeviceContext.__torch_function__.__code__
 """The frame a ``torch.device`` context (or ``torch.set_default_device``) runs between a call and the
@@ -543,12 +643,19 @@ def _to_integer(original):
     return create_ptr_to_int
 
 
+_FAULT = 1 << 62
+"""Set on a nonzero integer below the shifted range that a kernel casts to a pointer: past the canonical
+range, so that loading from or storing to it faults."""
+
+
 def _to_pointer(original):
     def create_int_to_ptr(builder, src, *args, **kwargs):
         data = getattr(src, "data", None)
-        if isinstance(data, np.ndarray) and data.dtype.kind in "iu" and data.dtype.itemsize == 8:
-            shift = data.dtype.type(ADDRESS_SHIFT[0])
-            src = type(src)(np.where(data.astype(np.uint64) >= _CANONICAL, data - shift, data), src.dtype)
+        if isinstance(data, np.ndarray) and data.dtype.kind in "iu":
+            wide = data.astype(np.uint64)
+            shift, fault = np.uint64(ADDRESS_SHIFT[0]), np.uint64(_FAULT)
+            named = np.where(wide >= _CANONICAL, wide - shift, np.where(wide != 0, wide | fault, wide))
+            src = type(src)(named.astype(data.dtype), src.dtype)
         return original(builder, src, *args, **kwargs)
 
     return create_int_to_ptr
@@ -559,7 +666,10 @@ def builder_points() -> list[tuple[object, str, object]]:
     pointer cast to an integer is its address as ``data_ptr`` gives it to forward (``ADDRESS_SHIFT``,
     as on a GPU a kernel's pointer is the address the host was given), and an integer in the shifted
     range cast to a pointer is the memory it names (a table of ``data_ptr()`` values a kernel loads
-    pointers from, as Triton's grouped GEMM does); empty without an interpreter."""
+    pointers from, as Triton's grouped GEMM does); any other nonzero integer is no device memory (a host
+    address, ``id(obj)`` or a NumPy array's, which a GPU's kernel faults on), and is cast past the
+    canonical range (``_FAULT``), where the interpreter's access faults too (red team 16's "raw
+    addresses in an interpreted kernel"); empty without an interpreter."""
     try:
         from triton.runtime import interpreter
     except ImportError:
@@ -647,6 +757,21 @@ def _tensors(value, found: list, depth: int = 0) -> list:
     return found
 
 
+def _storages(value, found: list, depth: int = 0) -> list:
+    """The untyped storages in a (nested) tuple, list or dict, a typed storage's own included."""
+    if isinstance(value, torch.UntypedStorage):
+        found.append(value)
+    elif isinstance(value, torch.TypedStorage):
+        found.append(value._untyped_storage)
+    elif isinstance(value, (list, tuple)) and depth < 6:
+        for item in value[:64]:
+            _storages(item, found, depth + 1)
+    elif isinstance(value, dict) and depth < 6:
+        for item in list(value.values())[:64]:
+            _storages(item, found, depth + 1)
+    return found
+
+
 def _names_device(args: tuple, kwargs: dict) -> bool:
     """Whether a ``Tensor.to`` call names a device (or a tensor whose device it takes)."""
     if kwargs.get("device") is not None:
@@ -690,13 +815,32 @@ def _storage_file(original):
     return _write_file
 
 
+def _storage_record(original):
+    def write_record(writer, name, data, *args, **kwargs):
+        if _reading and isinstance(data, torch.UntypedStorage) and not _reading[-1].storage_made(data):
+            _reading[-1].count_storage(data.nbytes(), sys._getframe(1))
+        return original(writer, name, data, *args, **kwargs)
+
+    write_record._tritongym_read = True
+    return write_record
+
+
 _READERS = {"copy_": _storage_copy, "__getitem__": _storage_item, "_write_file": _storage_file}
 """A storage's own methods that read its values into host memory, counted while a ``HostReads``
 watches: a copy into a host storage (``cpu()``, ``to("cpu")``: on a GPU a device-to-host copy), an
 element's value (``tolist``, ``bytes()``, iteration and NumPy's sequence protocol read through it) and a
-file's write (``torch.save``'s legacy format). A storage reaches Python with no request of forward's
-(``_STORAGES``): ``copy.deepcopy(x, memo)`` keeps the input's own in the caller's memo, taken inside
-``Tensor.__deepcopy__`` (red team 16 #3); so its reads are counted where they happen."""
+file's write (``torch.save``'s legacy format). A storage reached Python with no request of forward's
+(``_STORAGES``): ``copy.deepcopy(x, memo)`` kept the input's own in the caller's memo, taken inside
+``Tensor.__deepcopy__`` (red team 16 #3); so its reads are counted where they happen. These wrappers
+shadow C methods of ``torch._C.StorageBase`` (an immutable type), which ``super()`` still reaches
+(red team 17 #2): what they count is a second line; the first is that no storage of device memory
+reaches forward's code uncounted (``HostReads.deepcopy_args`` closes the memo)."""
+_WRITERS = {"write_record": _storage_record}
+"""What writes a storage's bytes from its address into an archive (``torch.save``'s zip writer, a C++
+class whose methods can be replaced: ``torch._C.PyTorchFileWriter``). On a GPU ``torch.save`` copies a
+device storage to the host first (``cpu()``: its ``copy_``, counted); on the CPU the device's storage
+says ``cpu``, and its bytes went into the archive with no reader counting them (red team 17 #1)."""
+_FILE_WRITER = getattr(torch._C, "PyTorchFileWriter", None)
 
 
 class HostReads(TorchFunctionMode):
@@ -725,8 +869,11 @@ class HostReads(TorchFunctionMode):
         self.own_code = OwnCode()
         """Triton's and the judge's code, whose requests for a storage are not forward's (taken again
         before the candidate's import: ``OwnCode.take``)."""
-        self._readers: list[tuple[str, object]] = []
-        """The storage readers this one replaced (``_READERS``), as they were."""
+        self._readers: list[tuple[type, str, object]] = []
+        """The storage readers this one replaced (``_READERS``, ``_WRITERS``), as they were."""
+        self._memos: dict[int, tuple[object, dict]] = {}
+        """id of a memo forward handed ``Tensor.__deepcopy__`` -> (that memo, the one PyTorch was handed
+        instead: ``deepcopy_args``)."""
 
     def made(self, t: torch.Tensor) -> str:
         """How ``t`` came to be in host memory, or '' for device memory: a GPU's host tensors."""
@@ -741,7 +888,7 @@ class HostReads(TorchFunctionMode):
         """Add what a torch function called from ``caller`` copies to the host (``host_read_bytes``),
         outside any other torch function in progress."""
         if self._depth == 0:
-            own = func in _STORAGES and self.own_code.asks(caller)
+            own = func in _STORAGES and (self.own_code.asks(caller) or _fact_only(caller))
             self.host_bytes += host_read_bytes(func, args, kwargs, self.made, own, self.names_host)
 
     def storage_made(self, storage: torch.UntypedStorage) -> bool:
@@ -755,36 +902,79 @@ class HostReads(TorchFunctionMode):
         if self._depth == 0 and not self.own_code.asks(caller):
             self.host_bytes += nbytes
 
+    def count_handed(self, func, out: object, caller: types.FrameType | None) -> None:
+        """Count, as a request (``_STORAGES``) is counted, each storage of device memory that a torch
+        function called by forward's code returns inside a tuple, a list or a dict: PyTorch asked for it
+        inside that call, where no request is forward's. ``Tensor.__reduce_ex__`` of a tensor with
+        Python state (a view given an attribute) returns its rebuild arguments, the input's storage
+        among them (red team 17 #6)."""
+        if self._depth or func in _STORAGES or not isinstance(out, (tuple, list, dict)):
+            return
+        found = _storages(out, [])
+        if found and not self.own_code.asks(caller):
+            for storage in {id(s): s for s in found}.values():
+                if not self.storage_made(storage):
+                    self.host_bytes += storage.nbytes()
+
+    def deepcopy_args(self, func, args: tuple, caller: types.FrameType | None) -> tuple:
+        """``Tensor.__deepcopy__``'s arguments as PyTorch is handed them: for a tensor of device memory
+        copied by forward's code, a memo of the judge's in place of forward's. PyTorch's deep copy puts
+        the tensor's own storage (and its device copy) into the memo it is given, which
+        ``copy.deepcopy(x, memo)`` leaves to its caller: the input's storage in forward's hands with no
+        request (``_STORAGES``) counting it (red team 16 #3), then read past the counting readers
+        (``super(torch.UntypedStorage, host).copy_``: the C method they wrap, on a class PyTorch keeps
+        immutable; red team 17 #2). The memo PyTorch gets is one per memo of forward's, so that views of
+        one storage copied with one memo still share their copy's storage; the copy itself is forward's,
+        as ``copy.deepcopy`` puts it in forward's memo."""
+        if (
+            func is not torch.Tensor.__deepcopy__
+            or self._depth
+            or len(args) < 2
+            or not isinstance(args[0], torch.Tensor)
+            or self.made(args[0])
+            or self.own_code.asks(caller)
+        ):
+            return args
+        memo = args[1]
+        entry = self._memos.get(id(memo))
+        if entry is None or entry[0] is not memo:
+            entry = self._memos[id(memo)] = (memo, {})
+        return (args[0], entry[1], *args[2:])
+
     def __enter__(self):
         _reading.append(self)
-        for name, wrap in _READERS.items():
-            if name not in vars(torch.UntypedStorage) or not getattr(
-                vars(torch.UntypedStorage)[name], "_tritongym_read", False
-            ):
-                self._readers.append((name, vars(torch.UntypedStorage).get(name, _UNSET)))
-                setattr(torch.UntypedStorage, name, wrap(getattr(torch.UntypedStorage, name)))
+        readers = [(torch.UntypedStorage, name, wrap) for name, wrap in _READERS.items()]
+        readers += [(_FILE_WRITER, name, wrap) for name, wrap in _WRITERS.items() if hasattr(_FILE_WRITER, name)]
+        for owner, name, wrap in readers:
+            if name not in vars(owner) or not getattr(vars(owner)[name], "_tritongym_read", False):
+                self._readers.append((owner, name, vars(owner).get(name, _UNSET)))
+                setattr(owner, name, wrap(getattr(owner, name)))
         return super().__enter__()
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
-            for name, original in reversed(self._readers):
+            for owner, name, original in reversed(self._readers):
                 if original is _UNSET:
-                    delattr(torch.UntypedStorage, name)
+                    delattr(owner, name)
                 else:
-                    setattr(torch.UntypedStorage, name, original)
+                    setattr(owner, name, original)
             self._readers.clear()
+            self._memos.clear()
             _reading.remove(self)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         self.count(func, args, kwargs, sys._getframe(1))
+        args = self.deepcopy_args(func, args, sys._getframe(1))
         self._depth += 1
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         finally:
             self._depth -= 1
+        self.count_handed(func, out, sys._getframe(1))
+        return out
 
 
 class _Allocations(TorchDispatchMode):
@@ -924,11 +1114,13 @@ class HostTensors(HostReads):
             address = func(*args, **kwargs)  # device memory's address, shifted where forward's code asks
             return address if self.made(args[0]) or self.own_code.asks(sys._getframe(1)) else _shifted(address)
         self.count(func, args, kwargs, sys._getframe(1))
+        args = self.deepcopy_args(func, args, sys._getframe(1))
         self._depth += 1
         try:
             out = func(*args, **kwargs)
         finally:
             self._depth -= 1
+        self.count_handed(func, out, sys._getframe(1))
         if _to_host(func, args, kwargs) and isinstance(out, torch.Tensor) and not self.made(args[0]):
             if _address(out) == _address(args[0]):  # a GPU's copy to the host: another storage
                 out = out.clone()

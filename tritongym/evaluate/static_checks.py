@@ -125,21 +125,63 @@ def _forbidden_path(full: str) -> tuple[str, str] | None:
     return None
 
 
+NAMESAKES = {"torch.signal": "PyTorch's signal processing (torch.signal.windows), not Python's signal"}
+"""Library modules named as a forbidden module is, by their full path: what they hold is not the
+forbidden module's (``torch.signal.windows.hann``: window functions)."""
+
+
 def _forbidden_module(full: str) -> str | None:
     """The forbidden module that a part of the imported dotted path ``full`` names, or None
-    (``ctypes.util``; ``numpy.ctypeslib.ctypes``, the module itself behind a re-export)."""
-    return next((part for part in full.split(".") if part in FORBIDDEN_MODULES), None)
+    (``ctypes.util``; ``numpy.ctypeslib.ctypes``, the module itself behind a re-export; not a namesake's
+    part, ``torch.signal.windows``)."""
+    parts = full.split(".")
+    named = [part for i, part in enumerate(parts) if ".".join(parts[: i + 1]) not in NAMESAKES]
+    return next(
+        (MODULE_ATTRIBUTES.get(part, part) for part in named if part in FORBIDDEN_MODULES or part in MODULE_ATTRIBUTES),
+        None,
+    )
 
 
-MODULE_ATTRIBUTES = {"_ctypes": "ctypes"}
-"""Attributes that are a forbidden module under another name (NumPy's ``ndarray.ctypes._ctypes``)."""
+def _rebound(tree: ast.AST) -> set[str]:
+    """Names the source binds otherwise than by a plain ``import`` (assigned, a parameter, a loop's or a
+    ``with``'s target, a function or class, an exception, an ``import ... as`` or ``from`` import):
+    such a name may hold any object, whatever it is called."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+            found.add(node.name or "")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.update(node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.asname for a in node.names if a.asname and a.asname != a.name)
+        elif isinstance(node, ast.ImportFrom):
+            found.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            found.add(node.name)
+    return found
 
 
-def _module_attribute(node: ast.Attribute) -> str | None:
+MODULE_ATTRIBUTES = {"_ctypes": "ctypes", "ctypeslib": "ctypes"}
+"""Attributes (and parts of an imported path) that are a forbidden module under another name: NumPy's
+``ndarray.ctypes._ctypes``, and ``numpy.ctypeslib``, ctypes' bridge, which hands out ctypes' own types
+(``as_ctypes_type(np.uint64)`` is ``ctypes.c_uint64``, whose arrays read and write any address:
+``from_address``; red team 17 #5) and loads libraries (``load_library``)."""
+
+
+def _module_attribute(node: ast.Attribute, rebound: set[str] = frozenset()) -> str | None:
     """The forbidden module an attribute's name says it is, on any object (a module's re-export,
     ``np.ctypeslib.ctypes``; an array's ``a.ctypes._ctypes``; red team 16 #2), or None; the
-    candidate's own ``self.signal`` is its own."""
+    candidate's own ``self.signal`` is its own, and so is a namesake's path written out from a module
+    imported by its own name and bound no other way (``torch.signal``; not ``t.signal`` for a ``t``
+    that a parameter or an assignment may have made another module)."""
     if isinstance(node.value, ast.Name) and node.value.id == "self":
+        return None
+    dotted = _dotted(node)
+    if dotted in NAMESAKES and dotted.split(".")[0] not in rebound:
         return None
     return node.attr if node.attr in FORBIDDEN_MODULES else MODULE_ATTRIBUTES.get(node.attr)
 
@@ -182,6 +224,7 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
                     aliases[target.id] = resolve(dotted)
 
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    rebound = _rebound(tree)
     patch_calls = {
         id(node.func): node
         for node in ast.walk(tree)
@@ -213,7 +256,7 @@ def forbidden_constructs(source: str) -> list[tuple[int, str]]:
             if dotted and (hit := _forbidden_path(resolve(dotted))):
                 found.append((node.lineno, f"uses {hit[0]} ({hit[1]})"))
 
-        if isinstance(node, ast.Attribute) and (module := _module_attribute(node)):
+        if isinstance(node, ast.Attribute) and (module := _module_attribute(node, rebound)):
             found.append((node.lineno, f"reaches {module} as an attribute, .{node.attr} ({FORBIDDEN_MODULES[module]})"))
         namespace = _namespace_of(node)
         if namespace is not None and (owner := _patch_target(namespace, aliases, resolve)):

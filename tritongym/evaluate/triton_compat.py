@@ -308,3 +308,36 @@ def interpreter_autotuning() -> bool:
     cls.do_bench = property(do_bench)
     cls.run = run
     return True
+
+
+class _InterpreterDriver:
+    """The driver Triton's interpreter has none of, as far as forward's code asks it which device is its
+    own (``get_active_torch_device``): the CPU judge's device memory. Anything else raises what Triton
+    raises with no driver ("0 active drivers"), as before."""
+
+    def get_active_torch_device(self):
+        import torch
+
+        return torch.device("cpu")
+
+    def __getattr__(self, name: str):
+        raise RuntimeError("0 active drivers ([]). There should only be one. (tritongym: Triton's interpreter, no GPU)")
+
+
+def interpreter_device() -> bool:
+    """Let ``triton.runtime.driver.active.get_active_torch_device()`` (Triton's tutorials name their device
+    by it) answer under the interpreter with no GPU, where it raised "0 active drivers" at the
+    candidate's import (red team 15's "naming the host"): the device it gives is a ``torch.device``,
+    which the CPU's runner places on the device (placement.py), as a GPU's is. Returns whether it was
+    installed: not where a driver is active. Installed once, in the zygote."""
+    from triton.runtime import driver
+
+    try:
+        driver.active.get_current_target  # noqa: B018
+        return False
+    except RuntimeError:
+        pass
+    if not callable(getattr(driver, "set_active", None)):
+        return False
+    driver.set_active(_InterpreterDriver())
+    return True

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 import traceback
+from pathlib import Path
 
 import torch
 
@@ -46,7 +47,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
-from tritongym.evaluate.placement import HostReads, HostTensors, launch_pointers
+from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
 from tritongym.evaluate.result import Verdict
 
 RUNNER_CPU_CORES = 2
@@ -174,7 +175,8 @@ class Runner:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(job.workdir, "inductor-cache")
         tempfile.tempdir = None  # the warm-up's scratch directory is not the job's
         self.path = job.candidate_path
-        self.text = CandidateText.read(job.candidate_path)  # before any of it runs: what its own kernels are
+        # before any of it runs: what its own kernels are, compiled as the import compiles them
+        self.text = CandidateText.read(job.candidate_path, candidate_code if self.host is not None else None)
         from tritongym.evaluate.taint import ProcessState
 
         self.baseline = ProcessState(self.device)
@@ -187,8 +189,13 @@ class Runner:
             spec = importlib.util.spec_from_file_location("candidate", job.candidate_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules["candidate"] = module
-            with self.host if self.host is not None else contextlib.nullcontext():  # a module's tensors too
+            if self.host is None:
                 spec.loader.exec_module(module)
+            else:  # a module's tensors too; the device named as a GPU's run names it (candidate_code)
+                text = Path(job.candidate_path).read_text(encoding="utf-8", errors="replace")
+                code = candidate_code(text, job.candidate_path)
+                with self.host:
+                    exec(code, vars(module))
         except BaseException as exc:  # SystemExit and KeyboardInterrupt raised by candidate code too
             where = candidate_location(exc, job.candidate_path)
             raise Failure(

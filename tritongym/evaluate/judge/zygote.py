@@ -285,6 +285,7 @@ def serve(control_fd: int, parent: int, device: str) -> None:
         from tritongym.evaluate import triton_compat
 
         triton_compat.interpreter_autotuning()  # several configs benchmarked without a GPU's driver
+        triton_compat.interpreter_device()  # the tutorials' get_active_torch_device(): the device memory
         from tritongym.evaluate import interpreter_libdevice
 
         interpreter_libdevice.install()  # libdevice's math, which the interpreter runs none of
