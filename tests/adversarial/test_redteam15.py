@@ -172,11 +172,11 @@ def test_an_answer_made_by_glue_and_handed_over_past_the_hollow_forward_is_refus
     """#5: 11_roll's answer made by PyTorch glue (slices, ``torch.cat``) and copied by a kernel, handed
     over only where a probe kernel ran (the hollow forward, which alone looked at what launches are
     handed, skips every launch): ``ok`` under ``forbid``. Every trial now samples what forward hands
-    its launches, as it is when first handed to one."""
+    its launches, as it is when handed to one where no kernel wrote it (``handed.FirstHanded``)."""
     source = (HERE / "glue_answer_past_the_hollow_forward.py").read_text()
     result = judge(small_problem("11_roll"), source, config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "already held the correct output when first handed to one" in result.feedback
+    assert "already held the correct output when handed to one, before it ran, where no kernel had" in result.feedback
 
 
 @pytest.mark.parametrize("route", ["input", "weight"])

@@ -230,8 +230,8 @@ class JobState:
     """(bytes of device memory forward copied to the host, its inputs' bytes) of the first trial whose
     copies reached ``HOST_READ_SHARE`` of its inputs (``host_read``; the runner's count), else None."""
     handed_answer: str = ""
-    """What of forward's, in a trial, held the answer when first handed to a launch of its kernels
-    (``answer_made_before_kernels`` of ``Output.handed``), else ""."""
+    """What of forward's, in a trial, held the answer when handed to a launch of its kernels where no
+    kernel had written it (``answer_made_before_kernels`` of ``Output.handed``), else ""."""
     forward_ops: int = 0
     """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
     runner reported them (its word: the timing batch's length, speed.queue_calls)."""
@@ -527,8 +527,9 @@ def guard_findings(
         raise Failure(
             Verdict.HACK_NO_TRITON,
             f"Forward handed its Triton kernels {state.handed_answer} that already held the correct output when "
-            "first handed to one, before it ran: the result is computed outside Triton (NumPy, Python, host code, "
-            "PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
+            "handed to one, before it ran, where no kernel had written it: the result is computed outside Triton "
+            "(NumPy, Python, host code, PyTorch copies) and the kernels only move it. Compute the output with Triton "
+            "kernels.",
         )
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
