@@ -285,3 +285,31 @@ def test_an_inputs_or_weights_bytes_holding_the_output_are_no_evidence():
     assert answer_made_before_kernels([answer[0::step]], Trial, tolerance, starts=[0], model=weight) == ""
     weight.bias.data[60:] = 0
     assert answer_made_before_kernels([answer[0::step]], Trial, tolerance, starts=[0], model=weight)
+
+
+def test_what_the_runner_keeps_is_bounded_by_forwards_memory(monkeypatch):
+    """The rule's cost: past ``KEPT_FLOOR`` or the bytes of the storages forward handed (the larger), the
+    records and handings so far are decided and what no later check needs is freed
+    (``FirstHanded.settle``): a forward of many launches over the same buffers keeps about its own
+    memory, and glue's answer written into a buffer a kernel left before the bound is still seen after
+    it, a kernel's copy moved by glue still the kernels' work. (What is looked at stays until forward
+    returns: an input handed to every launch adds a sample each time.)"""
+    from tritongym.evaluate.guards import OpRecorder
+    from tritongym.evaluate.judge import handed as module
+
+    monkeypatch.setattr(module, "KEPT_FLOOR", 0)
+    x = torch.randn(64, 80)
+    answer = _glue_answer(x)
+    handed = module.FirstHanded([[x.numel(), "torch.float32"]], [x])
+    with OpRecorder(poison_empty=True, moved=handed.moved):
+        buf, scratch, out = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
+        _launch(handed, x, scratch, write=lambda: scratch.copy_(answer))
+        for _ in range(200):
+            _launch(handed, buf, out)
+            assert handed.kept <= 2 * 3 * x.nbytes  # forward's three storages, and what one launch adds
+        moved = scratch.clone()
+        buf.copy_(answer)
+        _launch(handed, buf, moved)
+    assert len(handed.made) <= 6
+    copies = handed.copies([out])
+    assert _answers(copies, answer) == 1  # buf's, not the kernels' copy

@@ -51,7 +51,8 @@ def test_glue_moving_a_kernels_output_is_ok_on_a_gpu(name):
 def test_the_provenance_rule_runs_on_device_memory():
     """The rule's own code on CUDA tensors (``handed.FirstHanded``, ``Left``, ``Check``): a launch's
     record, glue's copy of it kept the kernels' work, glue's answer written over it looked at, samples of
-    a large extent (past ``LEFT_BYTES``) taken on the current stream and read only in ``copies``."""
+    a large extent (past ``LEFT_BYTES``) taken on the current stream and read in ``settle`` (synchronised)
+    and ``copies``."""
     from tritongym.evaluate.guards import OpRecorder
     from tritongym.evaluate.judge.handed import LEFT_BYTES, FirstHanded, stepped_sample
 
@@ -66,6 +67,7 @@ def test_the_provenance_rule_runs_on_device_memory():
             after = handed.see((x, scratch), {})
             scratch.copy_(x if route == "rewritten" else answer)  # the kernel's work
             after()
+            handed.settle()  # past the bound: decided on the host after the device's work, in forward
             if route == "rewritten":
                 scratch.copy_(torch.cat((x[:, -100:], x[:, :-100]), dim=1))
             out = scratch.clone()

@@ -46,6 +46,10 @@ LEFT_BYTES = 16384
 LEFT_WIDTH = 8
 """Bytes at each place a larger extent is sampled (every element of up to this size there)."""
 
+KEPT_FLOOR = 32 << 20
+"""Bytes of samples and checks a trial keeps in the runner before it settles them (``FirstHanded.settle``)
+where forward's handed storages are smaller: the floor of its bound."""
+
 MOVES = frozenset(["clone", "copy_", "_to_copy", "cat", "stack"])
 """aten ops that move data (the op recorder's glue) without taking in any but their sources': their
 output is the kernels' work where every source is."""
@@ -203,6 +207,10 @@ class FirstHanded:
         self.made: list[Left] = []
         """Every record, in the order made (a record's parents and checks are earlier ones')."""
         self.handings: list[Handing] = []
+        self.kept = 0
+        """Bytes of the samples and checks held (``settle`` past ``KEPT_FLOOR`` or ``handed_bytes``)."""
+        self.handed_bytes: dict[int, int] = {}
+        """id(storage) -> its bytes, of every storage handed to a launch: what forward's memory is."""
         self.quiet = False
         """True while a launch runs (its launcher's and the interpreter's copies are the launch's) or this
         object's own samples are taken: ``moved`` leaves those alone."""
@@ -242,6 +250,7 @@ class FirstHanded:
         if any(r not in fresh and r not in checks for r in olds):
             return  # not checked before: not known to be the kernels' (never so: every overlap is)
         left = Left(storage, start, end, [*olds, *parents], [*own, *more])
+        self.kept += left.sample.nbytes if left.sample is not None else 0
         self.records[id(storage)] = [r for r in self._current(storage) if r not in olds] + [left]
         self.made.append(left)
         fresh.add(left)
@@ -268,10 +277,11 @@ class FirstHanded:
                 if storage is None or reach is None:
                     continue
                 own = id(storage) not in self.given
+                self.handed_bytes[id(storage)] = storage.nbytes()
                 if own:
                     handed.append((value, storage, reach))
                     for left in self._overlapping(storage, *reach):
-                        checks.setdefault(left, Check(left))
+                        checks.setdefault(left, self._check(left))
                 self._look(value, storage, reach, own, checks)
         finally:
             self.quiet = True  # the launch's own copies (the interpreter's) are the launch's
@@ -281,6 +291,7 @@ class FirstHanded:
             try:
                 for _value, storage, reach in handed:
                     self._leave(storage, *reach, checks, [], [], fresh)
+                self._bound()
             finally:
                 self.quiet = quiet
 
@@ -294,9 +305,10 @@ class FirstHanded:
             first = secrets.randbelow(step)
             covering = self._overlapping(storage, start, end) if own else []
             for left in covering:
-                checks.setdefault(left, Check(left))
+                checks.setdefault(left, self._check(left))
             covered = bool(covering) and _covered(covering, start, end)
             sample = flat[first::step].clone()
+            self.kept += sample.nbytes
             self.handings.append(Handing(output, first, sample, covered, [checks[r] for r in covering]))
 
     def regions(self, t: torch.Tensor, storage, reach: tuple[int, int]) -> list:
@@ -339,13 +351,13 @@ class FirstHanded:
                     self._forget(t)
                 return None
             parents = list(dict.fromkeys(r for c in covering for r in c if c is not None))
-            more = [Check(r) for r in parents]
+            more = [self._check(r) for r in parents]
             checks: dict[Left, Check] = {}
             for t in written:
                 storage, reach = _storage(t), extent(t)
                 if storage is not None and reach is not None:
                     for left in self._overlapping(storage, *reach):
-                        checks.setdefault(left, Check(left))
+                        checks.setdefault(left, self._check(left))
             read = {id(s) for s in map(_storage, sources) if s is not None}
         finally:
             self.quiet = False
@@ -361,10 +373,51 @@ class FirstHanded:
                     storage, reach = _storage(t), extent(t)
                     if storage is not None and reach is not None and id(storage) not in self.given:
                         self._leave(storage, *reach, checks, parents, more, fresh)
+                self._bound()
             finally:
                 self.quiet = False
 
         return after
+
+    def _check(self, left: Left) -> Check:
+        check = Check(left)
+        self.kept += check.now.nbytes if check.now is not None else 0
+        return check
+
+    # -- the bound --------------------------------------------------------------------------------------
+
+    def _bound(self) -> None:
+        if self.kept > max(KEPT_FLOOR, sum(self.handed_bytes.values())):
+            self.settle()
+
+    def settle(self) -> None:
+        """Decide every record and handing so far and free what no later check needs: the samples of
+        records since merged or taken away, every check's bytes, the handings that were the kernels'
+        work. Called past the bound (``KEPT_FLOOR``, or the bytes of the storages forward handed, the
+        larger) so that the runner keeps no more than forward's own memory; on a GPU it reads the checks
+        to the host after the device's work is done (the one synchronisation, past the bound: a sample
+        taken on a launch's stream is complete before it is read)."""
+        if any(left.sample is not None and left.sample.is_cuda for left in self.made):
+            torch.cuda.synchronize()
+        for left in self.made:
+            if left.valid is None:
+                left.valid = all(p.valid for p in left.parents) and all(c.holds() for c in left.checks)
+        looked = []
+        for handing in self.handings:
+            if not handing.kernels_work():
+                handing.covered, handing.checks = False, []
+                looked.append(handing)
+        current = {id(r) for records in self.records.values() for r in records}
+        for left in self.made:
+            for check in left.checks:
+                check.now = None
+            left.parents, left.checks = [], []
+            if id(left) not in current:
+                left.sample = None
+        self.made = [left for left in self.made if id(left) in current]
+        self.handings = looked
+        self.kept = sum(left.sample.nbytes for left in self.made if left.sample is not None)
+        self.kept += sum(handing.sample.nbytes for handing in looked)
 
     # -- after forward ---------------------------------------------------------------------------------
 
@@ -376,7 +429,8 @@ class FirstHanded:
         from tritongym.evaluate.judge.runner import one_value
 
         for left in self.made:  # parents and checks are earlier records': decided first
-            left.valid = all(p.valid for p in left.parents) and all(c.holds() for c in left.checks)
+            if left.valid is None:
+                left.valid = all(p.valid for p in left.parents) and all(c.holds() for c in left.checks)
         leaves = [t for t in (outputs or []) if isinstance(t, torch.Tensor)]
         matched = len(leaves) == len(self.wanted) and all(
             t.numel() == n and t.dtype == d for t, (n, d) in zip(leaves, self.wanted, strict=True)
