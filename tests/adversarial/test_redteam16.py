@@ -293,7 +293,7 @@ def test_what_the_runner_keeps_is_bounded_by_forwards_memory(monkeypatch):
     (``FirstHanded.settle``): a forward of many launches over the same buffers keeps about its own
     memory, and glue's answer written into a buffer a kernel left before the bound is still seen after
     it, a kernel's copy moved by glue still the kernels' work. (What is looked at stays until forward
-    returns: an input handed to every launch adds a sample each time.)"""
+    returns: memory glue wrote between launches adds a sample each time it is handed.)"""
     from tritongym.evaluate.guards import OpRecorder
     from tritongym.evaluate.judge import handed as module
 
@@ -305,11 +305,44 @@ def test_what_the_runner_keeps_is_bounded_by_forwards_memory(monkeypatch):
         buf, scratch, out = torch.empty_like(x), torch.empty_like(x), torch.empty_like(x)
         _launch(handed, x, scratch, write=lambda: scratch.copy_(answer))
         for _ in range(200):
-            _launch(handed, buf, out)
-            assert handed.kept <= 2 * 3 * x.nbytes  # forward's three storages, and what one launch adds
+            _launch(handed, x, buf, out)
+            assert handed.kept <= 2 * 4 * x.nbytes  # forward's four storages, and what one launch adds
         moved = scratch.clone()
         buf.copy_(answer)
         _launch(handed, buf, moved)
     assert len(handed.made) <= 6
     copies = handed.copies([out])
     assert _answers(copies, answer) == 1  # buf's, not the kernels' copy
+
+
+def test_an_input_a_kernel_worked_on_in_place_is_its_work_but_no_source_for_glue():
+    """An input's storage: what a launch left there, handed again, is the kernels' work (an honest kernel
+    working on its input in place, then a second that changes it little), but glue moving it is not
+    (the input's own values, glue's answer built from them by slices, are looked at); glue's answer
+    parked there is looked at (red team 15 #5d)."""
+    from tritongym.evaluate.guards import OpRecorder
+    from tritongym.evaluate.judge.handed import FirstHanded
+
+    x = torch.randn(64, 80)
+    answer = _glue_answer(x)
+
+    def looked(route):
+        given = x.clone()
+        handed = FirstHanded([[x.numel(), "torch.float32"]], [given])
+        with OpRecorder(poison_empty=True, moved=handed.moved):
+            if route == "in_place":
+                _launch(handed, given, write=lambda: given.copy_(answer))  # a kernel's work, in place
+                _launch(handed, given)
+                out = given
+            elif route == "glue_from_input":
+                _launch(handed, given)
+                out = torch.cat((given[:, 75:], given[:, :75]), dim=1)
+                _launch(handed, out)
+            elif route == "parked":
+                _launch(handed, given)
+                given.copy_(answer)
+                _launch(handed, given)
+                out = given
+        return _answers(handed.copies([out]), answer)
+
+    assert [looked(route) for route in ("in_place", "glue_from_input", "parked")] == [0, 1, 1]

@@ -14,7 +14,9 @@ a launch is handed is the kernels' work is decided by what the kernels wrote, no
   is, valid where its sources were still what a launch left (red team 16's false positive on honest
   glue between kernels); glue that writes from anything else (an input, a weight, a constant, a
   computation) takes that memory's record away. Forward's inputs' and the weights' storages are
-  never the kernels' work;
+  never a source of the kernels' work for glue (so glue's answer built from the inputs, slices and
+  ``torch.cat``, is looked at wherever it is handed); their records only tell that a launch left
+  them as they are (a kernel working on an input in place, handed it again);
 * each tensor handed is looked at in its storage's bytes read in each output's dtype (red team 16
   #1b): one of an output's size and dtype as it is, any other over an output's worth of bytes from
   where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits).
@@ -190,7 +192,7 @@ class FirstHanded:
     """What forward hands its own launches in a trial (module docstring): ``see`` before each launch
     (returning what runs after it), ``moved`` around each aten op forward runs (the op recorder's), and
     ``copies`` after forward's watch. ``answers``: [numel, dtype] of each output tensor; ``given``:
-    forward's inputs and the model's parameters and buffers (never the kernels' work)."""
+    forward's inputs and the model's parameters and buffers (never a source of the kernels' work)."""
 
     PER_OUTPUT = 256
 
@@ -276,13 +278,11 @@ class FirstHanded:
                 storage, reach = _storage(value), extent(value)
                 if storage is None or reach is None:
                     continue
-                own = id(storage) not in self.given
                 self.handed_bytes[id(storage)] = storage.nbytes()
-                if own:
-                    handed.append((value, storage, reach))
-                    for left in self._overlapping(storage, *reach):
-                        checks.setdefault(left, self._check(left))
-                self._look(value, storage, reach, own, checks)
+                handed.append((value, storage, reach))
+                for left in self._overlapping(storage, *reach):
+                    checks.setdefault(left, self._check(left))
+                self._look(value, storage, reach, checks)
         finally:
             self.quiet = True  # the launch's own copies (the interpreter's) are the launch's
 
@@ -297,13 +297,13 @@ class FirstHanded:
 
         return after
 
-    def _look(self, t: torch.Tensor, storage, reach: tuple[int, int], own: bool, checks: dict[Left, Check]) -> None:
+    def _look(self, t: torch.Tensor, storage, reach: tuple[int, int], checks: dict[Left, Check]) -> None:
         """Sample each region of ``t``'s storage that could hold an output (``regions``), with the checks
-        of the records covering it (none for an input or a weight: never the kernels' work)."""
+        of the records covering it."""
         for output, start, end, flat in self.regions(t, storage, reach):
             step = stepped_sample(flat.numel())
             first = secrets.randbelow(step)
-            covering = self._overlapping(storage, start, end) if own else []
+            covering = self._overlapping(storage, start, end)
             for left in covering:
                 checks.setdefault(left, self._check(left))
             covered = bool(covering) and _covered(covering, start, end)
@@ -371,7 +371,7 @@ class FirstHanded:
             try:
                 for t in targets:
                     storage, reach = _storage(t), extent(t)
-                    if storage is not None and reach is not None and id(storage) not in self.given:
+                    if storage is not None and reach is not None:
                         self._leave(storage, *reach, checks, parents, more, fresh)
                 self._bound()
             finally:
