@@ -35,6 +35,7 @@ import weakref
 from collections.abc import Callable
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from tritongym.evaluate.judge.tree import tensor_leaves
 from tritongym.evaluate.placement import launch_pointers
@@ -267,31 +268,35 @@ class FirstHanded:
 
     def see(self, args: tuple, kwargs: dict) -> Callable[[], None] | None:
         """Before a launch: sample what could hold an output in what it is handed, and check the records
-        of that memory. Returns what records, after the launch, what it left."""
+        of that memory. Returns what records, after the launch, what it left. Its own copies run past
+        the dispatch modes (the op recorder's: they are the judge's, not forward's, and a third of the
+        cost; the op witness sees them as the glue they are)."""
         if not self.wanted:
             return None
         quiet, self.quiet = self.quiet, True
         handed: list[tuple[torch.Tensor, object, tuple[int, int]]] = []
         checks: dict[Left, Check] = {}
         try:
-            for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
-                storage, reach = _storage(value), extent(value)
-                if storage is None or reach is None:
-                    continue
-                self.handed_bytes[id(storage)] = storage.nbytes()
-                handed.append((value, storage, reach))
-                for left in self._overlapping(storage, *reach):
-                    checks.setdefault(left, self._check(left))
-                self._look(value, storage, reach, checks)
+            with _disable_current_modes():
+                for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
+                    storage, reach = _storage(value), extent(value)
+                    if storage is None or reach is None:
+                        continue
+                    self.handed_bytes[id(storage)] = storage.nbytes()
+                    handed.append((value, storage, reach))
+                    for left in self._overlapping(storage, *reach):
+                        checks.setdefault(left, self._check(left))
+                    self._look(value, storage, reach, checks)
         finally:
             self.quiet = True  # the launch's own copies (the interpreter's) are the launch's
 
         def after() -> None:
             fresh: set = set()
             try:
-                for _value, storage, reach in handed:
-                    self._leave(storage, *reach, checks, [], [], fresh)
-                self._bound()
+                with _disable_current_modes():
+                    for _value, storage, reach in handed:
+                        self._leave(storage, *reach, checks, [], [], fresh)
+                    self._bound()
             finally:
                 self.quiet = quiet
 
