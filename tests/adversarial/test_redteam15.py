@@ -172,11 +172,11 @@ def test_an_answer_made_by_glue_and_handed_over_past_the_hollow_forward_is_refus
     """#5: 11_roll's answer made by PyTorch glue (slices, ``torch.cat``) and copied by a kernel, handed
     over only where a probe kernel ran (the hollow forward, which alone looked at what launches are
     handed, skips every launch): ``ok`` under ``forbid``. Every trial now samples what forward hands
-    its launches, as it is when first handed to one."""
+    its launches, as it is when handed to one where no kernel wrote it (``handed.FirstHanded``)."""
     source = (HERE / "glue_answer_past_the_hollow_forward.py").read_text()
     result = judge(small_problem("11_roll"), source, config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "already held the correct output when first handed to one" in result.feedback
+    assert "already held the correct output when handed to one, before it ran, where no kernel had" in result.feedback
 
 
 @pytest.mark.parametrize("route", ["input", "weight"])
@@ -199,17 +199,19 @@ def test_a_kernel_copying_what_an_earlier_kernel_wrote_is_honest(judge):
 
 
 def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
-    """#5's sample (``runner.FirstHanded``): of an output's size and dtype only, not an input or a weight,
-    each storage once (as it is when first handed), none of one value, every ``stepped_sample``-th
-    element from a start drawn when it is taken; the judge compares those elements of the output."""
+    """#5's sample (``handed.FirstHanded``): of an output's size and dtype, as it is when handed, unless
+    what a launch left there (red team 16: not looked at again while it is what the launch left), none
+    of one value, every ``stepped_sample``-th element from a start drawn when it is taken; the judge
+    compares those elements of the output."""
+    from tritongym.evaluate.judge.handed import HANDED_SAMPLE, FirstHanded, stepped_sample
     from tritongym.evaluate.judge.judge import answer_made_before_kernels
-    from tritongym.evaluate.judge.runner import HANDED_SAMPLE, FirstHanded, stepped_sample
 
     handed = FirstHanded([[6, "torch.float32"]])
     answer, later = torch.tensor([3.0, 1, 4, 1, 5, 9]), torch.rand(6)
-    handed.see((answer, torch.zeros(6), torch.arange(6), torch.rand(7)), {})
-    handed.see((answer,), {"out": later})
+    after = handed.see((answer, torch.zeros(6)), {})
     answer += 1  # written by the launch: the sample is what it held when first handed
+    after()
+    handed.see((answer,), {"out": later})()  # what the first launch left in ``answer`` is the kernels' work
     copies = handed.copies()
     assert [start for start, _ in copies] == [0, 0]
     assert torch.equal(copies[0][1], answer - 1) and torch.equal(copies[1][1], later)
@@ -241,8 +243,8 @@ def test_a_sample_an_input_already_holds_at_its_elements_is_no_evidence():
     near 1 made the input the answer within fp16's tolerance, while the whole input is not. A sample is
     evidence only where what forward was given does not hold the answer at those same elements (an honest
     copy of an input worked on in place holds it there too); elsewhere the answer handed over still is."""
+    from tritongym.evaluate.judge.handed import stepped_sample
     from tritongym.evaluate.judge.judge import answer_made_before_kernels
-    from tritongym.evaluate.judge.runner import stepped_sample
 
     side = 4096  # the step is a prime now, so the RMS norm's sample crosses its columns
     step = stepped_sample(side * side)

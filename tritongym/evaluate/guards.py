@@ -141,8 +141,12 @@ RESIZE_OPS = frozenset(["resize_", "resize_as_", "_resize_output_"])
 
 
 class OpRecorder(TorchDispatchMode):
-    def __init__(self, poison_empty: bool = False) -> None:
+    def __init__(self, poison_empty: bool = False, moved: Callable | None = None) -> None:
         super().__init__()
+        self.moved = moved
+        """If set, called with each op (``func, args, kwargs``) before it runs; what it returns, if
+        anything, with the op's output after (a trial's ``handed.FirstHanded.moved``: whose work glue
+        moves)."""
         self.compute: collections.Counter[str] = collections.Counter()
         self.off_stream: collections.Counter[str] = collections.Counter()
         self.stream = current_stream_handle()
@@ -158,7 +162,10 @@ class OpRecorder(TorchDispatchMode):
             self.off_stream[name] += 1
         grown = self.poison_empty and name in RESIZE_OPS and args and isinstance(args[0], torch.Tensor)
         before = args[0].untyped_storage().nbytes() if grown else 0
+        after = self.moved(func, args, kwargs or {}) if self.moved is not None else None
         out = func(*args, **(kwargs or {}))
+        if after is not None:
+            after(out)
         if not (self.poison_empty and type(out) is torch.Tensor and out.device.type == "cpu"):
             return out
         if _allocates_unwritten(name) or grown:
@@ -1019,11 +1026,12 @@ class LaunchMonitor:
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
         host: HostTensors | None = None,
-        handed: Callable[[tuple, dict], None] | None = None,
+        handed: Callable[[tuple, dict], Callable[[], None] | None] | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.handed = handed
-        """If set, called with each own launch's arguments before it runs (a trial's ``FirstHanded``)."""
+        """If set, called with each own launch's arguments before it runs (a trial's ``FirstHanded``);
+        what it returns, if anything, is called once the launch returned or failed (on a GPU: queued)."""
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.host = host
@@ -1253,23 +1261,24 @@ class LaunchMonitor:
             monitor.launches += 1
             if monitor.block:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
-            if monitor.handed is not None:
-                monitor.handed(args, kwargs)
-            if monitor.skip is not None:
-                monitor.skip(args, kwargs)
-                _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output
-                return None
-            if monitor.stream is not None and current_stream_handle() != monitor.stream:
-                monitor.off_stream += 1
-            monitor._launching = kernel
-            pinned = fn is not None and triton_compat.interpreted(kernel) and frontend.pinned()
+            after = monitor.handed(args, kwargs) if monitor.handed is not None else None
             try:
+                if monitor.skip is not None:
+                    monitor.skip(args, kwargs)
+                    _grid_resolved(kernel, args, kwargs)  # host code: what it writes must show in the output
+                    return None
+                if monitor.stream is not None and current_stream_handle() != monitor.stream:
+                    monitor.off_stream += 1
+                monitor._launching = kernel
+                pinned = fn is not None and triton_compat.interpreted(kernel) and frontend.pinned()
                 if monitor.annotate:
                     with record_function(monitor.annotate):
                         return monitor._run(original, kernel, args, kwargs, fn, pinned)
                 return monitor._run(original, kernel, args, kwargs, fn, pinned)
             finally:
                 monitor._launching = outer
+                if callable(after):
+                    after()
 
         return run
 

@@ -31,6 +31,7 @@ from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
 from tritongym.evaluate.judge.feedback import Failure, bounded, classify_failure, speed_feedback
 from tritongym.evaluate.judge.gpu_memory import Blame, Nvml, freed_by, runner_gpu_limit
+from tritongym.evaluate.judge.handed import HANDED_SAMPLE, FirstHanded, stepped_sample
 from tritongym.evaluate.judge.launcher_builder import LauncherStore
 from tritongym.evaluate.judge.memory import (
     Footprint,
@@ -47,14 +48,7 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runner import (
-    CPU_LIMIT_GRACE_S,
-    HANDED_SAMPLE,
-    FirstHanded,
-    answer_sample,
-    cpu_budget_s,
-    stepped_sample,
-)
+from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, answer_sample, cpu_budget_s
 from tritongym.evaluate.judge.runners import (
     CpuTimeExceeded,
     OutOfMemory,
@@ -236,8 +230,8 @@ class JobState:
     """(bytes of device memory forward copied to the host, its inputs' bytes) of the first trial whose
     copies reached ``HOST_READ_SHARE`` of its inputs (``host_read``; the runner's count), else None."""
     handed_answer: str = ""
-    """What of forward's, in a trial, held the answer when first handed to a launch of its kernels
-    (``answer_made_before_kernels`` of ``Output.handed``), else ""."""
+    """What of forward's, in a trial, held the answer when handed to a launch of its kernels where no
+    kernel had written it (``answer_made_before_kernels`` of ``Output.handed``), else ""."""
     forward_ops: int = 0
     """The launches of its own kernels and the PyTorch ops forward made in the last trial, as the
     runner reported them (its word: the timing batch's length, speed.queue_calls)."""
@@ -411,7 +405,7 @@ def run_trials(
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
                                   poison=state.ctx.device.type == "cuda", answers=answers)  # fmt: skip
             try:
-                # the samples of what forward handed its launches (runner.FirstHanded) besides the answer
+                # the samples of what forward handed its launches (handed.FirstHanded) besides the answer
                 samples = FirstHanded.PER_OUTPUT * (HANDED_SAMPLE * 16 + 64) * len(answers)
                 out = state.ask(call, (p.Output,), max_payload=answer_bound(trial) + samples)
             except Failure as failure:
@@ -533,8 +527,9 @@ def guard_findings(
         raise Failure(
             Verdict.HACK_NO_TRITON,
             f"Forward handed its Triton kernels {state.handed_answer} that already held the correct output when "
-            "first handed to one, before it ran: the result is computed outside Triton (NumPy, Python, host code, "
-            "PyTorch copies) and the kernels only move it. Compute the output with Triton kernels.",
+            "handed to one, before it ran, where no kernel had written it: the result is computed outside Triton "
+            "(NumPy, Python, host code, PyTorch copies) and the kernels only move it. Compute the output with Triton "
+            "kernels.",
         )
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
@@ -599,16 +594,17 @@ def _sample(pair: object) -> bool:
 def answer_made_before_kernels(
     made: list, trial, tolerance: Tolerance, starts: list | None = None, model: torch.nn.Module | None = None
 ) -> str:
-    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (samples of tensors
-    forward made and handed to a launch of its kernels before any kernel wrote them) holds that output
-    tensor of the reference's, within the trials' tolerance, at the elements sampled; '' where none
-    does. A sample is evidence only where what forward was given does not hold the answer at those same
-    elements: an output that is constant there, or that one of the inputs (or of the reference
-    ``model``'s parameters and buffers, which the solution's model is given), cast to the output's dtype,
-    already holds there within that tolerance (an eval-mode batch norm of fresh statistics is its input;
-    an RMS norm whose weight is near 1 at the sampled column is its input there) is not looked for: an
-    honest kernel's zeroed buffer, or a copy of an input or a weight it then works on in place, would
-    hold it."""
+    """'a tensor of the output's size' (or 'of output[i]'s') where one of ``made`` (samples of memory
+    forward handed a launch of its kernels where it was not the kernels' work: ``handed.FirstHanded``;
+    the hollow forward's, of tensors made before any kernel ran) holds that output tensor of the
+    reference's, within the trials' tolerance, at the elements sampled; '' where none does. A sample is
+    evidence only where what forward was given does not hold the answer at those same elements: an
+    output that is constant there, or that one of the inputs (or of the reference ``model``'s parameters
+    and buffers, which the solution's model is given), cast to the output's dtype, or its first or last
+    bytes read in that dtype (``_byte_ends``), already holds there within that tolerance (an eval-mode
+    batch norm of fresh statistics is its input; an RMS norm whose weight is near 1 at the sampled
+    column is its input there) is not looked for: an honest kernel's zeroed buffer, or a copy of an input
+    or a weight it then works on in place, would hold it."""
     expected, expected64 = tensor_leaves(trial.expected), trial.expected64
     leaves64 = tensor_leaves(expected64) if expected64 is not None else [None] * len(expected)
     starts_ = starts if starts is not None else [None] * len(made)
@@ -617,20 +613,36 @@ def answer_made_before_kernels(
         if not e.numel():
             continue
         given = [x for x in [*tensor_leaves(trial.inputs), *state] if x.numel() == e.numel()]
+        ends: list | None = None
         for t, s in zip(made, starts_, strict=True):
             if not _holds(t, e, e64, tolerance, sampled=True, start=s):
                 continue  # the samples first (a trial's every one): the inputs' checks only for a match
             at = _sampled(e, e.numel(), s)
+            ends = _byte_ends([*tensor_leaves(trial.inputs), *state], e) if ends is None else ends
             if _constant(at) or any(_holds(_sampled(x, e.numel(), s), e, e64, tolerance, sampled=True, start=s)
-                                    for x in _cast(given, e.dtype)):  # fmt: skip
+                                    for x in [*_cast(given, e.dtype), *ends]):  # fmt: skip
                 continue
             return "a tensor of the output's size" if len(expected) == 1 else f"a tensor of output[{i}]'s size"
     return ""
 
 
+def _byte_ends(tensors: list, e: torch.Tensor) -> list:
+    """Of each of ``tensors`` (what forward was given) other than one of ``e``'s size and dtype, the first
+    and the last of its bytes an output ``e`` takes, read in ``e``'s dtype: what ``handed.FirstHanded``
+    samples of such a tensor handed whole (red team 16 #1b); a weight whose own bytes hold an output
+    there is no evidence against the kernels."""
+    size, found = e.numel() * e.element_size(), []
+    for x in tensors:
+        if (x.numel() == e.numel() and x.dtype == e.dtype) or x.numel() * x.element_size() < size:
+            continue
+        raw = x.detach().contiguous().reshape(-1).view(torch.uint8)
+        found += [raw[:size].clone().view(e.dtype), raw[raw.numel() - size :].clone().view(e.dtype)]
+    return found
+
+
 def _sampled(t: torch.Tensor, numel: int, start: int | None) -> torch.Tensor:
     """The elements of ``t`` (of ``numel`` elements) that a sample holds: from ``start`` on, every
-    ``runner.stepped_sample``-th, or without a start those ``runner.answer_sample`` picks."""
+    ``handed.stepped_sample``-th, or without a start those ``runner.answer_sample`` picks."""
     flat = t.reshape(-1)
     if start is not None:
         return flat[start :: stepped_sample(numel)]
@@ -653,7 +665,7 @@ def _holds(
 ) -> bool:
     """Whether ``flat``'s elements are the output ``e``'s, in order, within the trials' tolerance;
     ``sampled``: ``flat`` holds only the elements ``runner.answer_sample`` picks (with a ``start``: those
-    from there on, every ``runner.stepped_sample``-th), compared with those."""
+    from there on, every ``handed.stepped_sample``-th), compared with those."""
     if flat.dtype != e.dtype or (flat.numel() != e.numel() and not sampled):
         return False
     try:

@@ -176,8 +176,8 @@ class Call(Message):
     output slots, synchronise the device, and answer with ``out_slots`` set instead of the value."""
     answers: list = field(default_factory=list)
     """[numel, dtype] of each output tensor the reference returns (a trial's; empty for a timing's): the
-    runner sends back a sample of each tensor of that size and dtype that forward made and handed to a
-    launch of its kernels, as it was when first handed to one (``Output.handed``)."""
+    runner sends back samples of what forward handed its launches that could hold one and was not the
+    kernels' work (``Output.handed``)."""
 
 
 @dataclass
@@ -205,11 +205,12 @@ class Output(Message):
     """Bytes of device memory forward copied to the host (``placement.host_read_bytes``; counted by
     ``HostTensors`` on the CPU, ``HostReads`` on a GPU): the runner's word, as its op counts are."""
     handed: Tree = None
-    """Of the tensors forward made and handed to a launch of its kernels, of an output's size and dtype
-    (``Call.answers``), [start, elements]: those from a start the runner drew on, every
-    ``runner.stepped_sample``-th, as they were before the first launch each was handed to ran
-    (``runner.FirstHanded``): one holding the answer then was computed before any kernel was given it
-    (red team 15 #5)."""
+    """Of the memory forward handed a launch of its kernels that could hold an output (``Call.answers``)
+    and was not the kernels' work then (``handed.FirstHanded``: a tensor of an output's size and dtype,
+    or an output's worth of a storage's bytes read in its dtype), [start, elements]: those from a start
+    the runner drew on, every ``handed.stepped_sample``-th, as they were before that launch ran, per
+    output the ``FirstHanded.PER_OUTPUT`` nearest forward's output: one holding the answer then was
+    computed outside the kernels (red team 15 #5, red team 16 #1)."""
 
 
 @dataclass

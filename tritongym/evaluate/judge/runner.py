@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import gc
 import importlib.util
 import inspect
 import math
 import os
 import resource
-import secrets
 import socket
 import sys
 import tempfile
@@ -45,6 +43,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
+from tritongym.evaluate.judge.handed import FirstHanded
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -276,15 +275,17 @@ class Runner:
             raise classify_failure(exc, self.path, "while the inputs were copied to the GPU, before forward") from None
         # on the CPU what forward allocates with empty holds the poison, as a GPU's free memory does (a
         # fresh host allocation is often zeros: an accumulator never zeroed was right by chance)
-        recorder, witness = OpRecorder(poison_empty=self.device.type == "cpu"), OpWitness()
+        # forward's inputs and weights are looked at too: an answer parked in an input's storage, or a
+        # parameter's, and put back after (red team 15 #5d); they are never the kernels' work, and one
+        # an input or a weight holds as given is not looked for by the judge
+        weights = [*self.model.parameters(), *self.model.buffers()]
+        handed = FirstHanded(message.answers, [*tensor_leaves(given), *weights])
+        recorder = OpRecorder(poison_empty=self.device.type == "cpu", moved=handed.moved)
+        witness = OpWitness()
         host = self.host  # on the CPU, a kernel argument a GPU would hold in host memory fails the launch
         reads = self.reads  # the CPU's HostTensors too: forward's copies of device memory to the host
         reads.host_bytes = 0
         started = thread_starts()
-        # forward's inputs and weights are looked at too: an answer parked in an input's storage, or a
-        # parameter's, and put back after (red team 15 #5d); one an input or a weight holds as given is
-        # not looked for by the judge
-        handed = FirstHanded(message.answers)
         monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
         try:
             with (
@@ -311,7 +312,7 @@ class Runner:
         race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
         if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
             raise classify_failure(race, self.path, IN_FORWARD)
-        samples = handed.copies()  # read on the host once forward's watch is over
+        samples = handed.copies(tensor_leaves(got))  # compared and read on the host once forward's watch is over
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -605,69 +606,6 @@ class MadeBeforeKernels:
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
         self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
-
-
-HANDED_SAMPLE = 1024
-"""Elements of each of ``FirstHanded``'s samples, at most."""
-
-
-@functools.lru_cache(maxsize=64)
-def stepped_sample(numel: int) -> int:
-    """The step of ``FirstHanded``'s sample of a flat tensor of ``numel`` elements (every one where they
-    are at most ``HANDED_SAMPLE``), from a start drawn in ``[0, step)`` when it is taken (so that no
-    forward knows which elements are looked at): a slice with a step is a view, and its copy glue, so
-    that taking it inside forward runs no PyTorch compute the op recorder would count as forward's.
-    The step is a prime, so that the sample crosses a tensor's rows rather than falling in the few
-    columns a step dividing the row length would give (every 16,384th element of a 4096-wide matrix is
-    one column: session 10's RMS norm)."""
-    step = max(1, -(-numel // HANDED_SAMPLE))
-    while step > 1 and any(step % d == 0 for d in range(2, math.isqrt(step) + 1)):
-        step += 1
-    return step
-
-
-class FirstHanded:
-    """What forward hands its own launches in a trial: of the tensors of an output's size and dtype
-    (``answers``, as ``MadeBeforeKernels`` takes them), a sample (``stepped_sample``) of each as it is
-    when first handed to a launch, before that launch runs. One holding the answer then was computed
-    before any kernel was given it, by the host or PyTorch's glue (into a buffer of its own, or into an
-    input's or a weight's storage, put back after); the kernels only moved it. The hollow forward looks
-    for the same where no kernel runs, which forward can tell (a probe kernel's flag stays unwritten there) and
-    hand over nothing (red team 15 #5); here every kernel runs. A storage handed to a launch before is
-    not looked at again (a kernel may have written the answer into it: a scratch buffer of an honest
-    two-kernel pipeline). At most ``PER_OUTPUT`` samples times the number of output tensors, the first
-    ones (of whichever output)."""
-
-    PER_OUTPUT = 256
-
-    def __init__(self, answers: list) -> None:
-        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
-        self.limit = self.PER_OUTPUT * len(answers)
-        self.seen: set[int | None] = set()
-        self.samples: list[tuple[int, torch.Tensor]] = []
-        """(start, the elements from ``start`` on, every ``stepped_sample``-th)."""
-
-    def see(self, args: tuple, kwargs: dict) -> None:
-        if not self.wanted:
-            return
-        for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
-            address = storage_address(value)
-            if address is None or address in self.seen:
-                continue
-            self.seen.add(address)
-            wanted = (value.numel(), str(value.dtype)) in self.wanted and value.layout is torch.strided
-            if wanted and value.numel() and len(self.samples) < self.limit:
-                flat = value.detach().reshape(-1)  # a view, or glue's copy of a tensor laid out otherwise
-                step = stepped_sample(flat.numel())
-                start = secrets.randbelow(step)
-                self.samples.append((start, flat[start::step].clone()))
-
-    def copies(self) -> list[list]:
-        """[start, sample] of each, the sample in host memory, those holding one value everywhere left out
-        (a zeroed or fresh buffer: a constant answer is not looked for)."""
-        found = [[start, t.to("cpu", copy=True)] for start, t in self.samples]
-        self.samples = []
-        return [pair for pair in found if not one_value(pair[1])]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
