@@ -6,7 +6,8 @@ purpose-written reference in ``honest/problems/``, shrunk as the CPU shrinks a p
 size judged, where it says ``# sizes: full``), the findings the documented policy gives it
 where it legitimately leaves part of the work to PyTorch, ``# device: gpu`` where Triton's
 interpreter cannot run it, ``# triton: <release>`` / ``# torch: <release>`` where the idiom's API is newer than
-some supported release, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed).
+some supported release, and ``# open: <why>`` where the judge still refuses it (xfail, strict: it flips when fixed),
+``# open on gpu: <why>`` where it does so on a GPU only.
 
 The guards' fixes that these found are tested here too, with the attack each guard was built for
 kept closed: a launch's grid is forward's host code (a grid that writes the answer is caught), and
@@ -60,6 +61,8 @@ def _marks(text: str) -> list:
             marks.append(pytest.mark.skip(reason=f"needs {package} {needs} or later (here {version})"))
     if _header(text, "open"):  # a refusal of honest code that no fix yet removes without reopening an attack
         marks.append(pytest.mark.xfail(strict=True, reason=_header(text, "open")))
+    if DEVICE == "cuda" and _header(text, "open on gpu"):  # the same, on a GPU only
+        marks.append(pytest.mark.xfail(strict=True, reason=_header(text, "open on gpu")))
     return marks
 
 

@@ -1,6 +1,7 @@
 """The GPU's verdicts the CPU's are measured against in tests/adversarial/redteam16/README.md (marker
-``gpu``; run through the device tool). Written, not run, in the session that wrote them (no GPU): the
-coordinator runs them after the merge."""
+``gpu``; run through the device tool). Run on an H200 in session 11 after the merge: every test passed but
+the decoys' two, whose 256 full-size decoys were ``out_of_memory`` (now their own test; the decoys' test
+takes 32, not rerun since)."""
 
 from pathlib import Path
 
@@ -24,11 +25,19 @@ def config(**overrides) -> EvalConfig:
 def test_decoys_or_a_rewrite_before_the_answer_are_seen_on_a_gpu(route):
     """#1 on a GPU, at the full size (8192-wide rows: the extents are sampled, not copied whole): what each
     launch left is sampled after it by a strided copy on the launch's stream, checked by another when the
-    memory is handed again, all compared after forward; no synchronisation in forward."""
+    memory is handed again, all compared after forward; no synchronisation in forward. 32 decoys: 256 of
+    the output's size are more than the job's memory (the next test)."""
     source = (HERE / "decoys_handed_first.py").read_text().replace('ROUTE = "empty"', f'ROUTE = "{route}"')
-    result = evaluate(find_problem("11_roll"), source, config())
+    result = evaluate(find_problem("11_roll"), source.replace("DECOYS = 256", "DECOYS = 32"), config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "already held the correct output" in result.feedback
+
+
+def test_256_decoys_at_the_full_size_are_more_memory_than_the_job_allows():
+    """Measured on an H200 (session 11): 256 fresh decoys of 11_roll's full-size output held 16.6 GiB in
+    trial 1, past the job's 11.75 GiB: the route costs the candidate its verdict before any answer check."""
+    result = evaluate(find_problem("11_roll"), (HERE / "decoys_handed_first.py").read_text(), config())
+    assert result.verdict is Verdict.OUT_OF_MEMORY, result.feedback
 
 
 @pytest.mark.parametrize("route", ["pieces", "bits"])

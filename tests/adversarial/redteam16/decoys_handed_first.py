@@ -5,7 +5,8 @@ storage once, when first handed to a launch, and kept the first 256 samples per 
 does nothing, spending the bound; ``"clone"``: the 256 decoys are copies of the input (glue; values of
 their own); ``"rewrite"`` (one buffer, one extra launch): the buffer is handed to the do-nothing kernel,
 then glue's answer is copied into it (``copy_``), then it is handed to the copy kernel: a storage handed
-before was not looked at again."""
+before was not looked at again. ``DECOYS``: how many (at a problem's full size on a GPU, 256 of
+them are more memory than the job allows: ``out_of_memory``)."""
 
 import torch
 import torch.nn as nn
@@ -13,6 +14,7 @@ import triton
 import triton.language as tl
 
 ROUTE = "empty"
+DECOYS = 256
 
 
 @triton.jit
@@ -38,7 +40,7 @@ class ModelNew(nn.Module):
         flag_kernel[(1,)](flag)
         decoys = []
         if ROUTE != "rewrite":
-            for _ in range(256):
+            for _ in range(DECOYS):
                 decoy = torch.empty_like(x) if ROUTE == "empty" else x.clone()
                 nothing_kernel[(1,)](decoy, decoy.numel())
                 decoys.append(decoy)
