@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+import torch
 
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
@@ -17,23 +17,36 @@ def config(**overrides) -> EvalConfig:
     return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
 
 
-@pytest.mark.xfail(strict=True, reason="open: a move's record spans its written view's extent, not its elements")
 def test_glue_answer_spanned_by_a_strided_move_is_seen(judge):
     """#1: glue's answer made the kernels' work by copying a kernel's two elements into its first and
-    last elements through a strided view (``moved`` recorded the view's whole extent)."""
+    last elements through a strided view (``ok`` under ``forbid``: ``moved`` recorded the view's whole
+    extent). A record is made of the view's dense runs (``handed.runs``)."""
     result = judge(small_problem("11_roll"), (HERE / "strided_view_spans_glue.py").read_text(), config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "already held the correct output" in result.feedback
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open: a launch's record spans a strided view's extent, looked at only at its ends"
-)
 def test_glue_answer_spanned_by_a_strided_view_handed_to_a_launch_is_seen(judge):
     """#1b: glue's answer inside a padded buffer made the kernels' work by handing a do-nothing kernel a
     two-element view of the padding (its extent spans the answer, and no output-sized region at its
-    ends is the answer's)."""
+    ends is the answer's; ``ok`` under ``forbid``: the launch's record spanned the view's extent). A
+    record is made of the view's dense runs (``handed.runs``)."""
     source = (HERE / "strided_view_handed_to_a_launch.py").read_text()
     result = judge(small_problem("11_roll"), source, config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "already held the correct output" in result.feedback
+
+
+def test_a_record_is_made_of_the_dense_runs_a_view_addresses():
+    """#1's rule (``handed.runs``): one run where a tensor is dense in any order, a run per row of a column
+    slice, the two elements of a strided two-element view (not the bytes between), none past ``RUNS``
+    (recorded nowhere: looked at when handed)."""
+    from tritongym.evaluate.judge.handed import RUNS, runs
+
+    b = torch.zeros(6, 10)
+    assert runs(b) == runs(b.t()) == [(0, 240)]
+    assert runs(b[1:3]) == [(40, 120)]
+    assert runs(b[:, 2:5]) == [(8 + 40 * row, 20 + 40 * row) for row in range(6)]
+    assert runs(b.view(-1)[::59]) == [(0, 4), (236, 240)]
+    assert runs(torch.zeros(3).expand(4, 3)) == [(0, 12)]
+    assert runs(torch.zeros(RUNS + 1, 2)[:, 0]) == []
