@@ -50,3 +50,46 @@ def test_a_record_is_made_of_the_dense_runs_a_view_addresses():
     assert runs(b.view(-1)[::59]) == [(0, 4), (236, 240)]
     assert runs(torch.zeros(3).expand(4, 3)) == [(0, 12)]
     assert runs(torch.zeros(RUNS + 1, 2)[:, 0]) == []
+
+
+def _launch(handed, *tensors, write=None):
+    after = handed.see(tensors, {})
+    if write is not None:
+        write()
+    after()
+
+
+def test_a_view_of_more_runs_is_recorded_where_the_kernels_work_covers_it():
+    """#1's rule past ``RUNS`` (``FirstHanded._spans``): a kernel working in place on a column slice of
+    more rows than ``RUNS`` of what a kernel left keeps it the kernels' work (the bytes between its runs
+    were); the same slice of glue's answer, handed to a kernel that does nothing, leaves it glue's."""
+    from tritongym.evaluate.guards import OpRecorder
+    from tritongym.evaluate.judge.handed import RUNS, FirstHanded, stepped_sample
+
+    x = torch.randn(RUNS + 1, 80)
+    answer = torch.cat((x[:, 75:], x[:, :75]), dim=1)
+    flat = answer.reshape(-1)
+    step = stepped_sample(flat.numel())
+
+    def looked(route):
+        handed = FirstHanded([[x.numel(), "torch.float32"]], [x])
+        with OpRecorder(poison_empty=True, moved=handed.moved):
+            out = torch.empty_like(x)
+            if route == "kernels":
+                buf = torch.empty_like(x)
+
+                def first(buf=buf):
+                    buf.copy_(answer)
+                    buf[:, :40] = 0
+
+                _launch(handed, x, buf, write=first)
+                _launch(handed, x, buf[:, :40], write=lambda buf=buf: buf[:, :40].copy_(answer[:, :40]))
+            else:
+                buf = answer.clone()
+                _launch(handed, buf[:, :40])
+            _launch(handed, buf, out, write=lambda buf=buf, out=out: out.copy_(buf))
+        copies = handed.copies([out])
+        return sum(s.dtype == flat.dtype and torch.equal(s, flat[start::step]) for start, s in copies)
+
+    assert looked("kernels") == 0
+    assert looked("glue") >= 1

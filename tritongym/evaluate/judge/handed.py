@@ -56,8 +56,8 @@ where forward's handed storages are smaller: the floor of its bound."""
 
 RUNS = 64
 """Dense runs of a strided tensor that a record of what a launch or a move left is made of, at most:
-a tensor of more is recorded nowhere (its memory is looked at when handed, unless earlier records
-cover it)."""
+a tensor of more is recorded over its extent where earlier records cover it, else nowhere (its memory
+is looked at when handed)."""
 
 MOVES = frozenset(["clone", "copy_", "_to_copy", "cat", "stack"])
 """aten ops that move data (the op recorder's glue) without taking in any but their sources': their
@@ -285,6 +285,16 @@ class FirstHanded:
         self.made.append(left)
         fresh.add(left)
 
+    def _spans(self, t: torch.Tensor, storage) -> list[tuple[int, int]]:
+        """Where a record of what a launch or a move left in ``t`` goes: its dense runs (``runs``); for a
+        view of more than ``RUNS``, its extent where the records of that memory cover it (the bytes
+        between its runs already the kernels' work, as those records' checks will tell), else nowhere."""
+        found, reach = runs(t), extent(t)
+        if found or reach is None:
+            return found
+        covering = self._overlapping(storage, *reach)
+        return [reach] if covering and _covered(covering, *reach) else []
+
     def _forget(self, t: torch.Tensor) -> None:
         storage, reach = _storage(t), extent(t)
         if storage is not None and reach is not None:
@@ -322,7 +332,7 @@ class FirstHanded:
             try:
                 with _disable_current_modes():
                     for value, storage, _reach in handed:
-                        for start, end in runs(value):
+                        for start, end in self._spans(value, storage):
                             self._leave(storage, start, end, checks, [], [], fresh)
                     self._bound()
             finally:
@@ -405,7 +415,7 @@ class FirstHanded:
                 for t in targets:
                     storage = _storage(t)
                     if storage is not None:
-                        for start, end in runs(t):
+                        for start, end in self._spans(t, storage):
                             self._leave(storage, start, end, checks, parents, more, fresh)
                 self._bound()
             finally:
