@@ -29,6 +29,7 @@ the current stream, the launch's, with no synchronisation; they are compared aft
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import secrets
 import weakref
@@ -52,6 +53,11 @@ LEFT_WIDTH = 8
 KEPT_FLOOR = 32 << 20
 """Bytes of samples and checks a trial keeps in the runner before it settles them (``FirstHanded.settle``)
 where forward's handed storages are smaller: the floor of its bound."""
+
+RUNS = 64
+"""Dense runs of a strided tensor that a record of what a launch or a move left is made of, at most:
+a tensor of more is recorded over its extent where earlier records cover it, else nowhere (its memory
+is looked at when handed)."""
 
 MOVES = frozenset(["clone", "copy_", "_to_copy", "cat", "stack"])
 """aten ops that move data (the op recorder's glue) without taking in any but their sources': their
@@ -91,6 +97,27 @@ def extent(t: torch.Tensor) -> tuple[int, int] | None:
         else:
             last += (size - 1) * stride
     return first * t.element_size(), (last + 1) * t.element_size()
+
+
+def runs(t: torch.Tensor) -> list[tuple[int, int]]:
+    """[first byte, past the last byte) of each dense run of the elements ``t`` addresses in its storage
+    (one, its ``extent``, where it is dense in any order; a row each of a column slice): a strided
+    view's extent holds bytes it does not address, which a write through it leaves as they were (red
+    team 18 #1). Empty where there are more than ``RUNS``."""
+    if t.layout is not torch.strided or not t.numel():
+        return []
+    dims = sorted((stride, size) for size, stride in zip(t.shape, t.stride(), strict=True) if size > 1 and stride)
+    inner = 1
+    while dims and dims[0][0] == inner:
+        inner *= dims.pop(0)[1]
+    if math.prod(size for _, size in dims) > RUNS:
+        return []
+    width = t.element_size()
+    starts = sorted(
+        t.storage_offset() + sum(i * stride for i, (stride, _) in zip(index, dims, strict=True))
+        for index in itertools.product(*(range(size) for _, size in dims))
+    )
+    return [(start * width, (start + inner) * width) for start in starts]
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -258,6 +285,16 @@ class FirstHanded:
         self.made.append(left)
         fresh.add(left)
 
+    def _spans(self, t: torch.Tensor, storage) -> list[tuple[int, int]]:
+        """Where a record of what a launch or a move left in ``t`` goes: its dense runs (``runs``); for a
+        view of more than ``RUNS``, its extent where the records of that memory cover it (the bytes
+        between its runs already the kernels' work, as those records' checks will tell), else nowhere."""
+        found, reach = runs(t), extent(t)
+        if found or reach is None:
+            return found
+        covering = self._overlapping(storage, *reach)
+        return [reach] if covering and _covered(covering, *reach) else []
+
     def _forget(self, t: torch.Tensor) -> None:
         storage, reach = _storage(t), extent(t)
         if storage is not None and reach is not None:
@@ -294,8 +331,9 @@ class FirstHanded:
             fresh: set = set()
             try:
                 with _disable_current_modes():
-                    for _value, storage, reach in handed:
-                        self._leave(storage, *reach, checks, [], [], fresh)
+                    for value, storage, _reach in handed:
+                        for start, end in self._spans(value, storage):
+                            self._leave(storage, start, end, checks, [], [], fresh)
                     self._bound()
             finally:
                 self.quiet = quiet
@@ -375,9 +413,10 @@ class FirstHanded:
             self.quiet = True
             try:
                 for t in targets:
-                    storage, reach = _storage(t), extent(t)
-                    if storage is not None and reach is not None:
-                        self._leave(storage, *reach, checks, parents, more, fresh)
+                    storage = _storage(t)
+                    if storage is not None:
+                        for start, end in self._spans(t, storage):
+                            self._leave(storage, start, end, checks, parents, more, fresh)
                 self._bound()
             finally:
                 self.quiet = False
