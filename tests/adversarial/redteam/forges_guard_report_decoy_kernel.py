@@ -45,7 +45,7 @@ class Monitor:
 
 
 class Recorder:
-    def __init__(self, poison_empty=False):
+    def __init__(self, poison_empty=False, moved=None):
         self.compute, self.off_stream = [], {}
 
     def __enter__(self):
