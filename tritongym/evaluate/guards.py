@@ -1359,8 +1359,9 @@ def thread_starts() -> int:
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:
     """Which input, parameter or buffer an output shares memory with, if any. Where several share
-    one storage (inputs in the judge's shared slots, carved from one buffer), the one whose bytes
-    the output overlaps is named (else the first)."""
+    one storage (views of one tensor: tied weights, a module's buffers), the one whose bytes the
+    output overlaps is named (else the first). A GPU's inputs in the judge's shared slots each have a
+    storage of their own (speed.own_storage)."""
     owners: dict[int, list[tuple[tuple[int, int], str]]] = {}
     named = [(t, f"input argument {i}") for i, t in enumerate(tensor_leaves(inputs))]
     named += [(t, f"{name!r} of the module") for name, t in [*module.named_parameters(), *module.named_buffers()]]
