@@ -111,9 +111,11 @@ GLUE_OPS = frozenset(
         "unfold",
         "_local_scalar_dense",
         "arange",
+        "is_pinned",
     ]
 )
-"""aten ops that move, shape or allocate memory: allowed glue around the candidate's kernels."""
+"""aten ops that move, shape or allocate memory (or, ``is_pinned``, tell what memory a tensor is in: a
+host tensor's DLPack export asks it): allowed glue around the candidate's kernels."""
 
 
 class LaunchBlocked(RuntimeError):
