@@ -97,6 +97,29 @@ def test_a_tensor_handed_is_the_calls_own_object():
     assert again[0] is not first[0] and again[0].untyped_storage().data_ptr() == slots[0][0].data_ptr()
 
 
+def test_a_timing_batch_hands_each_call_inputs_of_their_own(monkeypatch):
+    """open_slots makes each call's inputs once; run_batch hands call k its own (the slots as mapped,
+    CPU tensors for the GPU's), and copies each output into its output slot."""
+    _, slots, _ = carved_inputs(3)
+    out = torch.zeros(3, 2)
+    mapped = {"in0": slots[0], "in4": slots[4], "out": out}
+    monkeypatch.setattr(speed, "rebuild", lambda spec, device: mapped[spec])
+    attach = p.Attach(inputs=["in0", "in4"], outputs=["out"], layout=[{"slot": 0}, 7, {"slot": 1}])
+    ins, outs, shape = speed.open_slots(attach, torch.device("cpu"))
+    assert outs == [out] and shape == [{"slot": 0}, 7, {"slot": 1}] and [len(calls) for calls in ins] == [3, 3]
+    seen = []
+
+    def forward(x, seven, y):
+        seen.append(
+            [(t.untyped_storage().data_ptr(), t.storage_offset(), t.untyped_storage().nbytes()) for t in (x, y)]
+        )
+        return torch.stack([x.sum(), y.sum().float()]) + seven
+
+    speed.run_batch(forward, (ins, outs, shape), 3)
+    assert seen == [[(s[k].data_ptr(), 0, n) for s, n in ((slots[0], 120), (slots[4], 40))] for k in range(3)]
+    assert torch.equal(out[:, 0], torch.tensor([0.0, 30.0, 60.0]) + 7)  # slot 0 holds k everywhere (30 elements)
+
+
 def test_an_input_keeps_its_slots_buffer_alive():
     """The storage of its own holds the shared buffer (DLPack's deleter): the buffer is not freed while
     forward, or anything it made of an input, holds it, and is once nothing does."""
