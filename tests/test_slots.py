@@ -40,6 +40,110 @@ def test_slots_of_every_layout_are_disjoint_and_shaped_like_their_leaves():
             assert (slot[k].data_ptr() - buffer.data_ptr()) % speed.CALL_ALIGN == 0
 
 
+# --- what forward is handed: each call's element of a slot as a tensor of its own ---------------------
+
+
+def carved_inputs(count: int):
+    """Slots of inputs in several layouts (transposed, strided, half precision, empty), carved from one
+    uint8 buffer as the judge's arena carves them, filled with distinct values."""
+    inputs = [torch.randn(6, 5).t(), torch.randn(6, 10)[:, ::2], torch.zeros(7, dtype=torch.float16),
+              torch.zeros(0, 3), torch.arange(5)]  # fmt: skip
+    specs, _ = slot_specs(inputs, [], count)
+    buffer = torch.zeros(carved_bytes(specs, 512), dtype=torch.uint8)
+    slots = carve_slots(buffer, specs, 512)
+    for n, slot in enumerate(slots):
+        for k in range(count):
+            slot[k].copy_(torch.full(slot[k].shape, 10 * n + k))
+    return buffer, slots, inputs
+
+
+def test_each_calls_input_has_a_storage_of_its_own_over_its_slot():
+    """The storages forward sees are those an ordinary caller's inputs have (session 11: on a GPU every
+    input shared the arena's one storage, and an honest aliasing check by the storages' addresses,
+    storage_alias_check.py, failed): each starts at the input (offset 0), holds its bytes alone and
+    is no other input's, over the slot's memory itself (no copy)."""
+    buffer, slots, inputs = carved_inputs(3)
+    ins = [speed.own_calls(slot) for slot in slots]
+    seen = set()
+    for k in range(3):
+        given = speed.handed(ins, k)
+        for slot, leaf, t in zip(slots, inputs, given, strict=True):
+            storage = t.untyped_storage()
+            assert t.data_ptr() == slot[k].data_ptr() == storage.data_ptr() and t.storage_offset() == 0
+            assert t.shape == leaf.shape and t.stride() == leaf.stride() and t.dtype == leaf.dtype
+            assert storage.nbytes() == speed._span(leaf) * leaf.element_size() and t._base is None
+            assert torch.equal(t, slot[k])
+            if t.numel():
+                seen.add(storage.data_ptr())
+        assert given[0].untyped_storage().nbytes() == given[0].numel() * given[0].element_size() == 120
+    assert len(seen) == 4 * 3  # no two inputs of any calls share a storage
+    given = speed.handed(ins, 1)
+    given[0].fill_(-1.0)  # forward writes an input in place: the slot, so the judge's copy of it, has it
+    assert bool((slots[0][1] == -1).all()) and bool((slots[0][0] == 0).all()) and bool((slots[0][2] == 2).all())
+    given[2].view(torch.int16).fill_(-1)
+    assert bool((buffer[slots[2][1].data_ptr() - buffer.data_ptr() :][:14] == 255).all())
+
+
+def test_a_tensor_handed_is_the_calls_own_object():
+    """What one forward does to the tensor object it was handed (set_, a transpose in place) is not
+    what the next call (a timing batch run again) is handed."""
+    _, slots, _ = carved_inputs(2)
+    ins = [speed.own_calls(slot) for slot in slots]
+    first = speed.handed(ins, 0)
+    first[0].t_()
+    first[1].set_(torch.zeros(2))
+    again = speed.handed(ins, 0)
+    assert again[0].shape == (5, 6) and again[1].shape == (6, 5) and again[1].data_ptr() == slots[1][0].data_ptr()
+    assert again[0] is not first[0] and again[0].untyped_storage().data_ptr() == slots[0][0].data_ptr()
+
+
+def test_a_timing_batch_hands_each_call_inputs_of_their_own(monkeypatch):
+    """open_slots makes each call's inputs once; run_batch hands call k its own (the slots as mapped,
+    CPU tensors for the GPU's), and copies each output into its output slot."""
+    _, slots, _ = carved_inputs(3)
+    out = torch.zeros(3, 2)
+    mapped = {"in0": slots[0], "in4": slots[4], "out": out}
+    monkeypatch.setattr(speed, "rebuild", lambda spec, device: mapped[spec])
+    attach = p.Attach(inputs=["in0", "in4"], outputs=["out"], layout=[{"slot": 0}, 7, {"slot": 1}])
+    ins, outs, shape = speed.open_slots(attach, torch.device("cpu"))
+    assert outs == [out] and shape == [{"slot": 0}, 7, {"slot": 1}] and [len(calls) for calls in ins] == [3, 3]
+    seen = []
+
+    def forward(x, seven, y):
+        seen.append(
+            [(t.untyped_storage().data_ptr(), t.storage_offset(), t.untyped_storage().nbytes()) for t in (x, y)]
+        )
+        return torch.stack([x.sum(), y.sum().float()]) + seven
+
+    speed.run_batch(forward, (ins, outs, shape), 3)
+    assert seen == [[(s[k].data_ptr(), 0, n) for s, n in ((slots[0], 120), (slots[4], 40))] for k in range(3)]
+    assert torch.equal(out[:, 0], torch.tensor([0.0, 30.0, 60.0]) + 7)  # slot 0 holds k everywhere (30 elements)
+
+
+def test_an_input_keeps_its_slots_buffer_alive():
+    """The storage of its own holds the shared buffer (DLPack's deleter): the buffer is not freed while
+    forward, or anything it made of an input, holds it, and is once nothing does."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    memory = np.zeros(4096, dtype=np.uint8)  # owns the bytes; torch's tensor over it holds it
+    freed = []
+    weakref.finalize(memory, freed.append, True)
+    buffer = torch.from_numpy(memory)
+    (slot,) = carve_slots(buffer, slot_specs([torch.zeros(4, 8)], [], 2)[0], 512)
+    kept = speed.handed([speed.own_calls(slot)], 1)[0][1:]  # a view forward keeps of call 1's input
+    del memory, buffer, slot
+    gc.collect()
+    assert not freed
+    kept.fill_(3.0)  # the memory is still the buffer's, and alive
+    assert float(kept.sum()) == 3.0 * 24
+    del kept
+    gc.collect()
+    assert freed
+
+
 # --- a trial's inputs and output through shared slots (shared_inputs.py), CPU tensors for the GPU's --
 
 
@@ -192,9 +296,10 @@ def test_the_runner_runs_forward_on_the_slots_themselves():
     runner = Runner.__new__(Runner)
     runner.device = torch.device("cpu")
     slot = torch.zeros(1, 3)
-    runner.slots = ([slot], [], [{"slot": 0}, 2])
+    runner.slots = ([speed.own_calls(slot)], [], [{"slot": 0}, 2])
     given = runner.inputs(p.Call(args=None, in_slots=True))
-    assert given[1] == 2
+    assert given[1] == 2 and given[0].data_ptr() == slot.data_ptr()
+    assert given[0].untyped_storage().nbytes() == 12 and given[0]._base is None  # a tensor of its own
     given[0].add_(5)  # what forward does to its inputs is in the judge's slot
     assert torch.equal(slot[0], torch.full((3,), 5.0))
     sent = [torch.ones(2)]
@@ -251,17 +356,20 @@ def test_layouts_are_the_same_only_value_for_value_and_type_for_type():
     assert not same({1: 0}, {True: 0}) and not same([1, 2], [1]) and not same(object(), object())
 
 
-def test_an_output_aliasing_one_of_several_inputs_in_one_buffer_names_that_input():
+def test_an_output_aliasing_one_of_several_views_of_one_buffer_names_that_one():
     from tritongym.evaluate.guards import aliasing
 
     buffer = torch.zeros(64)
-    x, y = buffer[:16], buffer[32:48]  # two input slots carved from one buffer
+    x, y = buffer[:16], buffer[32:48]  # two inputs that are views of one tensor
     model = torch.nn.Linear(2, 2)
     assert aliasing(y[4:], [x, y], model) == "input argument 1"
     assert aliasing(x.view(4, 4), [x, y], model) == "input argument 0"
     assert aliasing(buffer[20:24], [x, y], model) == "input argument 0"  # the buffer between them: still an input's
     assert aliasing(torch.zeros(3), [x, y], model) is None
     assert aliasing(model.weight[0], [x, y], model) == "'weight' of the module"
+    ins = [speed.own_calls(slot) for slot in carve_slots(buffer.view(torch.uint8), slot_specs([x, y], [], 1)[0], 64)]
+    x, y = speed.handed(ins, 0)  # the judge's slots: each input's own storage
+    assert aliasing(y[4:], [x, y], model) == "input argument 1" and aliasing(x.t(), [x, y], model) == "input argument 0"
 
 
 def test_a_trials_slots_are_where_a_timing_batch_of_one_call_puts_its_own(monkeypatch):
@@ -363,7 +471,7 @@ def test_a_runner_asked_for_its_output_in_the_slots_answers_with_it_there_or_in_
     runner.host = None  # where forward's tensors are made is not checked here (placement.py)
     runner.reads = HostReads()  # a GPU's count: every tensor here is host memory, no copy counted
     x, out, total = torch.arange(3.0).reshape(1, 3), torch.zeros(1, 3), torch.zeros(1, 1)
-    runner.slots = ([x], [out, total], [{"slot": 0}])
+    runner.slots = ([speed.own_calls(x)], [out, total], [{"slot": 0}])
     runner.output_layout = ({"slot": 0}, [{"k": {"slot": 1}}])
     sent = []
     runner.send = sent.append
@@ -410,7 +518,7 @@ def test_the_runner_profiles_forward_on_its_slots(monkeypatch):
     runner = Runner.__new__(Runner)
     runner.device, runner.path, runner.model, runner.text = torch.device("cpu"), "candidate.py", None, None
     slot = torch.arange(3.0).reshape(1, 3)
-    runner.slots = ([slot], [], [{"slot": 0}, 2])
+    runner.slots = ([speed.own_calls(slot)], [], [{"slot": 0}, 2])
     sent = []
     runner.send = sent.append
     runner.profile(p.Profile(args=None, in_slots=True))

@@ -111,9 +111,11 @@ GLUE_OPS = frozenset(
         "unfold",
         "_local_scalar_dense",
         "arange",
+        "is_pinned",
     ]
 )
-"""aten ops that move, shape or allocate memory: allowed glue around the candidate's kernels."""
+"""aten ops that move, shape or allocate memory (or, ``is_pinned``, tell what memory a tensor is in: a
+host tensor's DLPack export asks it): allowed glue around the candidate's kernels."""
 
 
 class LaunchBlocked(RuntimeError):
@@ -1359,8 +1361,9 @@ def thread_starts() -> int:
 
 def aliasing(output, inputs: list, module: torch.nn.Module) -> str | None:
     """Which input, parameter or buffer an output shares memory with, if any. Where several share
-    one storage (inputs in the judge's shared slots, carved from one buffer), the one whose bytes
-    the output overlaps is named (else the first)."""
+    one storage (views of one tensor: tied weights, a module's buffers), the one whose bytes the
+    output overlaps is named (else the first). A GPU's inputs in the judge's shared slots each have a
+    storage of their own (speed.own_storage)."""
     owners: dict[int, list[tuple[tuple[int, int], str]]] = {}
     named = [(t, f"input argument {i}") for i, t in enumerate(tensor_leaves(inputs))]
     named += [(t, f"{name!r} of the module") for name, t in [*module.named_parameters(), *module.named_buffers()]]

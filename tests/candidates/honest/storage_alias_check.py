@@ -1,5 +1,4 @@
 # problem: 01_vector_add
-# open on gpu: a GPU's trial inputs are slots carved out of one shared buffer (speed.SharedArena), so two inputs share one storage and its data_ptr (H200, session 11: runtime_error)
 """An aliasing check by the inputs' storages' addresses (``x.untyped_storage().data_ptr()``: two views
 of one buffer share it), done before writing in place into a copy when they alias."""
 

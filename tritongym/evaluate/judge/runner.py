@@ -250,14 +250,14 @@ class Runner:
         return map_tensors(value, lambda t: t.to(self.device))
 
     def inputs(self, message: p.Call | p.Fallback | p.Hollow | p.Profile) -> list:
-        """A call's inputs: in the judge's input slots (call 0 of them) where it says so, else the
-        tensors it sent, on the device."""
+        """A call's inputs: in the judge's input slots (call 0 of them, each a tensor of its own:
+        speed.own_storage) where it says so, else the tensors it sent, on the device."""
         if not message.in_slots:
             return self.to_device(message.args)
-        from tritongym.evaluate.judge.speed import fill
+        from tritongym.evaluate.judge.speed import fill, handed
 
         ins, _, shape = self.slots
-        return fill(shape, [t[0] for t in ins])
+        return fill(shape, handed(ins, 0))
 
     # -- calls ---------------------------------------------------------------------------------
 

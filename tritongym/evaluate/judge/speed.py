@@ -509,10 +509,42 @@ def fill(value: Any, views: list) -> Any:
 
 
 def open_slots(message: p.Attach, device) -> tuple[list, list, Any]:
-    """Runner: map the judge's slots."""
-    ins = [rebuild(spec, device) for spec in message.inputs]
+    """Runner: map the judge's slots: per input slot, each call's element as a tensor of its own
+    (``own_calls``), and the output slots as they are (only the runner writes them)."""
+    ins = [own_calls(rebuild(spec, device)) for spec in message.inputs]
     outs = [rebuild(spec, device) for spec in message.outputs]
     return ins, outs, _decode_layout(message.layout)
+
+
+def own_storage(view: torch.Tensor) -> torch.Tensor:
+    """``view`` (one call's element of a slot) as a tensor with a storage of its own over the same
+    memory, no copy: the storage starts where ``view`` does (offset 0) and holds the bytes it spans, no
+    more, as a freshly made input's does. Every slot is a view of one shared buffer, whose one storage
+    would tell a forward that inspects storages (an aliasing check by
+    ``x.untyped_storage().data_ptr()``, ``nbytes()``, ``storage_offset()``) that all its inputs are
+    views of one larger tensor. The storage is made through DLPack (torch's own export of the bytes
+    and import of them, ``from_blob``): its deleter holds the slot, so the shared buffer stays mapped
+    as long as the tensor, or anything forward made of it, lives."""
+    from torch.utils.dlpack import from_dlpack, to_dlpack
+
+    nbytes = _span(view) * view.element_size()
+    raw = torch.empty(0, dtype=torch.uint8, device=view.device)
+    raw.set_(view.untyped_storage(), view.storage_offset() * view.element_size(), (nbytes,), (1,))
+    storage = from_dlpack(to_dlpack(raw)).untyped_storage()
+    return torch.empty(0, dtype=view.dtype, device=view.device).set_(storage, 0, view.shape, view.stride())
+
+
+def own_calls(slot: torch.Tensor) -> list[torch.Tensor]:
+    """Each call's element of an input slot as a tensor of its own (``own_storage``), made once when
+    the slots are mapped: handing one to a call (``handed``) costs no more than indexing the slot."""
+    return [own_storage(slot[k]) for k in range(slot.shape[0])]
+
+
+def handed(ins: list, k: int) -> list[torch.Tensor]:
+    """Call ``k``'s input tensors as forward is handed them: a new tensor on each one's own storage
+    (``detach``: not a view, ``_base`` None), so that what one forward does to the tensor object it
+    was handed (``set_``, ``resize_``, a transpose in place) is not what the next call is handed."""
+    return [calls[k].detach() for calls in ins]
 
 
 def _decode_layout(value: Any) -> Any:
@@ -529,7 +561,7 @@ def run_batch(model, slots, count: int) -> None:
     """Runner: forward on input sets 0..count-1, each output copied into its slot."""
     ins, outs, shape = slots
     for k in range(count):
-        got = tensor_leaves(model(*fill(shape, [t[k] for t in ins])))
+        got = tensor_leaves(model(*fill(shape, handed(ins, k))))
         if len(got) != len(outs):
             raise ValueError(f"forward returned {len(got)} tensors, expected {len(outs)}")
         for slot, value in zip(outs, got, strict=True):
