@@ -15,8 +15,8 @@ from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 def bench_with_holds():
     bench = speed.Bench.__new__(speed.Bench)
-    bench.hold_s = {"local": speed.MIN_HOLD_S, "remote": speed.MIN_HOLD_S, "runner": speed.MIN_HOLD_S}
-    bench.late, bench.late_by = 0, {}
+    bench.hold_s = dict.fromkeys(speed.LATE_SIDES, speed.MIN_HOLD_S)
+    bench.late, bench.late_by, bench.opened = 0, {}, {}
     return bench
 
 
@@ -39,6 +39,40 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
     assert bench.hold_s["local"] == speed.MAX_HOLD_S and bench.late == 1
     assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
     assert bench.late_by == {"reference": 1}  # the doublings before the longest hold are not late ones
+
+
+def test_a_late_bracket_grows_its_hold_past_the_hosts_time_to_queue_it_in_one_step():
+    # doubling alone took one late repetition per doubling (1 -> 2 -> 4 ms for a candidate's batch)
+    bench = bench_with_holds()
+    bench.opened["remote"] = time.perf_counter() - 0.0035  # the host queued for 3.5 ms behind a 1 ms hold
+    assert bench._queued("remote", event(True)) is False
+    assert speed.QUEUE_MARGIN * 0.0035 <= bench.hold_s["remote"] < speed.QUEUE_MARGIN * 0.0035 + 0.002
+    bench.opened["local"] = time.perf_counter()  # queued at once, yet late (a stalled host): at least doubled
+    assert bench._queued("local", event(True)) is False and bench.hold_s["local"] == 2 * speed.MIN_HOLD_S
+    bench.opened["runner"] = time.perf_counter() - 5.0  # never more than the longest hold
+    assert bench._queued("runner", event(True)) is False and bench.hold_s["runner"] == speed.MAX_HOLD_S
+    assert bench.late == 0  # none of these counts as late: the repetition is repeated
+
+
+def test_the_twins_empty_bracket_finds_a_hold_of_its_own(monkeypatch):
+    # it queues no runner's forwards: the candidate's longer hold is not paid twice per repetition
+    bench = bench_with_holds()
+    opened = []
+    monkeypatch.setattr(bench, "_open", lambda kind, sets: opened.append(kind) or [TimedEvent(0.0, fired=True)],
+                        raising=False)  # fmt: skip
+    monkeypatch.setattr(bench, "_hand_to_twin", lambda: (TimedEvent(0.5), TimedEvent(0.8)), raising=False)
+    monkeypatch.setattr(bench, "_poll", lambda event: None, raising=False)
+    monkeypatch.setattr(bench, "_copy_out", lambda: None, raising=False)
+    monkeypatch.setattr(bench, "_close", lambda events, in_time=None: None if not in_time else "bracket",
+                        raising=False)  # fmt: skip
+    bench.kept, bench.shared_out, bench.count = [], [], 1
+    bench.twin = SimpleNamespace(done=TimedEvent(0.0, fired=True))
+    assert bench.remote_empty_batch(["sets"]) == (None, pytest.approx(0.3e-3), True)  # late: repeated
+    assert opened == ["remote_empty"]
+    assert bench.hold_s["remote_empty"] >= 2 * speed.MIN_HOLD_S and bench.hold_s["remote"] == speed.MIN_HOLD_S
+    bench.hold_s["remote_empty"] = speed.MAX_HOLD_S  # late at the longest: counted on the candidate's side
+    bench.remote_empty_batch(["sets"])
+    assert bench.late_by == {"candidate": 1}
 
 
 def test_late_brackets_are_counted_by_the_side_whose_bracket_it_was():
@@ -129,6 +163,29 @@ class FakeBench:
     def runner_hand_off(self, sets):
         self.order.append("runner")
         return self.runner
+
+
+def test_the_preparation_runs_the_batch_once_in_time_or_not(monkeypatch):
+    # under the shared hold the holds found would be found again alone on the GPU: one repetition (the
+    # batch's first run) is all it needs, where it repeated until one was queued in time
+    reps = []
+    monkeypatch.setattr(speed, "repetition", lambda bench, model, rep, first, clean: reps.append(rep))
+    for name, value in (("_baseline", lambda reference, baseline, inputs: reference.model),
+                        ("outputs_persist", lambda model, output, inputs: False),
+                        ("forward_ops", lambda model, inputs: 1),
+                        ("_batch_size", lambda state, model, inputs, footprint, nbytes, queue: (8, 1e-4)),
+                        ("SharedInputs", lambda slots, shape: "shared")):  # fmt: skip
+        monkeypatch.setattr(speed, name, value)
+    monkeypatch.setattr(speed.Footprint, "of", classmethod(lambda cls, *args, **kwargs: "footprint"))
+    bench = SimpleNamespace(untimed=0, shared_in=[], shape=None)
+    monkeypatch.setattr(speed, "Bench", lambda *args: bench)
+    job = SimpleNamespace(baseline="eager")
+    state = SimpleNamespace(job=job, footprint=None, forward_ops=1, stages={})
+    reference = SimpleNamespace(inputs=lambda seed: [torch.ones(2)], model=lambda x: x * 2)
+    prepared = speed.prepare_timing(state, reference)
+    assert reps == [0] * speed.PREPARE_REPS == [0] and bench.untimed == 1  # late (None), not repeated
+    assert state.stages["timing_setup_untimed_reps"] == 1 and prepared.count == 8
+    assert speed.warm_up(bench, None) is None and len(reps) == 1 + speed.WARM_UP_REPS  # the exclusive one repeats
 
 
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):

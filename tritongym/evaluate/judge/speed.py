@@ -106,12 +106,21 @@ SLOT_BYTES = 2 << 30
 free memory cannot hold the batch (memory.timing_batch)."""
 POISON = 0xFF
 MIN_HOLD_S = 0.001
-"""The first hold before a bracket (it doubles while a side cannot queue its batch in time)."""
+"""The first hold before a bracket (it grows while a side cannot queue its batch in time: ``Bench._grow``)."""
+QUEUE_MARGIN = 1.5
+"""A hold that ended before its bracket was queued grows to at least this many times the host's time to
+queue that bracket (from the hold's launch to its last part queued), and at least doubles: one late
+bracket finds a hold that long host times fit in, where doubling from ``MIN_HOLD_S`` took one late
+repetition per doubling (a candidate's 4 ms: two, each a whole repetition under the exclusive hold)."""
 MAX_HOLD_S = 0.1
 """The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
 and its host time counts."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
+PREPARE_REPS = 1
+"""Untimed repetitions of the timing's preparation (under the shared hold): the first run of the batch
+(the runner's mapped slots, caches, allocations). The holds it would find beside other judges' work
+are found again under the exclusive hold (``time_candidate``), so it does not repeat until in time."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 HOLD_JITTER_S = 0.001
@@ -127,9 +136,11 @@ bracket is late, at ``MAX_HOLD_S`` counted with the host's time in it. On an H20
 corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
 at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
-LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
+LATE_SIDES = {"local": "reference", "remote": "candidate", "remote_empty": "candidate", "runner": "runner hand-off",
+              "twin": "twin hand-off"}  # fmt: skip
 """Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
-candidate's (or the twin's empty bracket in its place), the runner's empty hand-off. Where one side
+candidate's (or the twin's empty bracket in its place: a kind of its own, as it queues no runner's
+forwards), the runner's empty hand-off. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
 MAX_BATCH_S = 0.1
@@ -600,7 +611,7 @@ class Bench:
     flush; it closes with ``end``, both events of the judge. Everything in between is queued on the
     host while the hold keeps the GPU waiting, so the bracket measures GPU time, not the host's
     launch overhead or the message round trip. A bracket is *queued in time* when the hold is still
-    running once its last part is queued (the judge checks ``start``); if not, the hold doubles and
+    running once its last part is queued (the judge checks ``start``); if not, the hold grows (``_grow``) and
     the repetition is repeated, up to ``MAX_HOLD_S``, after which a late bracket counts as it is (its
     host time included).
 
@@ -644,7 +655,9 @@ class Bench:
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
+        self.hold_s = dict.fromkeys(LATE_SIDES, MIN_HOLD_S)
+        self.opened: dict[str, float] = {}
+        """Kind -> when its last hold was launched (host clock): how long the host took to queue its bracket."""
         self.holds_s = 0.0
         """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
@@ -677,6 +690,7 @@ class Bench:
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
         self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
+        self.opened[kind] = time.perf_counter()
         events[0].record()
         for k, inputs in enumerate(sets or ()):
             for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
@@ -715,8 +729,15 @@ class Bench:
             side = LATE_SIDES.get(kind, kind)
             self.late_by[side] = self.late_by.get(side, 0) + 1
             return True  # host-bound: its host time counts
-        self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
+        self._grow(kind)
         return False
+
+    def _grow(self, kind: str) -> None:
+        """The next hold of a kind whose hold ended before its bracket (or check) was queued: twice as
+        long, and at least ``QUEUE_MARGIN`` times the host's time to queue it since that hold's launch
+        (``opened``), at most ``MAX_HOLD_S``."""
+        queued_s = time.perf_counter() - self.opened.get(kind, math.inf)
+        self.hold_s[kind] = min(max(2 * self.hold_s[kind], QUEUE_MARGIN * max(queued_s, 0.0)), MAX_HOLD_S)
 
     def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
@@ -766,13 +787,13 @@ class Bench:
         events of the judge's around the twin's go and done) and whether the GPU timed it
         (``gpu_timed``: ``handed`` had not fired when the twin had queued its wait; a late bracket's,
         counted as it is at the longest hold, may hold the host's round trip to the twin)."""
-        events = self._open("remote", sets)
+        events = self._open("remote_empty", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
         handed, back = self._hand_to_twin()
         timed = gpu_timed(handed)
-        in_time = self._queued("remote", events[0])
+        in_time = self._queued("remote_empty", events[0])
         self._poll(self.twin.done)
         back.record()
         self._copy_out()
@@ -789,7 +810,7 @@ class Bench:
         The runner can only make it slower; what is subtracted for it is capped by the twin's
         (timing.subtracted). 0 where the GPU did not time it (``gpu_timed``: ``handed`` had fired
         before the runner answered, so the events hold the host's round trip to the runner), even at
-        the longest hold, which a late bracket counts as it is; where the hold ended first, it doubles."""
+        the longest hold, which a late bracket counts as it is; where the hold ended first, it grows."""
         events = self._open("runner", sets)
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
@@ -808,13 +829,14 @@ class Bench:
         queued), the twin waits for that one's time slice and the hand-off is much slower than clean
         (timing.contention). Queued behind a hold of its own kind, as the calibration's
         (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
-        it; where the hold ended first, that hold doubles and this check says nothing (0)."""
+        it; where the hold ended first, that hold grows and this check says nothing (0)."""
         self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
+        self.opened["twin"] = time.perf_counter()
         handed, back = self._hand_to_twin()
         in_time = not handed.query()
         if not in_time:
-            self.hold_s["twin"] = min(2 * self.hold_s["twin"], MAX_HOLD_S)
+            self._grow("twin")
         self._poll(self.twin.done)
         back.record()
         back.synchronize()
@@ -1073,10 +1095,10 @@ def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int
     return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
 
 
-def warm_up(bench: Bench, model) -> timing.Rep | None:
-    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
-    one queued in time. Each is counted in ``bench.untimed``."""
-    for _ in range(WARM_UP_REPS):
+def warm_up(bench: Bench, model, most: int = WARM_UP_REPS) -> timing.Rep | None:
+    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket), at most
+    ``most``: the first one queued in time (None: none was). Each is counted in ``bench.untimed``."""
+    for _ in range(most):
         bench.untimed += 1
         rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
         if rep is not None:
@@ -1108,11 +1130,12 @@ class Prepared:
 def prepare_timing(state, reference) -> Prepared:
     """What a timing needs before its measured repetitions, none of which is a measurement: a sample
     input set of its own (the trials' are gone: their memory is the batch's), the model timed against,
-    the batch's size and slots (the runner maps them), and untimed repetitions (autotuning, caches,
-    holds long enough to queue each bracket). Run under this GPU's lock held shared: another judge's
+    the batch's size and slots (the runner maps them), and the batch's first run (an untimed
+    repetition: autotuning, caches, the slots' first use). Run under this GPU's lock held shared: another judge's
     work beside it changes no measurement (the holds start again, and whether the batch must be longer
     is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
-    the reference's time of one call, comes out smaller."""
+    the reference's time of one call, comes out smaller. Its untimed repetitions are ``PREPARE_REPS``,
+    in time or not (the holds they would find are found again)."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     compiling = time.perf_counter()
@@ -1130,7 +1153,7 @@ def prepare_timing(state, reference) -> Prepared:
     count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
-    warm_up(bench, model)
+    warm_up(bench, model, PREPARE_REPS)
     state.stages["timing_setup_untimed_reps"] = bench.untimed
     return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
                     nbytes(sample_inputs), mutates, persistent, queue)  # fmt: skip
