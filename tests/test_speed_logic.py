@@ -95,7 +95,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                           device=torch.device("cpu"))  # fmt: skip
     state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
     bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
-                            inputs_s=0.0, holds_s=0.0, late=0, late_by={}, untimed=0,
+                            inputs_s=0.0, holds_s=0.0, check_s=0.0, late=0, late_by={}, untimed=0,
                             scratch=torch.empty(8))  # fmt: skip
     given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
 
@@ -111,6 +111,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
     assert state.stages["timing_measured_reps"] == 6
     assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
+    assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
 
 
@@ -135,6 +136,7 @@ class FakeBench:
         self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
+        self.check_s = 0.0
         self.state = types.SimpleNamespace(timed_bounds=[0.5])  # the trials' bounds (speed.check_batch)
 
     def fresh_inputs(self):
@@ -200,6 +202,7 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     monkeypatch.setattr(speed, "check_batch", check)
     rep = speed.repetition(bench, None, 0, False, CLEAN)
     assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None, 0.00031)
+    assert bench.check_s > 0  # the check's seconds (stage timing_check)
     speed.repetition(bench, None, 1, True, CLEAN)
     steps = ["check", "empty", "twin", "remote_empty", "runner", "twin"]  # outputs checked before the empties
     pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
@@ -508,3 +511,53 @@ def test_a_timed_call_is_judged_against_the_outputs_rms_as_the_trials_are():
     with pytest.raises(Failure):
         speed.check_batch(zeros, [torch.full((2, 16), 1e-30)], 0)
     assert speed._rms([torch.tensor([3.0, float("inf")]), torch.tensor([4.0, float("nan")])]).item() == 2.5
+
+
+def dispatched(fn) -> list[str]:
+    """The PyTorch ops ``fn`` dispatches, by name (a host read of a device value is ``_local_scalar_dense``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    recorder = Recorder()
+    recorder.ops = []
+    with recorder:
+        fn()
+    return recorder.ops
+
+
+def test_the_timed_check_reads_the_device_once_and_launches_no_more_for_more_calls(monkeypatch):
+    # a batch of many small calls (hundreds on the bundled problems): the RMS once took a few kernels per
+    # call, and every output (and its largest magnitude) a read of its own, each a wait for the GPU
+    reads = []
+    for name in ("tolist", "item", "__int__", "__float__", "__bool__"):
+        original = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda t, *a, _f=original, _n=name: reads.append(_n) or _f(t, *a))
+
+    def check(calls):
+        expected = [[torch.randn(8), torch.arange(3)] for _ in range(calls)]
+        got = [torch.stack([c[0] for c in expected]), torch.stack([c[1] for c in expected])]
+        reads.clear()
+        ops = dispatched(lambda: speed.check_batch(expected, got, 1, [1e-3, 0.0]))
+        assert reads == ["tolist"]  # one read of the device for the whole batch
+        return ops
+
+    launched = [[op for op in check(n) if not op.startswith(("view", "select", "slice"))] for n in (2, 300)]
+    assert len(launched[1]) == len(launched[0]), launched  # views per call launch nothing
+
+
+def test_the_timed_check_names_the_first_output_that_failed_as_before():
+    calls = [[torch.ones(4), torch.ones(4)] for _ in range(2)]
+    off = [torch.ones(2, 4), torch.ones(2, 4)]
+    off[0][1, 2] += 1e-3  # over 4 x the bound below, under the loose tolerance: a precision failure
+    off[1][0, 0] = 5.0  # a mismatch, in the later output
+    with pytest.raises(Failure) as raised:
+        speed.check_batch(calls, off, 7, [1e-6, 1e-6])
+    assert raised.value.verdict.value == "precision" and "1 of 8 elements of output 0" in raised.value.feedback
+    off[0][1, 2] = 2.0  # a mismatch in output 0 comes before its precision, and before output 1
+    with pytest.raises(Failure) as raised:
+        speed.check_batch(calls, off, 7, [1e-6, 1e-6])
+    assert raised.value.verdict.value == "mismatch" and "output 0" in raised.value.feedback

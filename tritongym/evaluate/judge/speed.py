@@ -665,6 +665,8 @@ class Bench:
         """``late`` by the side whose bracket it was (``LATE_SIDES``): where the host time counted."""
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
+        self.check_s = 0.0
+        """Seconds spent checking the outputs so far (``check_batch``, its read of the GPU included)."""
         self.inputs_s = 0.0
         """Seconds spent making fresh input sets so far (``fresh_inputs``: the host's part, the GPU's runs
         behind it)."""
@@ -891,7 +893,9 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
     passed the loose check and was timed at bf16's speed). Compared ``compare.CHUNK_ELEMENTS`` elements
     at a time (as many calls' outputs as fit, stacked, or a piece of one call's), so that no float64
     copy of a whole output is made and a batch of many small calls costs a few kernels, not a few per
-    call; one synchronisation per output."""
+    call (the RMS too); one synchronisation for the whole batch, the first output that failed (a
+    mismatch before a precision) named as before."""
+    counts = []
     for m, g in enumerate(got):
         bound = bounds[m] if bounds is not None and m < len(bounds) else None
         group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
@@ -916,18 +920,22 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
                         imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
                 else:
                     bad += (ec != gc).sum()
-        if int(bad):
+        counts.append(torch.stack([bad, imprecise]))
+    for m, (bad_n, imprecise_n) in enumerate(torch.stack(counts).tolist() if counts else []):
+        g = got[m]
+        if bad_n:
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {int(bad)} of {g.numel()} elements of output {m} over "
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {g.numel()} elements of output {m} over "
                 f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
             )
-        if int(imprecise):
+        if imprecise_n:
+            bound = bounds[m]
             raise Failure(
                 Verdict.PRECISION,
-                f"During timing (batch {rep}, fresh inputs): {int(imprecise)} of {g.numel()} elements of output {m} "
+                f"During timing (batch {rep}, fresh inputs): {imprecise_n} of {g.numel()} elements of output {m} "
                 f"over {len(expected)} calls are further from the reference's than the trials allowed "
                 f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
                 "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
@@ -937,7 +945,8 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
 
 def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     """The RMS of the finite elements of one output over the calls (a float64 scalar on its device,
-    never synchronised; at least the dtype's smallest normal), ``CHUNK_ELEMENTS`` at a time: the scale
+    never synchronised; at least the dtype's smallest normal), ``CHUNK_ELEMENTS`` at a time (as many
+    calls' outputs as fit, concatenated: a few kernels per batch, not a few per call): the scale
     the trials' loose check (compare.py) measures an element's error against beside the element's own
     magnitude. A bound of one unit instead (the check's before session 11) failed Inductor's honest
     code of Mamba2 (48, 49: outputs from ``exp`` of cumulative sums, most elements far larger than 1,
@@ -945,23 +954,35 @@ def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     output a million times smaller than 1."""
     device = outputs[0].device
     squares = torch.zeros((), dtype=torch.float64, device=device)
-    count = 0
-    for output in outputs:
-        flat = output.reshape(-1) if not output.is_complex() else torch.view_as_real(output).reshape(-1)
+    count, group, grouped = 0, [], 0
+
+    def add(flats: list[torch.Tensor]) -> None:
+        flat = torch.cat(flats) if len(flats) > 1 else flats[0]
         for start in range(0, flat.numel(), compare.CHUNK_ELEMENTS):
             chunk = flat[start : start + compare.CHUNK_ELEMENTS].double()
-            squares += torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum()
+            squares.add_(torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum())
+
+    for output in outputs:
+        flat = output.reshape(-1) if not output.is_complex() else torch.view_as_real(output).reshape(-1)
+        if group and grouped + flat.numel() > compare.CHUNK_ELEMENTS:
+            add(group)
+            group, grouped = [], 0
+        group.append(flat)
+        grouped += flat.numel()
         count += flat.numel()
+    if group:
+        add(group)
     return (squares / max(count, 1)).sqrt().clamp_min(torch.finfo(outputs[0].dtype).tiny)
 
 
-def _largest(flat: torch.Tensor) -> float:
-    """The largest finite magnitude among ``flat``'s elements (0 for none), in float64."""
+def _largest(flat: torch.Tensor) -> torch.Tensor:
+    """The largest finite magnitude among ``flat``'s elements (0 for none), in float64, as a scalar
+    tensor on its device (never synchronised)."""
     if not flat.numel():
-        return 0.0
+        return torch.zeros((), dtype=torch.float64, device=flat.device)
     values = flat.double() if not flat.is_complex() else torch.view_as_real(flat).double()
     finite = torch.isfinite(values)
-    return float(torch.where(finite, values.abs(), 0.0).max())
+    return torch.where(finite, values.abs(), 0.0).max()
 
 
 def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
@@ -1030,7 +1051,9 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     for side in (1, 0) if candidate_first else (0, 1):
         brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
         checks.append(bench.company_check())
+    checking = time.perf_counter()
     check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
+    bench.check_s += time.perf_counter() - checking
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
     checks.append(bench.company_check())
@@ -1193,7 +1216,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                      "timing_grown": grown}  # fmt: skip
     prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
-    bench.holds_s = 0.0  # the measured repetitions' alone
+    bench.holds_s = bench.check_s = 0.0  # the measured repetitions' alone
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
@@ -1217,6 +1240,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
     # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
     state.stages["timing_holds"] = round(bench.holds_s, 4)
+    state.stages["timing_check"] = round(bench.check_s, 4)
     state.stages["timing_brackets"] = round(sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off
                                                 for r in reps), 4)  # fmt: skip
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
