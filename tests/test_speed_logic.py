@@ -561,3 +561,30 @@ def test_the_timed_check_names_the_first_output_that_failed_as_before():
     with pytest.raises(Failure) as raised:
         speed.check_batch(calls, off, 7, [1e-6, 1e-6])
     assert raised.value.verdict.value == "mismatch" and "output 0" in raised.value.feedback
+
+
+def test_input_sets_staged_in_the_slots_layout_reach_the_slots_as_copied_call_by_call():
+    # a transposed leaf, a broadcast-shaped one and an odd-sized integer one: one copy per leaf then
+    # gives the slots the same bytes as a copy per call and leaf (each call's place 256-byte aligned)
+    sets = [[torch.randn(3, 5).t(), torch.randn(1, 7), torch.arange(3, dtype=torch.int16) + k] for k in range(4)]
+    specs, _ = speed.slot_specs(sets[0], torch.ones(1), len(sets))
+    staged = speed.staged_buffer(specs, torch.device("cpu"), 1 << 40)
+    assert all(speed.slot_bytes(t).eq(0).all() for t in staged)  # zeroed: the gaps never hold judge memory
+    speed.stage_sets(staged, sets)
+    by_call, by_call_again, at_once = (
+        speed.carve_slots(torch.full((1 << 16,), fill, dtype=torch.uint8), specs, speed.SharedArena.ALIGN)
+        for fill in (7, 9, 7)
+    )
+    speed.copy_sets(by_call, sets, None)
+    speed.copy_sets(by_call_again, sets, None)
+    speed.copy_sets(at_once, sets, staged)
+    for k, inputs in enumerate(sets):
+        for a, b, leaf in zip(by_call, at_once, inputs, strict=True):
+            assert torch.equal(a[k], leaf) and torch.equal(b[k], leaf)
+    for a, a_again, b in zip(by_call, by_call_again, at_once, strict=True):
+        gaps = speed.slot_bytes(a) != speed.slot_bytes(a_again)  # bytes no copy of a call wrote
+        assert gaps.any() and speed.slot_bytes(b)[gaps].eq(0).all()
+    assert speed.staged_buffer(specs, torch.device("cpu"), 8 * speed.carved_bytes(specs, 512) - 1) is None
+    assert speed.staged_buffer(specs, torch.device("cpu"), 8 * speed.carved_bytes(specs, 512)) is not None
+    big = [((1, speed.STAGED_BYTES + 1), (speed.STAGED_BYTES + 1, 1), torch.uint8)]
+    assert speed.staged_buffer(big, torch.device("meta"), 1 << 50) is None  # over the most staged

@@ -22,7 +22,9 @@ and when to stop.
   the reference's on the same inputs after the clock stopped: an answer that was not finished
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
-  the slot it is copied into, the reference's output, the output slot and the copy out of it.
+  the slot it is copied into, the reference's output, the output slot and the copy out of it; a
+  small batch (``STAGED_BYTES``) also holds its input sets once more in the slots' own layout, so
+  that a bracket copies them in with one copy per input leaf (``copy_sets``).
 * Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
   ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
   alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
@@ -143,6 +145,10 @@ candidate's (or the twin's empty bracket in its place: a kind of its own, as it 
 forwards), the runner's empty hand-off. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
+STAGED_BYTES = 256 << 20
+"""Most bytes of a batch's input sets staged in the slots' own layout (``Bench.staged``), and at most an
+eighth of what the GPU has available: a larger batch copies its input sets into the slots call by call,
+as before."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
@@ -536,6 +542,36 @@ def _decode_layout(value: Any) -> Any:
     return value
 
 
+def staged_buffer(specs: list, device, available: int) -> list[torch.Tensor] | None:
+    """Tensors of the input slots' (shape, stride, dtype) specs, laid out as ``carve_slots`` lays the
+    slots out, in a buffer of the judge's own that starts zeroed (the gaps between calls, which no
+    copy writes, never hold judge memory: the slots they are copied into are the runner's to read);
+    None where they would take more than ``STAGED_BYTES`` or an eighth of ``available``."""
+    need = carved_bytes(specs, SharedArena.ALIGN)
+    if not specs or need > min(STAGED_BYTES, available // 8):
+        return None
+    return carve_slots(torch.zeros(max(need, 1), dtype=torch.uint8, device=device), specs, SharedArena.ALIGN)
+
+
+def stage_sets(staged: list[torch.Tensor], sets: list[list]) -> None:
+    """Each call's input leaves into its place in the staged tensors (``staged_buffer``)."""
+    for k, inputs in enumerate(sets):
+        for slot, leaf in zip(staged, tensor_leaves(inputs), strict=True):
+            slot[k].copy_(leaf)
+
+
+def copy_sets(slots: list[torch.Tensor], sets: list[list], staged: list[torch.Tensor] | None) -> None:
+    """The input sets into the input slots: from ``staged`` (holding these sets in the slots' own
+    layout) one copy of each slot's bytes, else call by call and leaf by leaf."""
+    if staged is not None:
+        for slot, source in zip(slots, staged, strict=True):
+            slot_bytes(slot).copy_(slot_bytes(source))
+        return
+    for k, inputs in enumerate(sets):
+        for slot, leaf in zip(slots, tensor_leaves(inputs), strict=True):
+            slot[k].copy_(leaf)
+
+
 def run_batch(model, slots, count: int) -> None:
     """Runner: forward on input sets 0..count-1, each output copied into its slot."""
     ins, outs, shape = slots
@@ -651,6 +687,12 @@ class Bench:
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
         self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
                      for shape, stride, dtype in specs_out]  # fmt: skip
+        self.staged = staged_buffer(specs_in, self.device, available_bytes(self.device))
+        """The batch's input sets in the input slots' own layout, in the judge's memory (None: too large,
+        ``STAGED_BYTES``): each bracket that copies them in copies each slot's bytes at once (one copy per
+        input leaf, not one per call and leaf: ``copy_sets``), so holds need not cover a copy per call."""
+        self.staged_sets: list | None = None
+        """The input sets ``staged`` holds now (``fresh_inputs``' last)."""
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
@@ -678,6 +720,9 @@ class Bench:
         """``count`` input sets from new secret seeds, each as the problem makes it."""
         began = time.perf_counter()
         sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
+        if self.staged is not None:  # before any hold: the GPU's copies run outside the brackets
+            stage_sets(self.staged, sets)
+            self.staged_sets = sets
         self.inputs_s += time.perf_counter() - began
         return sets
 
@@ -694,9 +739,8 @@ class Bench:
         torch.cuda._sleep(int(hold * self.cycles_per_s))
         self.opened[kind] = time.perf_counter()
         events[0].record()
-        for k, inputs in enumerate(sets or ()):
-            for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
-                slot[k].copy_(leaf)
+        if sets is not None:
+            copy_sets(self.shared_in, sets, self.staged if sets is self.staged_sets else None)
         events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
         events[2].record()
