@@ -23,8 +23,9 @@ and when to stop.
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it; a
-  small batch (``STAGED_BYTES``) also holds its input sets once more in the slots' own layout, so
-  that a bracket copies them in with one copy per input leaf (``copy_sets``).
+  batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
+  them once more in the slots' own layout, so that a bracket copies them in with one copy per input
+  leaf (``copy_sets``).
 * Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
   ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
   alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
@@ -146,10 +147,12 @@ candidate's (or the twin's empty bracket in its place: a kind of its own, as it 
 forwards), the runner's empty hand-off. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
-STAGED_BYTES = 256 << 20
+STAGED_BYTES = SLOT_BYTES
 """Most bytes of a batch's input sets staged in the slots' own layout (``Bench.staged``), and at most an
 eighth of what the GPU has available: a larger batch copies its input sets into the slots call by call,
-as before."""
+as before. A copy per call and leaf costs the host about 10 us to queue: a bundled problem's batch of
+200 calls and three leaves is 6 ms of every candidate bracket's hold, and of the twin's and the
+runner's hand-off's, where one copy per leaf from the staged sets is a few launches."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
