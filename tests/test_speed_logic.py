@@ -98,11 +98,8 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                             inputs_s=0.0, holds_s=0.0, check_s=0.0, late=0, late_by={}, untimed=0,
                             scratch=torch.empty(8))  # fmt: skip
     given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
-    bench.hold_s["remote"] = 0.0045  # grown by the preparation's late candidate bracket
-    seen = []
 
     def repetition(b, model, rep, candidate_first, clean):
-        seen.append(dict(b.hold_s))
         b.holds_s += 0.01
         return given.pop(0)
 
@@ -115,7 +112,6 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     assert state.stages["timing_measured_reps"] == 6
     assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
     assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
-    assert seen[0]["remote"] == 0.0045 and seen[0]["local"] == speed.MIN_HOLD_S  # the preparation's holds kept
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
 
 

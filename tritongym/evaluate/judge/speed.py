@@ -122,9 +122,8 @@ WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 PREPARE_REPS = 1
 """Untimed repetitions of the timing's preparation (under the shared hold): the first run of the batch
-(the runner's mapped slots, caches, allocations), in time or not: the holds it grows (``Bench._grow``,
-from the host's time to queue each bracket) are where the exclusive hold's warm-up starts, which
-repeats until a repetition is queued in time (``time_candidate``)."""
+(the runner's mapped slots, caches, allocations). The holds it would find beside other judges' work
+are found again under the exclusive hold (``time_candidate``), so it does not repeat until in time."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 HOLD_JITTER_S = 0.001
@@ -1206,7 +1205,7 @@ def prepare_timing(state, reference) -> Prepared:
     work beside it changes no measurement (the holds start again, and whether the batch must be longer
     is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
     the reference's time of one call, comes out smaller. Its untimed repetitions are ``PREPARE_REPS``,
-    in time or not."""
+    in time or not (the holds they would find are found again)."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     compiling = time.perf_counter()
@@ -1234,15 +1233,14 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
     before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
-    start where the preparation's repetition left them (``PREPARE_REPS``: each kind that was late there
-    grew to ``QUEUE_MARGIN`` times the host's time to queue it, which the GPU's other work does not
-    lengthen unless the forward waits for the GPU), and the first repetition queued in time (untimed)
-    says whether the batch is long enough for the candidate's signal to dominate the hand-off; a
-    longer one is made and warmed up where it is not."""
+    start again from the shortest (the preparation's may have grown beside other work), and the first
+    repetition queued in time (untimed) says whether the batch is long enough for the candidate's
+    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
+    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
     warming, untimed, grown = time.perf_counter(), bench.untimed, 0
     inputs_s = bench.inputs_s = 0.0  # the exclusive part's alone
     first = warm_up(bench, model)
