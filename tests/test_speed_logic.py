@@ -54,8 +54,9 @@ def test_a_late_bracket_grows_its_hold_past_the_hosts_time_to_queue_it_in_one_st
     assert bench.late == 0  # none of these counts as late: the repetition is repeated
 
 
-def test_the_twins_empty_bracket_finds_a_hold_of_its_own(monkeypatch):
-    # it queues no runner's forwards: the candidate's longer hold is not paid twice per repetition
+def test_the_twins_empty_bracket_shares_the_candidates_hold(monkeypatch):
+    # the bracket subtracted from the candidate's follows a hold as long as the candidate's (a kind of its
+    # own came with speedups 1.8% lower candidate by candidate on an H200, session 12)
     bench = bench_with_holds()
     opened = []
     monkeypatch.setattr(bench, "_open", lambda kind, sets: opened.append(kind) or [TimedEvent(0.0, fired=True)],
@@ -68,9 +69,8 @@ def test_the_twins_empty_bracket_finds_a_hold_of_its_own(monkeypatch):
     bench.kept, bench.shared_out, bench.count = [], [], 1
     bench.twin = SimpleNamespace(done=TimedEvent(0.0, fired=True))
     assert bench.remote_empty_batch(["sets"]) == (None, pytest.approx(0.3e-3), True)  # late: repeated
-    assert opened == ["remote_empty"]
-    assert bench.hold_s["remote_empty"] >= 2 * speed.MIN_HOLD_S and bench.hold_s["remote"] == speed.MIN_HOLD_S
-    bench.hold_s["remote_empty"] = speed.MAX_HOLD_S  # late at the longest: counted on the candidate's side
+    assert opened == ["remote"] and bench.hold_s["remote"] >= 2 * speed.MIN_HOLD_S
+    bench.hold_s["remote"] = speed.MAX_HOLD_S  # late at the longest: counted on the candidate's side
     bench.remote_empty_batch(["sets"])
     assert bench.late_by == {"candidate": 1}
 

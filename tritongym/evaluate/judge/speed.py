@@ -139,11 +139,12 @@ bracket is late, at ``MAX_HOLD_S`` counted with the host's time in it. On an H20
 corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
 at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
-LATE_SIDES = {"local": "reference", "remote": "candidate", "remote_empty": "candidate", "runner": "runner hand-off",
-              "twin": "twin hand-off"}  # fmt: skip
+LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
 """Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
-candidate's (or the twin's empty bracket in its place: a kind of its own, as it queues no runner's
-forwards), the runner's empty hand-off. Where one side
+candidate's (or the twin's empty bracket in its place: one kind, so that the bracket subtracted from
+the candidate's follows a hold as long as the candidate's does; a kind of its own for the twin's
+empty bracket, in session 12, came with speedups 1.8% lower candidate by candidate), the runner's
+empty hand-off. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
 STAGED_BYTES = SLOT_BYTES
@@ -836,13 +837,13 @@ class Bench:
         events of the judge's around the twin's go and done) and whether the GPU timed it
         (``gpu_timed``: ``handed`` had not fired when the twin had queued its wait; a late bracket's,
         counted as it is at the longest hold, may hold the host's round trip to the twin)."""
-        events = self._open("remote_empty", sets)
+        events = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
         handed, back = self._hand_to_twin()
         timed = gpu_timed(handed)
-        in_time = self._queued("remote_empty", events[0])
+        in_time = self._queued("remote", events[0])
         self._poll(self.twin.done)
         back.record()
         self._copy_out()
