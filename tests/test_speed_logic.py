@@ -588,3 +588,90 @@ def test_input_sets_staged_in_the_slots_layout_reach_the_slots_as_copied_call_by
     assert speed.staged_buffer(specs, torch.device("cpu"), 8 * speed.carved_bytes(specs, 512)) is not None
     big = [((1, speed.STAGED_BYTES + 1), (speed.STAGED_BYTES + 1, 1), torch.uint8)]
     assert speed.staged_buffer(big, torch.device("meta"), 1 << 50) is None  # over the most staged
+
+
+def _counts_before_session_12(expected, got, bounds):
+    """The timed check's counts as computed before session 12 (one float64 copy per side and a new
+    tensor per operation; RMS per call, largest magnitude read to the host): the reference the fewer
+    passes of ``speed.check_counts`` must match."""
+    import math
+
+    out = []
+    for m, g in enumerate(got):
+        bound = bounds[m] if bounds is not None and m < len(bounds) else None
+        group = max(1, speed.compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
+        bad = imprecise = 0
+        rms = None
+        if g.is_floating_point() or g.is_complex():
+            squares, count = torch.zeros((), dtype=torch.float64), 0
+            for call in expected:
+                flat = call[m].reshape(-1) if not call[m].is_complex() else torch.view_as_real(call[m]).reshape(-1)
+                chunk = flat.double()
+                squares += torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum()
+                count += flat.numel()
+            rms = (squares / max(count, 1)).sqrt().clamp_min(torch.finfo(expected[0][m].dtype).tiny)
+        for first in range(0, len(expected), group):
+            last = min(first + group, len(expected))
+            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
+            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
+            scale = None
+            if bound is not None and bound < math.inf:
+                values = e_flat.double() if not e_flat.is_complex() else torch.view_as_real(e_flat).double()
+                scale = float(torch.where(torch.isfinite(values), values.abs(), 0.0).max()) if e_flat.numel() else 0.0
+            for start in range(0, e_flat.numel(), speed.compare.CHUNK_ELEMENTS):
+                ec = e_flat[start : start + speed.compare.CHUNK_ELEMENTS]
+                gc = g_flat[start : start + speed.compare.CHUNK_ELEMENTS]
+                if ec.is_floating_point() or ec.is_complex():
+                    e64, g64 = ec.double(), gc.double()
+                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
+                    error = (g64 - e64).abs()
+                    bad += int((~((error <= speed.LOOSE_TOLERANCE * (e64.abs() + rms)) | same)).sum())
+                    if scale is not None:
+                        imprecise += int((~((error <= speed.TIMED_SLACK * bound * scale) | same)).sum())
+                else:
+                    bad += int((ec != gc).sum())
+        out.append([bad, imprecise])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("chunk", [7, 1 << 24], ids=["chunked", "whole"])
+def test_the_timed_checks_fewer_passes_count_as_before(monkeypatch, dtype, chunk):
+    # outputs near the loose and the precision bounds, NaNs and infinities on either side or both, the
+    # largest finite values of the dtype, subnormals, and one call's output of its own
+    monkeypatch.setattr(speed.compare, "CHUNK_ELEMENTS", chunk)
+    gen = torch.Generator().manual_seed(12)
+    big = torch.finfo(dtype).max
+    for trial in range(6):
+        calls = 1 + trial % 4
+        expected = [[torch.randn(5, 3, generator=gen).mul(10.0 ** (trial - 2)).to(dtype),
+                     torch.arange(4) + k] for k in range(calls)]  # fmt: skip
+        got = [torch.stack([c[0] for c in expected]).clone(), torch.stack([c[1] for c in expected]).clone()]
+        noise = torch.randn(got[0].shape, generator=gen).mul(10.0 ** -(trial % 5)).to(dtype)
+        got[0] += noise * got[0].float().abs().mean().to(dtype)
+        nan, inf = float("nan"), float("inf")
+        specials = [(nan, nan), (nan, 1.0), (2.0, nan), (inf, inf), (-inf, inf), (big, -big), (big, big), (1e-40, 0.0),
+                    (0.0, -0.0)]  # fmt: skip
+        for e_value, g_value in specials[trial : trial + 4]:
+            k, i, j = (trial % calls, (trial * 3) % 5, trial % 3)
+            expected[k][0][i, j] = e_value
+            got[0][k, i, j] = g_value
+        got[1][0, 1] += trial % 2  # an integer output off where trial is odd
+        bounds = [10.0 ** -(trial % 4 + 1), 0.0]
+        before = _counts_before_session_12(expected, got, bounds)
+        assert speed.check_counts(expected, got, bounds).tolist() == before, (trial, before)
+        assert speed.check_counts(expected, got, None).tolist() == [[b, 0] for b, _ in before]
+
+
+def test_the_rms_and_the_largest_magnitude_come_out_as_before():
+    gen = torch.Generator().manual_seed(3)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64):
+        outputs = [torch.randn(6, generator=gen).to(dtype) * 3 for _ in range(4)]
+        outputs[1][2] = float("inf")
+        outputs[2][0] = float("nan")
+        flats = [o.reshape(-1) if not o.is_complex() else torch.view_as_real(o).reshape(-1) for o in outputs]
+        every = torch.cat([f.double() for f in flats])
+        finite = torch.where(torch.isfinite(every), every, 0.0)
+        assert speed._rms(outputs).item() == pytest.approx(finite.square().mean().sqrt().item(), rel=1e-12)
+        assert speed._largest(outputs[1]).item() == finite[len(flats[0]) : 2 * len(flats[0])].abs().max().item()
+    assert speed._largest(torch.tensor([-7, 3])).item() == 7.0  # integers: every element finite

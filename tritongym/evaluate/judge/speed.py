@@ -938,38 +938,11 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
     calls, :func:`_rms`) is a ``mismatch``; over ``TIMED_SLACK`` times the trials' bound for that output (``bounds``: a
     fraction of the largest magnitude among the calls compared together; None: no bound but the loose
     one) a ``precision`` (red team 13 #2: a solution that multiplied in bf16 once its trials were over
-    passed the loose check and was timed at bf16's speed). Compared ``compare.CHUNK_ELEMENTS`` elements
-    at a time (as many calls' outputs as fit, stacked, or a piece of one call's), so that no float64
-    copy of a whole output is made and a batch of many small calls costs a few kernels, not a few per
-    call (the RMS too); one synchronisation for the whole batch, the first output that failed (a
-    mismatch before a precision) named as before."""
-    counts = []
-    for m, g in enumerate(got):
-        bound = bounds[m] if bounds is not None and m < len(bounds) else None
-        group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
-        bad = torch.zeros((), dtype=torch.int64, device=g.device)
-        imprecise = torch.zeros((), dtype=torch.int64, device=g.device)
-        rms = _rms([call[m] for call in expected]) if g.is_floating_point() or g.is_complex() else None
-        for first in range(0, len(expected), group):
-            last = min(first + group, len(expected))
-            # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
-            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
-            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
-            scale = _largest(e_flat) if bound is not None and bound < math.inf else None
-            for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
-                ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
-                gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
-                if ec.is_floating_point() or ec.is_complex():
-                    e64, g64 = ec.double(), gc.double()
-                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
-                    error = (g64 - e64).abs()
-                    bad += (~((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) | same)).sum()
-                    if scale is not None:
-                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
-                else:
-                    bad += (ec != gc).sum()
-        counts.append(torch.stack([bad, imprecise]))
-    for m, (bad_n, imprecise_n) in enumerate(torch.stack(counts).tolist() if counts else []):
+    passed the loose check and was timed at bf16's speed). The counts come from ``check_counts``, read
+    from the GPU once for the whole batch; the first output that failed (a mismatch before a precision)
+    is named."""
+    found = check_counts(expected, got, bounds)
+    for m, (bad_n, imprecise_n) in enumerate(found.tolist() if found is not None else []):
         g = got[m]
         if bad_n:
             raise Failure(
@@ -991,10 +964,63 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
             )
 
 
+def check_counts(expected: list[list], got: list, bounds: list | None = None) -> torch.Tensor | None:
+    """``check_batch``'s counts, per output (its elements over the loose bound, and over the precision
+    bound), as one (outputs, 2) int64 tensor on the outputs' device, never synchronised (None: no
+    output). Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit,
+    stacked, or a piece of one call's), so that no float64 copy of a whole output is made and a batch of
+    many small calls costs a few kernels, not a few per call. A real floating output is compared in
+    float64 (the reference's upcast once; the candidate's upcast inside the subtraction; equality and
+    NaNs in their own dtype, which the upcast keeps), with in-place steps: about half the memory
+    traffic of one float64 copy per side and operation, which made the check 19 ms of a 60 ms
+    repetition on the bundled problems (BENCHMARKS.md, session 12), with the same counts."""
+    counts = []
+    for m, g in enumerate(got):
+        bound = bounds[m] if bounds is not None and m < len(bounds) else None
+        group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
+        bad = torch.zeros((), dtype=torch.int64, device=g.device)
+        imprecise = torch.zeros((), dtype=torch.int64, device=g.device)
+        rms = _rms([call[m] for call in expected]) if g.is_floating_point() or g.is_complex() else None
+        for first in range(0, len(expected), group):
+            last = min(first + group, len(expected))
+            # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
+            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
+            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
+            scale = _largest(e_flat) if bound is not None and bound < math.inf else None
+            for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
+                ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
+                gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
+                if ec.is_floating_point():
+                    same = (ec == gc).logical_or_(torch.isnan(ec).logical_and_(torch.isnan(gc)))
+                    e64 = ec.double()  # ec itself where it is float64: never written below
+                    error = torch.sub(gc, e64).abs_()
+                    fine = error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)
+                    bad += ec.numel() - fine.logical_or_(same).sum()
+                    if scale is not None:
+                        imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(same).sum()
+                elif ec.is_complex():
+                    e64, g64 = ec.double(), gc.double()
+                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
+                    error = (g64 - e64).abs()
+                    bad += (~((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) | same)).sum()
+                    if scale is not None:
+                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
+                else:
+                    bad += (ec != gc).sum()
+        counts.append(torch.stack([bad, imprecise]))
+    return torch.stack(counts) if counts else None
+
+
+def _finite(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (real) with every non-finite element 0, in its own dtype."""
+    return torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     """The RMS of the finite elements of one output over the calls (a float64 scalar on its device,
     never synchronised; at least the dtype's smallest normal), ``CHUNK_ELEMENTS`` at a time (as many
-    calls' outputs as fit, concatenated: a few kernels per batch, not a few per call): the scale
+    calls' outputs as fit, concatenated: a few kernels per batch, not a few per call; each chunk's
+    squares summed in float64 by ``vector_norm``, without a float64 copy): the scale
     the trials' loose check (compare.py) measures an element's error against beside the element's own
     magnitude. A bound of one unit instead (the check's before session 11) failed Inductor's honest
     code of Mamba2 (48, 49: outputs from ``exp`` of cumulative sums, most elements far larger than 1,
@@ -1007,8 +1033,8 @@ def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     def add(flats: list[torch.Tensor]) -> None:
         flat = torch.cat(flats) if len(flats) > 1 else flats[0]
         for start in range(0, flat.numel(), compare.CHUNK_ELEMENTS):
-            chunk = flat[start : start + compare.CHUNK_ELEMENTS].double()
-            squares.add_(torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum())
+            chunk = _finite(flat[start : start + compare.CHUNK_ELEMENTS])
+            squares.add_(torch.linalg.vector_norm(chunk, 2, dtype=torch.float64).square())
 
     for output in outputs:
         flat = output.reshape(-1) if not output.is_complex() else torch.view_as_real(output).reshape(-1)
@@ -1025,12 +1051,13 @@ def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
 
 def _largest(flat: torch.Tensor) -> torch.Tensor:
     """The largest finite magnitude among ``flat``'s elements (0 for none), in float64, as a scalar
-    tensor on its device (never synchronised)."""
+    tensor on its device (never synchronised; exact: a maximum, in the elements' own dtype)."""
     if not flat.numel():
         return torch.zeros((), dtype=torch.float64, device=flat.device)
-    values = flat.double() if not flat.is_complex() else torch.view_as_real(flat).double()
-    finite = torch.isfinite(values)
-    return torch.where(finite, values.abs(), 0.0).max()
+    values = flat if not flat.is_complex() else torch.view_as_real(flat)
+    if not values.is_floating_point():  # integers and booleans: every element is finite
+        return values.double().abs().max()
+    return torch.linalg.vector_norm(_finite(values), math.inf).double()
 
 
 def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
