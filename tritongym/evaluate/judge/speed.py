@@ -150,9 +150,11 @@ wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENC
 STAGED_BYTES = SLOT_BYTES
 """Most bytes of a batch's input sets staged in the slots' own layout (``Bench.staged``), and at most an
 eighth of what the GPU has available: a larger batch copies its input sets into the slots call by call,
-as before. A copy per call and leaf costs the host about 10 us to queue: a bundled problem's batch of
-200 calls and three leaves is 6 ms of every candidate bracket's hold, and of the twin's and the
-runner's hand-off's, where one copy per leaf from the staged sets is a few launches."""
+as before. A copy per call and leaf costs the host about 10 us to queue: a batch of hundreds of small
+calls (``MAX_BATCH``) would spend milliseconds of every hold that covers the copies (the candidate's
+bracket, the twin's, the runner's hand-off) on them, where one copy per leaf from the staged sets is a
+few launches. The bundled problems' batches are 6-31 calls (``SLOT_BYTES`` bounds them): there it
+saves little (BENCHMARKS.md, session 12)."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
