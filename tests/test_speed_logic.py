@@ -15,8 +15,8 @@ from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 def bench_with_holds():
     bench = speed.Bench.__new__(speed.Bench)
-    bench.hold_s = {"local": speed.MIN_HOLD_S, "remote": speed.MIN_HOLD_S, "runner": speed.MIN_HOLD_S}
-    bench.late, bench.late_by = 0, {}
+    bench.hold_s = dict.fromkeys(speed.LATE_SIDES, speed.MIN_HOLD_S)
+    bench.late, bench.late_by, bench.opened = 0, {}, {}
     return bench
 
 
@@ -41,6 +41,40 @@ def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_
     assert bench.late_by == {"reference": 1}  # the doublings before the longest hold are not late ones
 
 
+def test_a_late_bracket_grows_its_hold_past_the_hosts_time_to_queue_it_in_one_step():
+    # doubling alone took one late repetition per doubling (1 -> 2 -> 4 ms for a candidate's batch)
+    bench = bench_with_holds()
+    bench.opened["remote"] = time.perf_counter() - 0.0035  # the host queued for 3.5 ms behind a 1 ms hold
+    assert bench._queued("remote", event(True)) is False
+    assert speed.QUEUE_MARGIN * 0.0035 <= bench.hold_s["remote"] < speed.QUEUE_MARGIN * 0.0035 + 0.002
+    bench.opened["local"] = time.perf_counter()  # queued at once, yet late (a stalled host): at least doubled
+    assert bench._queued("local", event(True)) is False and bench.hold_s["local"] == 2 * speed.MIN_HOLD_S
+    bench.opened["runner"] = time.perf_counter() - 5.0  # never more than the longest hold
+    assert bench._queued("runner", event(True)) is False and bench.hold_s["runner"] == speed.MAX_HOLD_S
+    assert bench.late == 0  # none of these counts as late: the repetition is repeated
+
+
+def test_the_twins_empty_bracket_shares_the_candidates_hold(monkeypatch):
+    # the bracket subtracted from the candidate's follows a hold as long as the candidate's (a kind of its
+    # own came with speedups 1.8% lower candidate by candidate on an H200, session 12)
+    bench = bench_with_holds()
+    opened = []
+    monkeypatch.setattr(bench, "_open", lambda kind, sets: opened.append(kind) or [TimedEvent(0.0, fired=True)],
+                        raising=False)  # fmt: skip
+    monkeypatch.setattr(bench, "_hand_to_twin", lambda: (TimedEvent(0.5), TimedEvent(0.8)), raising=False)
+    monkeypatch.setattr(bench, "_poll", lambda event: None, raising=False)
+    monkeypatch.setattr(bench, "_copy_out", lambda: None, raising=False)
+    monkeypatch.setattr(bench, "_close", lambda events, in_time=None: None if not in_time else "bracket",
+                        raising=False)  # fmt: skip
+    bench.kept, bench.shared_out, bench.count = [], [], 1
+    bench.twin = SimpleNamespace(done=TimedEvent(0.0, fired=True))
+    assert bench.remote_empty_batch(["sets"]) == (None, pytest.approx(0.3e-3), True)  # late: repeated
+    assert opened == ["remote"] and bench.hold_s["remote"] >= 2 * speed.MIN_HOLD_S
+    bench.hold_s["remote"] = speed.MAX_HOLD_S  # late at the longest: counted on the candidate's side
+    bench.remote_empty_batch(["sets"])
+    assert bench.late_by == {"candidate": 1}
+
+
 def test_late_brackets_are_counted_by_the_side_whose_bracket_it_was():
     bench = bench_with_holds()
     bench.hold_s = dict.fromkeys(bench.hold_s, speed.MAX_HOLD_S)
@@ -61,7 +95,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                           device=torch.device("cpu"))  # fmt: skip
     state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
     bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
-                            inputs_s=0.0, holds_s=0.0, late=0, late_by={}, untimed=0,
+                            inputs_s=0.0, holds_s=0.0, check_s=0.0, late=0, late_by={}, untimed=0,
                             scratch=torch.empty(8))  # fmt: skip
     given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
 
@@ -77,6 +111,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
     assert state.stages["timing_measured_reps"] == 6
     assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
+    assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
 
 
@@ -101,6 +136,7 @@ class FakeBench:
         self.company = []  # the hand-offs of the company checks after the brackets (default: hand_off)
         self.outputs = outputs
         self.order = []
+        self.check_s = 0.0
         self.state = types.SimpleNamespace(timed_bounds=[0.5])  # the trials' bounds (speed.check_batch)
 
     def fresh_inputs(self):
@@ -131,6 +167,29 @@ class FakeBench:
         return self.runner
 
 
+def test_the_preparation_runs_the_batch_once_in_time_or_not(monkeypatch):
+    # under the shared hold the holds found would be found again alone on the GPU: one repetition (the
+    # batch's first run) is all it needs, where it repeated until one was queued in time
+    reps = []
+    monkeypatch.setattr(speed, "repetition", lambda bench, model, rep, first, clean: reps.append(rep))
+    for name, value in (("_baseline", lambda reference, baseline, inputs: reference.model),
+                        ("outputs_persist", lambda model, output, inputs: False),
+                        ("forward_ops", lambda model, inputs: 1),
+                        ("_batch_size", lambda state, model, inputs, footprint, nbytes, queue: (8, 1e-4)),
+                        ("SharedInputs", lambda slots, shape: "shared")):  # fmt: skip
+        monkeypatch.setattr(speed, name, value)
+    monkeypatch.setattr(speed.Footprint, "of", classmethod(lambda cls, *args, **kwargs: "footprint"))
+    bench = SimpleNamespace(untimed=0, shared_in=[], shape=None)
+    monkeypatch.setattr(speed, "Bench", lambda *args: bench)
+    job = SimpleNamespace(baseline="eager")
+    state = SimpleNamespace(job=job, footprint=None, forward_ops=1, stages={})
+    reference = SimpleNamespace(inputs=lambda seed: [torch.ones(2)], model=lambda x: x * 2)
+    prepared = speed.prepare_timing(state, reference)
+    assert reps == [0] * speed.PREPARE_REPS == [0] and bench.untimed == 1  # late (None), not repeated
+    assert state.stages["timing_setup_untimed_reps"] == 1 and prepared.count == 8
+    assert speed.warm_up(bench, None) is None and len(reps) == 1 + speed.WARM_UP_REPS  # the exclusive one repeats
+
+
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):
     checked = []
     bench = FakeBench(0.010, 0.008, 0.002, 0.0025)
@@ -143,6 +202,7 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     monkeypatch.setattr(speed, "check_batch", check)
     rep = speed.repetition(bench, None, 0, False, CLEAN)
     assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None, 0.00031)
+    assert bench.check_s > 0  # the check's seconds (stage timing_check)
     speed.repetition(bench, None, 1, True, CLEAN)
     steps = ["check", "empty", "twin", "remote_empty", "runner", "twin"]  # outputs checked before the empties
     pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
@@ -451,3 +511,167 @@ def test_a_timed_call_is_judged_against_the_outputs_rms_as_the_trials_are():
     with pytest.raises(Failure):
         speed.check_batch(zeros, [torch.full((2, 16), 1e-30)], 0)
     assert speed._rms([torch.tensor([3.0, float("inf")]), torch.tensor([4.0, float("nan")])]).item() == 2.5
+
+
+def dispatched(fn) -> list[str]:
+    """The PyTorch ops ``fn`` dispatches, by name (a host read of a device value is ``_local_scalar_dense``)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    recorder = Recorder()
+    recorder.ops = []
+    with recorder:
+        fn()
+    return recorder.ops
+
+
+def test_the_timed_check_reads_the_device_once_and_launches_no_more_for_more_calls(monkeypatch):
+    # a batch of many small calls (hundreds on the bundled problems): the RMS once took a few kernels per
+    # call, and every output (and its largest magnitude) a read of its own, each a wait for the GPU
+    reads = []
+    for name in ("tolist", "item", "__int__", "__float__", "__bool__"):
+        original = getattr(torch.Tensor, name)
+        monkeypatch.setattr(torch.Tensor, name, lambda t, *a, _f=original, _n=name: reads.append(_n) or _f(t, *a))
+
+    def check(calls):
+        expected = [[torch.randn(8), torch.arange(3)] for _ in range(calls)]
+        got = [torch.stack([c[0] for c in expected]), torch.stack([c[1] for c in expected])]
+        reads.clear()
+        ops = dispatched(lambda: speed.check_batch(expected, got, 1, [1e-3, 0.0]))
+        assert reads == ["tolist"]  # one read of the device for the whole batch
+        return ops
+
+    launched = [[op for op in check(n) if not op.startswith(("view", "select", "slice"))] for n in (2, 300)]
+    assert len(launched[1]) == len(launched[0]), launched  # views per call launch nothing
+
+
+def test_the_timed_check_names_the_first_output_that_failed_as_before():
+    calls = [[torch.ones(4), torch.ones(4)] for _ in range(2)]
+    off = [torch.ones(2, 4), torch.ones(2, 4)]
+    off[0][1, 2] += 1e-3  # over 4 x the bound below, under the loose tolerance: a precision failure
+    off[1][0, 0] = 5.0  # a mismatch, in the later output
+    with pytest.raises(Failure) as raised:
+        speed.check_batch(calls, off, 7, [1e-6, 1e-6])
+    assert raised.value.verdict.value == "precision" and "1 of 8 elements of output 0" in raised.value.feedback
+    off[0][1, 2] = 2.0  # a mismatch in output 0 comes before its precision, and before output 1
+    with pytest.raises(Failure) as raised:
+        speed.check_batch(calls, off, 7, [1e-6, 1e-6])
+    assert raised.value.verdict.value == "mismatch" and "output 0" in raised.value.feedback
+
+
+def test_input_sets_staged_in_the_slots_layout_reach_the_slots_as_copied_call_by_call():
+    # a transposed leaf, a broadcast-shaped one and an odd-sized integer one: one copy per leaf then
+    # gives the slots the same bytes as a copy per call and leaf (each call's place 256-byte aligned)
+    sets = [[torch.randn(3, 5).t(), torch.randn(1, 7), torch.arange(3, dtype=torch.int16) + k] for k in range(4)]
+    specs, _ = speed.slot_specs(sets[0], torch.ones(1), len(sets))
+    staged = speed.staged_buffer(specs, torch.device("cpu"), 1 << 40)
+    assert all(speed.slot_bytes(t).eq(0).all() for t in staged)  # zeroed: the gaps never hold judge memory
+    speed.stage_sets(staged, sets)
+    by_call, by_call_again, at_once = (
+        speed.carve_slots(torch.full((1 << 16,), fill, dtype=torch.uint8), specs, speed.SharedArena.ALIGN)
+        for fill in (7, 9, 7)
+    )
+    speed.copy_sets(by_call, sets, None)
+    speed.copy_sets(by_call_again, sets, None)
+    speed.copy_sets(at_once, sets, staged)
+    for k, inputs in enumerate(sets):
+        for a, b, leaf in zip(by_call, at_once, inputs, strict=True):
+            assert torch.equal(a[k], leaf) and torch.equal(b[k], leaf)
+    for a, a_again, b in zip(by_call, by_call_again, at_once, strict=True):
+        gaps = speed.slot_bytes(a) != speed.slot_bytes(a_again)  # bytes no copy of a call wrote
+        assert gaps.any() and speed.slot_bytes(b)[gaps].eq(0).all()
+    assert speed.staged_buffer(specs, torch.device("cpu"), 8 * speed.carved_bytes(specs, 512) - 1) is None
+    assert speed.staged_buffer(specs, torch.device("cpu"), 8 * speed.carved_bytes(specs, 512)) is not None
+    big = [((1, speed.STAGED_BYTES + 1), (speed.STAGED_BYTES + 1, 1), torch.uint8)]
+    assert speed.staged_buffer(big, torch.device("meta"), 1 << 50) is None  # over the most staged
+
+
+def _counts_before_session_12(expected, got, bounds):
+    """The timed check's counts as computed before session 12 (one float64 copy per side and a new
+    tensor per operation; RMS per call, largest magnitude read to the host): the reference the fewer
+    passes of ``speed.check_counts`` must match."""
+    import math
+
+    out = []
+    for m, g in enumerate(got):
+        bound = bounds[m] if bounds is not None and m < len(bounds) else None
+        group = max(1, speed.compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
+        bad = imprecise = 0
+        rms = None
+        if g.is_floating_point() or g.is_complex():
+            squares, count = torch.zeros((), dtype=torch.float64), 0
+            for call in expected:
+                flat = call[m].reshape(-1) if not call[m].is_complex() else torch.view_as_real(call[m]).reshape(-1)
+                chunk = flat.double()
+                squares += torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum()
+                count += flat.numel()
+            rms = (squares / max(count, 1)).sqrt().clamp_min(torch.finfo(expected[0][m].dtype).tiny)
+        for first in range(0, len(expected), group):
+            last = min(first + group, len(expected))
+            e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
+            e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
+            scale = None
+            if bound is not None and bound < math.inf:
+                values = e_flat.double() if not e_flat.is_complex() else torch.view_as_real(e_flat).double()
+                scale = float(torch.where(torch.isfinite(values), values.abs(), 0.0).max()) if e_flat.numel() else 0.0
+            for start in range(0, e_flat.numel(), speed.compare.CHUNK_ELEMENTS):
+                ec = e_flat[start : start + speed.compare.CHUNK_ELEMENTS]
+                gc = g_flat[start : start + speed.compare.CHUNK_ELEMENTS]
+                if ec.is_floating_point() or ec.is_complex():
+                    e64, g64 = ec.double(), gc.double()
+                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
+                    error = (g64 - e64).abs()
+                    bad += int((~((error <= speed.LOOSE_TOLERANCE * (e64.abs() + rms)) | same)).sum())
+                    if scale is not None:
+                        imprecise += int((~((error <= speed.TIMED_SLACK * bound * scale) | same)).sum())
+                else:
+                    bad += int((ec != gc).sum())
+        out.append([bad, imprecise])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("chunk", [7, 1 << 24], ids=["chunked", "whole"])
+def test_the_timed_checks_fewer_passes_count_as_before(monkeypatch, dtype, chunk):
+    # outputs near the loose and the precision bounds, NaNs and infinities on either side or both, the
+    # largest finite values of the dtype, subnormals, and one call's output of its own
+    monkeypatch.setattr(speed.compare, "CHUNK_ELEMENTS", chunk)
+    gen = torch.Generator().manual_seed(12)
+    big = torch.finfo(dtype).max
+    for trial in range(6):
+        calls = 1 + trial % 4
+        expected = [[torch.randn(5, 3, generator=gen).mul(10.0 ** (trial - 2)).to(dtype),
+                     torch.arange(4) + k] for k in range(calls)]  # fmt: skip
+        got = [torch.stack([c[0] for c in expected]).clone(), torch.stack([c[1] for c in expected]).clone()]
+        noise = torch.randn(got[0].shape, generator=gen).mul(10.0 ** -(trial % 5)).to(dtype)
+        got[0] += noise * got[0].float().abs().mean().to(dtype)
+        nan, inf = float("nan"), float("inf")
+        specials = [(nan, nan), (nan, 1.0), (2.0, nan), (inf, inf), (-inf, inf), (big, -big), (big, big), (1e-40, 0.0),
+                    (0.0, -0.0)]  # fmt: skip
+        for e_value, g_value in specials[trial : trial + 4]:
+            k, i, j = (trial % calls, (trial * 3) % 5, trial % 3)
+            expected[k][0][i, j] = e_value
+            got[0][k, i, j] = g_value
+        got[1][0, 1] += trial % 2  # an integer output off where trial is odd
+        bounds = [10.0 ** -(trial % 4 + 1), 0.0]
+        before = _counts_before_session_12(expected, got, bounds)
+        assert speed.check_counts(expected, got, bounds).tolist() == before, (trial, before)
+        assert speed.check_counts(expected, got, None).tolist() == [[b, 0] for b, _ in before]
+
+
+def test_the_rms_and_the_largest_magnitude_come_out_as_before():
+    gen = torch.Generator().manual_seed(3)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64):
+        outputs = [torch.randn(6, generator=gen).to(dtype) * 3 for _ in range(4)]
+        outputs[1][2] = float("inf")
+        outputs[2][0] = float("nan")
+        flats = [o.reshape(-1) if not o.is_complex() else torch.view_as_real(o).reshape(-1) for o in outputs]
+        every = torch.cat([f.double() for f in flats])
+        finite = torch.where(torch.isfinite(every), every, 0.0)
+        assert speed._rms(outputs).item() == pytest.approx(finite.square().mean().sqrt().item(), rel=1e-12)
+        assert speed._largest(outputs[1]).item() == finite[len(flats[0]) : 2 * len(flats[0])].abs().max().item()
+    assert speed._largest(torch.tensor([-7, 3])).item() == 7.0  # integers: every element finite

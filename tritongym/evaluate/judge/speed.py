@@ -22,7 +22,10 @@ and when to stop.
   the reference's on the same inputs after the clock stopped: an answer that was not finished
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
-  the slot it is copied into, the reference's output, the output slot and the copy out of it.
+  the slot it is copied into, the reference's output, the output slot and the copy out of it; a
+  batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
+  them once more in the slots' own layout, so that a bracket copies them in with one copy per input
+  leaf (``copy_sets``).
 * Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
   ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
   alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
@@ -106,12 +109,21 @@ SLOT_BYTES = 2 << 30
 free memory cannot hold the batch (memory.timing_batch)."""
 POISON = 0xFF
 MIN_HOLD_S = 0.001
-"""The first hold before a bracket (it doubles while a side cannot queue its batch in time)."""
+"""The first hold before a bracket (it grows while a side cannot queue its batch in time: ``Bench._grow``)."""
+QUEUE_MARGIN = 1.5
+"""A hold that ended before its bracket was queued grows to at least this many times the host's time to
+queue that bracket (from the hold's launch to its last part queued), and at least doubles: one late
+bracket finds a hold that long host times fit in, where doubling from ``MIN_HOLD_S`` took one late
+repetition per doubling (a candidate's 4 ms: two, each a whole repetition under the exclusive hold)."""
 MAX_HOLD_S = 0.1
 """The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
 and its host time counts."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
+PREPARE_REPS = 1
+"""Untimed repetitions of the timing's preparation (under the shared hold): the first run of the batch
+(the runner's mapped slots, caches, allocations). The holds it would find beside other judges' work
+are found again under the exclusive hold (``time_candidate``), so it does not repeat until in time."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
 HOLD_JITTER_S = 0.001
@@ -129,9 +141,20 @@ at their host's launch rate or had most repetitions contended ("slow: hand-off")
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
 LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
 """Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
-candidate's (or the twin's empty bracket in its place), the runner's empty hand-off. Where one side
+candidate's (or the twin's empty bracket in its place: one kind, so that the bracket subtracted from
+the candidate's follows a hold as long as the candidate's does; a kind of its own for the twin's
+empty bracket, in session 12, came with speedups 1.8% lower candidate by candidate), the runner's
+empty hand-off. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
+STAGED_BYTES = SLOT_BYTES
+"""Most bytes of a batch's input sets staged in the slots' own layout (``Bench.staged``), and at most an
+eighth of what the GPU has available: a larger batch copies its input sets into the slots call by call,
+as before. A copy per call and leaf costs the host about 10 us to queue: a batch of hundreds of small
+calls (``MAX_BATCH``) would spend milliseconds of every hold that covers the copies (the candidate's
+bracket, the twin's, the runner's hand-off) on them, where one copy per leaf from the staged sets is a
+few launches. The bundled problems' batches are 6-31 calls (``SLOT_BYTES`` bounds them): there it
+saves little (BENCHMARKS.md, session 12)."""
 MAX_BATCH_S = 0.1
 """A batch is not lengthened past this much of the reference's time."""
 DEADLINE_RESERVE_S = 5.0
@@ -557,6 +580,36 @@ def _decode_layout(value: Any) -> Any:
     return value
 
 
+def staged_buffer(specs: list, device, available: int) -> list[torch.Tensor] | None:
+    """Tensors of the input slots' (shape, stride, dtype) specs, laid out as ``carve_slots`` lays the
+    slots out, in a buffer of the judge's own that starts zeroed (the gaps between calls, which no
+    copy writes, never hold judge memory: the slots they are copied into are the runner's to read);
+    None where they would take more than ``STAGED_BYTES`` or an eighth of ``available``."""
+    need = carved_bytes(specs, SharedArena.ALIGN)
+    if not specs or need > min(STAGED_BYTES, available // 8):
+        return None
+    return carve_slots(torch.zeros(max(need, 1), dtype=torch.uint8, device=device), specs, SharedArena.ALIGN)
+
+
+def stage_sets(staged: list[torch.Tensor], sets: list[list]) -> None:
+    """Each call's input leaves into its place in the staged tensors (``staged_buffer``)."""
+    for k, inputs in enumerate(sets):
+        for slot, leaf in zip(staged, tensor_leaves(inputs), strict=True):
+            slot[k].copy_(leaf)
+
+
+def copy_sets(slots: list[torch.Tensor], sets: list[list], staged: list[torch.Tensor] | None) -> None:
+    """The input sets into the input slots: from ``staged`` (holding these sets in the slots' own
+    layout) one copy of each slot's bytes, else call by call and leaf by leaf."""
+    if staged is not None:
+        for slot, source in zip(slots, staged, strict=True):
+            slot_bytes(slot).copy_(slot_bytes(source))
+        return
+    for k, inputs in enumerate(sets):
+        for slot, leaf in zip(slots, tensor_leaves(inputs), strict=True):
+            slot[k].copy_(leaf)
+
+
 def run_batch(model, slots, count: int) -> None:
     """Runner: forward on input sets 0..count-1, each output copied into its slot."""
     ins, outs, shape = slots
@@ -632,7 +685,7 @@ class Bench:
     flush; it closes with ``end``, both events of the judge. Everything in between is queued on the
     host while the hold keeps the GPU waiting, so the bracket measures GPU time, not the host's
     launch overhead or the message round trip. A bracket is *queued in time* when the hold is still
-    running once its last part is queued (the judge checks ``start``); if not, the hold doubles and
+    running once its last part is queued (the judge checks ``start``); if not, the hold grows (``_grow``) and
     the repetition is repeated, up to ``MAX_HOLD_S``, after which a late bracket counts as it is (its
     host time included).
 
@@ -672,11 +725,19 @@ class Bench:
         self.shared_out = state.ctx.arena.carve(specs_out, "outputs")
         self.kept = [torch.empty_strided(shape, stride, dtype=dtype, device=self.device)
                      for shape, stride, dtype in specs_out]  # fmt: skip
+        self.staged = staged_buffer(specs_in, self.device, available_bytes(self.device))
+        """The batch's input sets in the input slots' own layout, in the judge's memory (None: too large,
+        ``STAGED_BYTES``): each bracket that copies them in copies each slot's bytes at once (one copy per
+        input leaf, not one per call and leaf: ``copy_sets``), so holds need not cover a copy per call."""
+        self.staged_sets: list | None = None
+        """The input sets ``staged`` holds now (``fresh_inputs``' last)."""
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
         self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = {"local": MIN_HOLD_S, "remote": MIN_HOLD_S, "twin": MIN_HOLD_S, "runner": MIN_HOLD_S}
+        self.hold_s = dict.fromkeys(LATE_SIDES, MIN_HOLD_S)
+        self.opened: dict[str, float] = {}
+        """Kind -> when its last hold was launched (host clock): how long the host took to queue its bracket."""
         self.holds_s = 0.0
         """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
@@ -684,6 +745,8 @@ class Bench:
         """``late`` by the side whose bracket it was (``LATE_SIDES``): where the host time counted."""
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
+        self.check_s = 0.0
+        """Seconds spent checking the outputs so far (``check_batch``, its read of the GPU included)."""
         self.inputs_s = 0.0
         """Seconds spent making fresh input sets so far (``fresh_inputs``: the host's part, the GPU's runs
         behind it)."""
@@ -695,6 +758,9 @@ class Bench:
         """``count`` input sets from new secret seeds, each as the problem makes it."""
         began = time.perf_counter()
         sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
+        if self.staged is not None:  # before any hold: the GPU's copies run outside the brackets
+            stage_sets(self.staged, sets)
+            self.staged_sets = sets
         self.inputs_s += time.perf_counter() - began
         return sets
 
@@ -709,10 +775,10 @@ class Bench:
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
         self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
+        self.opened[kind] = time.perf_counter()
         events[0].record()
-        for k, inputs in enumerate(sets or ()):
-            for slot, leaf in zip(self.shared_in, tensor_leaves(inputs), strict=True):
-                slot[k].copy_(leaf)
+        if sets is not None:
+            copy_sets(self.shared_in, sets, self.staged if sets is self.staged_sets else None)
         events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
         events[2].record()
@@ -747,8 +813,15 @@ class Bench:
             side = LATE_SIDES.get(kind, kind)
             self.late_by[side] = self.late_by.get(side, 0) + 1
             return True  # host-bound: its host time counts
-        self.hold_s[kind] = min(2 * self.hold_s[kind], MAX_HOLD_S)
+        self._grow(kind)
         return False
+
+    def _grow(self, kind: str) -> None:
+        """The next hold of a kind whose hold ended before its bracket (or check) was queued: twice as
+        long, and at least ``QUEUE_MARGIN`` times the host's time to queue it since that hold's launch
+        (``opened``), at most ``MAX_HOLD_S``."""
+        queued_s = time.perf_counter() - self.opened.get(kind, math.inf)
+        self.hold_s[kind] = min(max(2 * self.hold_s[kind], QUEUE_MARGIN * max(queued_s, 0.0)), MAX_HOLD_S)
 
     def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
@@ -821,7 +894,7 @@ class Bench:
         The runner can only make it slower; what is subtracted for it is capped by the twin's
         (timing.subtracted). 0 where the GPU did not time it (``gpu_timed``: ``handed`` had fired
         before the runner answered, so the events hold the host's round trip to the runner), even at
-        the longest hold, which a late bracket counts as it is; where the hold ended first, it doubles."""
+        the longest hold, which a late bracket counts as it is; where the hold ended first, it grows."""
         events = self._open("runner", sets)
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
@@ -840,13 +913,14 @@ class Bench:
         queued), the twin waits for that one's time slice and the hand-off is much slower than clean
         (timing.contention). Queued behind a hold of its own kind, as the calibration's
         (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
-        it; where the hold ended first, that hold doubles and this check says nothing (0)."""
+        it; where the hold ended first, that hold grows and this check says nothing (0)."""
         self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
+        self.opened["twin"] = time.perf_counter()
         handed, back = self._hand_to_twin()
         in_time = not handed.query()
         if not in_time:
-            self.hold_s["twin"] = min(2 * self.hold_s["twin"], MAX_HOLD_S)
+            self._grow("twin")
         self._poll(self.twin.done)
         back.record()
         back.synchronize()
@@ -898,10 +972,43 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
     calls, :func:`_rms`) is a ``mismatch``; over ``TIMED_SLACK`` times the trials' bound for that output (``bounds``: a
     fraction of the largest magnitude among the calls compared together; None: no bound but the loose
     one) a ``precision`` (red team 13 #2: a solution that multiplied in bf16 once its trials were over
-    passed the loose check and was timed at bf16's speed). Compared ``compare.CHUNK_ELEMENTS`` elements
-    at a time (as many calls' outputs as fit, stacked, or a piece of one call's), so that no float64
-    copy of a whole output is made and a batch of many small calls costs a few kernels, not a few per
-    call; one synchronisation per output."""
+    passed the loose check and was timed at bf16's speed). The counts come from ``check_counts``, read
+    from the GPU once for the whole batch; the first output that failed (a mismatch before a precision)
+    is named."""
+    found = check_counts(expected, got, bounds)
+    for m, (bad_n, imprecise_n) in enumerate(found.tolist() if found is not None else []):
+        g = got[m]
+        if bad_n:
+            raise Failure(
+                Verdict.MISMATCH,
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {g.numel()} elements of output {m} over "
+                f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
+                "here: its output depends on earlier calls (cached results?), was not finished when forward "
+                "returned, or was not computed at all.",
+            )
+        if imprecise_n:
+            bound = bounds[m]
+            raise Failure(
+                Verdict.PRECISION,
+                f"During timing (batch {rep}, fresh inputs): {imprecise_n} of {g.numel()} elements of output {m} "
+                f"over {len(expected)} calls are further from the reference's than the trials allowed "
+                f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
+                "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
+                "every call as the trials were computed.",
+            )
+
+
+def check_counts(expected: list[list], got: list, bounds: list | None = None) -> torch.Tensor | None:
+    """``check_batch``'s counts, per output (its elements over the loose bound, and over the precision
+    bound), as one (outputs, 2) int64 tensor on the outputs' device, never synchronised (None: no
+    output). Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit,
+    stacked, or a piece of one call's), so that no float64 copy of a whole output is made and a batch of
+    many small calls costs a few kernels, not a few per call. A real floating output is compared in
+    float64 (the reference's upcast once; the candidate's upcast inside the subtraction; equality and
+    NaNs in their own dtype, which the upcast keeps), with in-place steps: about half the memory
+    traffic of one float64 copy per side and operation, which made the check 19 ms of a 60 ms
+    repetition on the bundled problems (BENCHMARKS.md, session 12), with the same counts."""
+    counts = []
     for m, g in enumerate(got):
         bound = bounds[m] if bounds is not None and m < len(bounds) else None
         group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
@@ -917,7 +1024,15 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
             for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
-                if ec.is_floating_point() or ec.is_complex():
+                if ec.is_floating_point():
+                    same = (ec == gc).logical_or_(torch.isnan(ec).logical_and_(torch.isnan(gc)))
+                    e64 = ec.double()  # ec itself where it is float64: never written below
+                    error = torch.sub(gc, e64).abs_()
+                    fine = error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)
+                    bad += ec.numel() - fine.logical_or_(same).sum()
+                    if scale is not None:
+                        imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(same).sum()
+                elif ec.is_complex():
                     e64, g64 = ec.double(), gc.double()
                     same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
                     error = (g64 - e64).abs()
@@ -926,28 +1041,20 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
                         imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
                 else:
                     bad += (ec != gc).sum()
-        if int(bad):
-            raise Failure(
-                Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {int(bad)} of {g.numel()} elements of output {m} over "
-                f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
-                "here: its output depends on earlier calls (cached results?), was not finished when forward "
-                "returned, or was not computed at all.",
-            )
-        if int(imprecise):
-            raise Failure(
-                Verdict.PRECISION,
-                f"During timing (batch {rep}, fresh inputs): {int(imprecise)} of {g.numel()} elements of output {m} "
-                f"over {len(expected)} calls are further from the reference's than the trials allowed "
-                f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
-                "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
-                "every call as the trials were computed.",
-            )
+        counts.append(torch.stack([bad, imprecise]))
+    return torch.stack(counts) if counts else None
+
+
+def _finite(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (real) with every non-finite element 0, in its own dtype."""
+    return torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     """The RMS of the finite elements of one output over the calls (a float64 scalar on its device,
-    never synchronised; at least the dtype's smallest normal), ``CHUNK_ELEMENTS`` at a time: the scale
+    never synchronised; at least the dtype's smallest normal), ``CHUNK_ELEMENTS`` at a time (as many
+    calls' outputs as fit, concatenated: a few kernels per batch, not a few per call; each chunk's
+    squares summed in float64 by ``vector_norm``, without a float64 copy): the scale
     the trials' loose check (compare.py) measures an element's error against beside the element's own
     magnitude. A bound of one unit instead (the check's before session 11) failed Inductor's honest
     code of Mamba2 (48, 49: outputs from ``exp`` of cumulative sums, most elements far larger than 1,
@@ -955,23 +1062,36 @@ def _rms(outputs: list[torch.Tensor]) -> torch.Tensor:
     output a million times smaller than 1."""
     device = outputs[0].device
     squares = torch.zeros((), dtype=torch.float64, device=device)
-    count = 0
+    count, group, grouped = 0, [], 0
+
+    def add(flats: list[torch.Tensor]) -> None:
+        flat = torch.cat(flats) if len(flats) > 1 else flats[0]
+        for start in range(0, flat.numel(), compare.CHUNK_ELEMENTS):
+            chunk = _finite(flat[start : start + compare.CHUNK_ELEMENTS])
+            squares.add_(torch.linalg.vector_norm(chunk, 2, dtype=torch.float64).square())
+
     for output in outputs:
         flat = output.reshape(-1) if not output.is_complex() else torch.view_as_real(output).reshape(-1)
-        for start in range(0, flat.numel(), compare.CHUNK_ELEMENTS):
-            chunk = flat[start : start + compare.CHUNK_ELEMENTS].double()
-            squares += torch.where(torch.isfinite(chunk), chunk, 0.0).square().sum()
+        if group and grouped + flat.numel() > compare.CHUNK_ELEMENTS:
+            add(group)
+            group, grouped = [], 0
+        group.append(flat)
+        grouped += flat.numel()
         count += flat.numel()
+    if group:
+        add(group)
     return (squares / max(count, 1)).sqrt().clamp_min(torch.finfo(outputs[0].dtype).tiny)
 
 
-def _largest(flat: torch.Tensor) -> float:
-    """The largest finite magnitude among ``flat``'s elements (0 for none), in float64."""
+def _largest(flat: torch.Tensor) -> torch.Tensor:
+    """The largest finite magnitude among ``flat``'s elements (0 for none), in float64, as a scalar
+    tensor on its device (never synchronised; exact: a maximum, in the elements' own dtype)."""
     if not flat.numel():
-        return 0.0
-    values = flat.double() if not flat.is_complex() else torch.view_as_real(flat).double()
-    finite = torch.isfinite(values)
-    return float(torch.where(finite, values.abs(), 0.0).max())
+        return torch.zeros((), dtype=torch.float64, device=flat.device)
+    values = flat if not flat.is_complex() else torch.view_as_real(flat)
+    if not values.is_floating_point():  # integers and booleans: every element is finite
+        return values.double().abs().max()
+    return torch.linalg.vector_norm(_finite(values), math.inf).double()
 
 
 def outputs_persist(model, sample_output: Any, sample_inputs: list) -> bool:
@@ -1040,7 +1160,9 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     for side in (1, 0) if candidate_first else (0, 1):
         brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
         checks.append(bench.company_check())
+    checking = time.perf_counter()
     check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
+    bench.check_s += time.perf_counter() - checking
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
     checks.append(bench.company_check())
@@ -1105,10 +1227,10 @@ def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int
     return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
 
 
-def warm_up(bench: Bench, model) -> timing.Rep | None:
-    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket): the first
-    one queued in time. Each is counted in ``bench.untimed``."""
-    for _ in range(WARM_UP_REPS):
+def warm_up(bench: Bench, model, most: int = WARM_UP_REPS) -> timing.Rep | None:
+    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket), at most
+    ``most``: the first one queued in time (None: none was). Each is counted in ``bench.untimed``."""
+    for _ in range(most):
         bench.untimed += 1
         rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
         if rep is not None:
@@ -1140,11 +1262,12 @@ class Prepared:
 def prepare_timing(state, reference) -> Prepared:
     """What a timing needs before its measured repetitions, none of which is a measurement: a sample
     input set of its own (the trials' are gone: their memory is the batch's), the model timed against,
-    the batch's size and slots (the runner maps them), and untimed repetitions (autotuning, caches,
-    holds long enough to queue each bracket). Run under this GPU's lock held shared: another judge's
+    the batch's size and slots (the runner maps them), and the batch's first run (an untimed
+    repetition: autotuning, caches, the slots' first use). Run under this GPU's lock held shared: another judge's
     work beside it changes no measurement (the holds start again, and whether the batch must be longer
     is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
-    the reference's time of one call, comes out smaller."""
+    the reference's time of one call, comes out smaller. Its untimed repetitions are ``PREPARE_REPS``,
+    in time or not (the holds they would find are found again)."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     compiling = time.perf_counter()
@@ -1162,7 +1285,7 @@ def prepare_timing(state, reference) -> Prepared:
     count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue)
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
-    warm_up(bench, model)
+    warm_up(bench, model, PREPARE_REPS)
     state.stages["timing_setup_untimed_reps"] = bench.untimed
     return Prepared(model, bench, count, footprint, sample_inputs, sample_output, sample_bytes, one_s,
                     nbytes(sample_inputs), mutates, persistent, queue)  # fmt: skip
@@ -1202,7 +1325,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                      "timing_grown": grown}  # fmt: skip
     prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
-    bench.holds_s = 0.0  # the measured repetitions' alone
+    bench.holds_s = bench.check_s = 0.0  # the measured repetitions' alone
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
@@ -1226,6 +1349,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
     # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
     state.stages["timing_holds"] = round(bench.holds_s, 4)
+    state.stages["timing_check"] = round(bench.check_s, 4)
     state.stages["timing_brackets"] = round(sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off
                                                 for r in reps), 4)  # fmt: skip
     return timing_result(counted, stopped, job.baseline, count, bench, reps, ctx, bytes_read, ceiling)
