@@ -121,6 +121,7 @@ case "${1:-}" in
     timeout "$(left 130)" python3 -m tritongym solutions inductor "$W/level3" --out "$W/solutions" --device cuda --jobs 1 \
       2>&1 | tail -3
     RNN=("$W/level3/34_VanillaRNNHidden.py" "$W/solutions/34_VanillaRNNHidden.py")
+    cp "$W/solutions/summary.json" "$OUT/launch_rate_generated.json"; cp "${RNN[1]}" "$OUT/launch_rate_solution.py"
     timeout "$(left 170)" python3 benchmarks/launch_rate.py --problem "${RNN[0]}" --solution "${RNN[1]}" --timeout 70 \
       --settings plain,one_queue,seccomp,hardened,witness,forked,runner --out "$OUT/launch_rate_settings.json" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tail -10
