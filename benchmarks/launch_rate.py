@@ -16,19 +16,21 @@ setting, then times on the host (no synchronisation inside a loop) and on the GP
   run at every call (profile and trace hooks, threads, dispatch and function modes, the profiler).
 
 Settings: ``plain``; ``one_queue`` (``CUDA_DEVICE_MAX_CONNECTIONS=1``, what the judge gives the
-runner of a single-stream reference); ``witness`` (one forward under the runner's guards first:
+runner of a single-stream reference); ``scaled_queue`` (``CUDA_SCALE_LAUNCH_QUEUES=4x``, what every GPU judge
+and runner gets: ``PoolConfig.launch_queue_scale``); ``witness`` (one forward under the runner's guards first:
 OpWitness, LaunchMonitor, OpRecorder, as a trial); ``profile`` (the runner's own profile of a forward
 first, ``profile_forward``; ``profile_teardown`` the same with ``TEARDOWN_CUPTI=1``: a runner profiles
 after its timing, so neither is in ``runner``); ``seccomp`` (the runner's seccomp filter alone, after
 no_new_privs); ``hardened`` (the runner's hardening after warming up: capabilities dropped, Landlock,
 seccomp, the watchdog thread); ``forked`` (measured in a child forked before CUDA exists, as a runner
-is from its zygote); ``runner`` (the trial, the hardening and the fork, one queue). Every child also
+is from its zygote); ``runner`` (the trial, the hardening and the fork, one queue, the scaled queue). Every child also
 reports its ``Speculation_*`` and ``Seccomp`` lines of ``/proc/self/status``.
 
 ``--judge PROBLEM.py:SOLUTION.py:BASELINE`` (repeatable; ``many:STEPS`` for ``write_many_ops``'s
 problem and solution, against eager) runs the real judge next, in a LocalEnv pool of one judge per
 ``--pools`` entry (``choice``: the judge's choice of work queues, one for a single-stream reference;
-a count: every runner gets it), on the solution with ``INSTRUMENT`` appended: it reports its host
+a count: every runner gets it; ``/off`` after either: the driver's launch queue, not the pool's
+scaled one), on the solution with ``INSTRUMENT`` appended: it reports its host
 time of every call and, at the timing's first batch, the probes, on stderr, which the result carries.
 Its speedup is the judge's reading of the solution (two clock reads and a line a call added; the
 probes in an untimed batch).
@@ -57,7 +59,20 @@ import tempfile
 import time
 from pathlib import Path
 
-SETTINGS = ("plain", "one_queue", "witness", "profile", "profile_teardown", "seccomp", "hardened", "forked", "runner")
+from tritongym.evaluate.judge.work_queues import LAUNCH_QUEUE_SCALE, LAUNCH_QUEUE_SCALE_ENV
+
+SETTINGS = (
+    "plain",
+    "one_queue",
+    "scaled_queue",
+    "witness",
+    "profile",
+    "profile_teardown",
+    "seccomp",
+    "hardened",
+    "forked",
+    "runner",
+)
 COMPILED_IN = ("plain",)
 """Settings whose child also times torch.compile of the reference (its compile costs 10-20 s)."""
 FORKED_IN = ("forked", "runner")
@@ -116,6 +131,23 @@ def _launchrate_calls(fn, count, hold_s=0.0, rate=0.0):
             "done_us": round((done - begun - hold_s) / count * 1e6, 2)}
 
 
+def _launchrate_queue(fn, rate, limit=8000):
+    """Calls of ``fn`` queued behind a 0.2 s hold before one blocked the host for a millisecond: the
+    stream's queue was full (its capacity, in such calls); ``limit`` where none blocked."""
+    cuda = _launchrate_torch.cuda
+    cuda.synchronize()
+    cuda._sleep(int(0.2 * rate))
+    queued = limit
+    for k in range(limit):
+        begun = _launchrate_time.perf_counter()
+        fn()
+        if _launchrate_time.perf_counter() - begun > 0.001:
+            queued = k
+            break
+    cuda.synchronize()
+    return queued
+
+
 def _launchrate_probe(forward, count):
     """Python's speed and what is installed that could run at every call; on a GPU, ``forward``'s and
     a one-element add's rates, free and behind a 50 ms hold."""
@@ -136,6 +168,7 @@ def _launchrate_probe(forward, count):
     found["forward_held"] = _launchrate_calls(forward, count, 0.05, rate)
     found["add_free"] = _launchrate_calls(add, 3000)
     found["add_held"] = _launchrate_calls(add, 3000, 0.05, rate)
+    found["add_queue"] = _launchrate_queue(add, rate)
     return found
 '''
 """The probes: the same code in a setting's process and in the instrumented solution (a runner)."""
@@ -294,8 +327,12 @@ def judged(specs: list[str], rows: list, save, pools: str, scratch: Path) -> Non
                             output_limit_bytes=1 << 20, torch_compute="allow")  # fmt: skip
         tasks.append((problem, source, config))
     for pool in filter(None, pools.split(",")):
-        queues = None if pool == "choice" else int(pool)
-        with LocalEnv(PoolConfig(devices="cuda:0", sandboxes_per_device=1, runner_work_queues=queues)) as env:
+        count, _, scaled = pool.partition("/")
+        queues = None if count == "choice" else int(count)
+        scale = None if scaled == "off" else LAUNCH_QUEUE_SCALE
+        pool_config = PoolConfig(devices="cuda:0", sandboxes_per_device=1, runner_work_queues=queues,
+                                 launch_queue_scale=scale)  # fmt: skip
+        with LocalEnv(pool_config) as env:
             for problem, source, config in tasks:
                 started = time.monotonic()
                 result = env.evaluate_batch([Task(problem, source, problem.name)], config)[0]
@@ -304,6 +341,7 @@ def judged(specs: list[str], rows: list, save, pools: str, scratch: Path) -> Non
                     "problem": problem.name,
                     "baseline": config.baseline,
                     "runner_work_queues": queues or "judge's choice",
+                    "launch_queue_scale": scale,
                     "verdict": str(result.verdict),
                     "speedup": result.speedup,
                     "reference_ms": timing and timing.reference_ms,
@@ -396,10 +434,10 @@ def child(setting: str, problem_path: str, solution_path: str) -> dict:
 
     from tritongym.evaluate.guards import LaunchMonitor, OpRecorder, OpWitness
 
+    if setting in FORKED_IN:  # before the solution's import, which initialises CUDA (Inductor's kernels
+        forked()  # read the device's properties), as a runner imports its candidate after the fork
     problem = _load(problem_path, "launchrate_problem")
     solution = _load(solution_path, "launchrate_solution")
-    if setting in FORKED_IN:
-        forked()
     device = torch.device("cuda")
     torch.cuda.set_device(0)
     torch.manual_seed(0)
@@ -470,7 +508,9 @@ def child(setting: str, problem_path: str, solution_path: str) -> dict:
         "device": torch.cuda.get_device_name(0),
         "hardening": hardening,
         "status": status_lines(),
-        "env": {k: os.environ.get(k) for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "TEARDOWN_CUPTI")},
+        "env": {
+            k: os.environ.get(k) for k in ("CUDA_DEVICE_MAX_CONNECTIONS", "TEARDOWN_CUPTI", LAUNCH_QUEUE_SCALE_ENV)
+        },
         "launchers": _launchers(solution),
         "static_cuda_launcher": getattr(inductor_config, "use_static_cuda_launcher", None),
         "probe": probes["_launchrate_probe"](forward, PROBE_FORWARDS),
@@ -501,7 +541,10 @@ def main() -> None:
         help="PROBLEM.py:SOLUTION.py:BASELINE, or many:STEPS: judged (instrumented) after the settings.",
     )  # fmt: skip
     parser.add_argument(
-        "--pools", default="choice,8", help="The judge's pools: choice (its own queue choice) and/or a queue count."
+        "--pools",
+        default="choice,8",
+        help="The judge's pools: choice (its own queue choice) or a queue count, each with /off for the driver's "
+        "launch queue.",
     )
     parser.add_argument("--child", choices=SETTINGS, help=argparse.SUPPRESS)
     parser.add_argument("--timeout", type=float, default=90.0, help="Seconds per setting's process.")
@@ -531,8 +574,11 @@ def main() -> None:
     for setting in settings:
         env = dict(os.environ)
         env.pop("TEARDOWN_CUPTI", None)
+        env.pop(LAUNCH_QUEUE_SCALE_ENV, None)
         if setting in ("one_queue", "runner"):
             env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+        if setting in ("scaled_queue", "runner"):
+            env[LAUNCH_QUEUE_SCALE_ENV] = LAUNCH_QUEUE_SCALE
         if setting == "profile_teardown":
             env["TEARDOWN_CUPTI"] = "1"
         command = [sys.executable, __file__, "--child", setting, "--problem", args.problem, "--solution", args.solution]
