@@ -306,11 +306,24 @@ def write_many_ops(directory: Path, steps: int) -> tuple[Path, Path]:
     return problem, solution
 
 
+def pool_settings(entry: str):
+    """The pool of one ``--pools`` entry: ``choice`` (the judge's choice of work queues) or a count every
+    runner gets, with ``/off`` for the driver's launch queue instead of the pool's scaled one."""
+    from tritongym.env import PoolConfig
+
+    count, _, scaled = entry.partition("/")
+    if scaled not in ("", "off"):
+        raise ValueError(f"a pool is choice or a queue count, then /off or nothing, not {entry!r}")
+    queues = None if count == "choice" else int(count)
+    scale = None if scaled == "off" else LAUNCH_QUEUE_SCALE
+    return PoolConfig(devices="cuda:0", sandboxes_per_device=1, runner_work_queues=queues, launch_queue_scale=scale)
+
+
 def judged(specs: list[str], rows: list, save, pools: str, scratch: Path) -> None:
     """The real judge on each spec's instrumented solution (``PROBLEM.py:SOLUTION.py:BASELINE``, or
     ``many:STEPS`` against eager) in each pool of ``pools``: ``choice`` (the judge's choice of work
     queues: one for a single-stream reference) or a count every runner gets (8: the driver's default)."""
-    from tritongym.env import LocalEnv, PoolConfig, Task
+    from tritongym.env import LocalEnv, Task
     from tritongym.evaluate import EvalConfig
     from tritongym.problems import load_problems
 
@@ -327,11 +340,8 @@ def judged(specs: list[str], rows: list, save, pools: str, scratch: Path) -> Non
                             output_limit_bytes=1 << 20, torch_compute="allow")  # fmt: skip
         tasks.append((problem, source, config))
     for pool in filter(None, pools.split(",")):
-        count, _, scaled = pool.partition("/")
-        queues = None if count == "choice" else int(count)
-        scale = None if scaled == "off" else LAUNCH_QUEUE_SCALE
-        pool_config = PoolConfig(devices="cuda:0", sandboxes_per_device=1, runner_work_queues=queues,
-                                 launch_queue_scale=scale)  # fmt: skip
+        pool_config = pool_settings(pool)
+        queues, scale = pool_config.runner_work_queues, pool_config.launch_queue_scale
         with LocalEnv(pool_config) as env:
             for problem, source, config in tasks:
                 started = time.monotonic()

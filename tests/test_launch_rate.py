@@ -117,3 +117,14 @@ def test_judged_instrumented_solution_is_ok_and_its_trials_are_guarded(judge, tm
     report = module.runner_report(result.stderr)
     assert report["guarded_calls"] >= 3 and report["first_calls"] == report["later_calls"] == 0
     assert report["probe"] is None  # no timing on the CPU: every call was a guarded one
+
+
+def test_pool_entries():
+    module = _launch_rate()
+    choice, off, eight = (module.pool_settings(e) for e in ("choice", "choice/off", "8"))
+    assert (choice.runner_work_queues, choice.launch_queue_scale) == (None, "4x")
+    assert (off.runner_work_queues, off.launch_queue_scale) == (None, None)
+    assert (eight.runner_work_queues, eight.launch_queue_scale) == (8, "4x")
+    for bad in ("choice/on", "eight"):
+        with pytest.raises(ValueError):
+            module.pool_settings(bad)
