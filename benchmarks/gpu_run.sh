@@ -28,6 +28,10 @@
 #        setting (benchmarks/cuda_context.py; about a minute)
 #   bash benchmarks/gpu_run.sh cupti      # a process's launches after one torch.profiler run, by TEARDOWN_CUPTI
 #        (benchmarks/cupti_after_profile.py: the judge's reference profile must leave nothing; about 40 s)
+#   bash benchmarks/gpu_run.sh launchrate # why launch-heavy forwards read slow in a runner (benchmarks/launch_rate.py): the
+#        host's mitigations, the judged A/A of 200 and 1200 tiny PyTorch ops a forward (write_many_ops; the pool's scaled
+#        launch queue and the driver's), 34_VanillaRNNHidden cut to 64 steps (build/KernelBench) made into Inductor's
+#        solution, its settings' processes, then it judged
 #   bash benchmarks/gpu_run.sh landlock   # runners under Landlock: CUDA IPC, Triton, profiler, Inductor, a pool (which op fails)
 #   bash benchmarks/gpu_run.sh kernelbench LEVELS [IDS [lazy]]   # Inductor's solutions of KernelBench levels LEVELS
 #        (1, or 1,3, or 1:280,3 where LEVEL:SECONDS caps a level, which is resumed if the later levels leave time; IDS the leading numbers kept, e.g. 19-32,45, the
@@ -43,8 +47,8 @@
 #        (e.g. timeout,infrastructure_error) whose problems in finished chunks are judged again
 set -u
 case "${1:-}" in
-  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti) ;;
-  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti" >&2; exit 2 ;;
+  tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti|launchrate) ;;
+  *) echo "usage: bash benchmarks/gpu_run.sh tests|exploits|memory|timing|parts|alarms|contention|overhead|train|learning|kernelbench|landlock|rlbatch|context|cupti|launchrate" >&2; exit 2 ;;
 esac
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/tritongym-gpu}
@@ -106,6 +110,24 @@ case "${1:-}" in
   cupti)
     timeout 120 python3 benchmarks/cupti_after_profile.py --out "$OUT/cupti_after_profile.json" 2>&1 \
       | grep -v -e UserWarning -e _warn_once | tail -4 ;;
+  launchrate)
+    END=$(( $(date +%s) + 550 )); W=/tmp/launchrate; mkdir -p "$W/level3"
+    left() { local L=$(( END - $(date +%s) )); [ "$L" -lt 1 ] && L=1; [ "$L" -lt "$1" ] && echo "$L" || echo "$1"; }
+    { uname -r; grep . /sys/devices/system/cpu/vulnerabilities/*; grep -m1 "model name" /proc/cpuinfo; nproc;
+      nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv; } > "$OUT/launch_rate_host.txt" 2>&1
+    timeout "$(left 170)" python3 benchmarks/launch_rate.py --judge many:100 --judge many:600 --pools choice,choice/off,8 \
+      --out "$OUT/launch_rate_many.json" 2>&1 | grep -v -e UserWarning -e _warn_once | tail -8
+    sed 's/^sequence_length = 256$/sequence_length = 64/' build/KernelBench/level3/34_VanillaRNNHidden.py \
+      > "$W/level3/34_VanillaRNNHidden.py"
+    timeout "$(left 130)" python3 -m tritongym solutions inductor "$W/level3" --out "$W/solutions" --device cuda --jobs 1 \
+      2>&1 | tail -3
+    RNN=("$W/level3/34_VanillaRNNHidden.py" "$W/solutions/34_VanillaRNNHidden.py")
+    cp "$W/solutions/summary.json" "$OUT/launch_rate_generated.json"; cp "${RNN[1]}" "$OUT/launch_rate_solution.py"
+    timeout "$(left 170)" python3 benchmarks/launch_rate.py --problem "${RNN[0]}" --solution "${RNN[1]}" --timeout 70 \
+      --settings plain,one_queue,scaled_queue,seccomp,witness,forked,runner --out "$OUT/launch_rate_settings.json" 2>&1 \
+      | grep -v -e UserWarning -e _warn_once | tail -10
+    timeout "$(left 200)" python3 benchmarks/launch_rate.py --judge "${RNN[0]}:${RNN[1]}:compile" \
+      --out "$OUT/launch_rate_rnn.json" 2>&1 | grep -v -e UserWarning -e _warn_once | tail -4 ;;
   landlock)
     timeout 560 python3 benchmarks/landlock_probe.py 2>&1 | grep -v -e UserWarning -e _warn_once \
       | tee "$OUT/landlock_probe.log" | tail -80 ;;

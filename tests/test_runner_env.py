@@ -156,6 +156,34 @@ def test_the_pool_passes_its_runners_queues_to_every_gpu_judge(monkeypatch):
     assert all(wq.OVERRIDE_ENV not in env for _, env in device_slots(PoolConfig(devices="cuda")))  # per problem
 
 
+def test_every_gpu_judge_gets_the_scaled_launch_queue_unless_the_pool_says_none(monkeypatch):
+    monkeypatch.setattr("tritongym.env.local.cuda_device_count", lambda: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    slots = device_slots(PoolConfig(devices="cuda", sandboxes_per_device=2))
+    assert len(slots) == 4 and all(env[wq.LAUNCH_QUEUE_SCALE_ENV] == wq.LAUNCH_QUEUE_SCALE for _, env in slots)
+    assert wq.LAUNCH_QUEUE_SCALE_ENV == "CUDA_SCALE_LAUNCH_QUEUES" and wq.LAUNCH_QUEUE_SCALE == "4x"
+    halved = device_slots(PoolConfig(devices="cuda:1", launch_queue_scale="2x"))
+    assert [env[wq.LAUNCH_QUEUE_SCALE_ENV] for _, env in halved] == ["2x"]
+    assert all(
+        wq.LAUNCH_QUEUE_SCALE_ENV not in env
+        for _, env in device_slots(PoolConfig(devices="cuda", launch_queue_scale=None))
+    )
+    assert all(env == {} for _, env in device_slots(PoolConfig(devices="cpu", sandboxes_per_device=2)))
+
+
+@pytest.mark.parametrize("scale", ["1x", "0.5x", "8x", ""])
+def test_a_launch_queue_scale_the_pool_does_not_take_is_refused(scale):
+    with pytest.raises(ConfigError, match="launch_queue_scale"):
+        PoolConfig(launch_queue_scale=scale)
+
+
+def test_the_judges_environment_reaches_its_processes(tmp_path):
+    from tritongym.evaluate.sandbox import sandbox_env
+
+    env = sandbox_env(tmp_path, interpret=False, extra={wq.LAUNCH_QUEUE_SCALE_ENV: "4x"})
+    assert env[wq.LAUNCH_QUEUE_SCALE_ENV] == "4x"  # the judge's; its twin, zygote and runners inherit it
+
+
 @pytest.mark.parametrize("queues", [0, 33, -1])
 def test_a_number_of_queues_the_driver_does_not_take_is_refused(queues):
     with pytest.raises(ConfigError, match="runner_work_queues"):

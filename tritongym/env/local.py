@@ -12,6 +12,7 @@ from tritongym.config_doc import documented
 from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, cuda_device_count, evaluate_in
+from tritongym.evaluate.judge.work_queues import LAUNCH_QUEUE_SCALE, LAUNCH_QUEUE_SCALE_ENV, LAUNCH_QUEUE_SCALES
 from tritongym.evaluate.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,15 @@ class PoolConfig:
         "0.81). A number here gives every runner that many, whatever its problem runs.",
         default=None,
     )
+    launch_queue_scale: str | None = documented(
+        "How many times the driver's default launch queue each stream of every GPU judge, its twin and its "
+        "runners gets (CUDA_SCALE_LAUNCH_QUEUES: '2x' or '4x'; None: the driver's default). A timing bracket's "
+        "work is queued behind a hold; a forward of more GPU operations than a stream's queue holds (about a "
+        "thousand one-element launches at the default, on an H200) blocks its host until the hold ends, and its "
+        "brackets then hold host time and read the runner's side slower than the judge's (an A/A of 1,202 "
+        "PyTorch launches a forward read 0.39-0.43, of 202 launches 0.95-0.98; BENCHMARKS.md, session 12).",
+        default=LAUNCH_QUEUE_SCALE,
+    )
 
     def __post_init__(self) -> None:
         if self.sandboxes_per_device is not None and self.sandboxes_per_device < 1:
@@ -55,6 +65,10 @@ class PoolConfig:
             raise ConfigError(f"max_attempts must be at least 1, not {self.max_attempts}")
         if self.runner_work_queues is not None and not 1 <= self.runner_work_queues <= 32:
             raise ConfigError(f"runner_work_queues must be between 1 and 32, not {self.runner_work_queues}")
+        if self.launch_queue_scale not in (None, *LAUNCH_QUEUE_SCALES):
+            raise ConfigError(
+                f"launch_queue_scale must be one of {LAUNCH_QUEUE_SCALES} or None, not {self.launch_queue_scale!r}"
+            )
 
 
 def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
@@ -82,6 +96,8 @@ def device_slots(config: PoolConfig) -> list[tuple[str, dict[str, str]]]:
     env = {"TRITONGYM_JUDGES_PER_GPU": str(per)}  # each judge's memory budget is its GPU's / per
     if config.runner_work_queues is not None:
         env["TRITONGYM_RUNNER_WORK_QUEUES"] = str(config.runner_work_queues)  # work_queues.OVERRIDE_ENV
+    if config.launch_queue_scale is not None:  # the judge's environment: its twin, zygote and runners inherit it
+        env[LAUNCH_QUEUE_SCALE_ENV] = config.launch_queue_scale
     return [("cuda", {"CUDA_VISIBLE_DEVICES": physical[i]} | env) for i in indices for _ in range(per)]
 
 

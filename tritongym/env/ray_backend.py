@@ -17,6 +17,7 @@ from tritongym.env.base import QueuedEnv
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import MAX_ATTEMPTS, evaluate_in
+from tritongym.evaluate.judge.work_queues import LAUNCH_QUEUE_SCALE, LAUNCH_QUEUE_SCALE_ENV
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.evaluate.sandbox import Sandbox
 from tritongym.problems import Problem
@@ -26,7 +27,10 @@ class SandboxWorker:
     """The actor: a warm sandbox on the GPU Ray assigned to it (or on the CPU)."""
 
     def __init__(self, device: str):
-        env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")} if device == "cuda" else {}
+        env = {}
+        if device == "cuda":  # the scaled launch queue as in the local pool (work_queues.LAUNCH_QUEUE_SCALE_ENV)
+            env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0"),
+                   LAUNCH_QUEUE_SCALE_ENV: LAUNCH_QUEUE_SCALE}  # fmt: skip
         self.sandbox = Sandbox(device, env)
         self.sandbox.start()
 

@@ -133,9 +133,12 @@ MAX_GROWN_BATCH = 4096
 """Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
 QUEUED_OPS = 512
 """Most GPU operations (kernels, copies) one process queues on its stream for one bracket's batch
-(``queue_calls``). A CUDA stream holds about a thousand pending operations; past that the host
-blocks in every launch until the GPU has run one, so no hold is long enough for the batch: every
-bracket is late, at ``MAX_HOLD_S`` counted with the host's time in it. On an H200 the honest
+(``queue_calls``). A CUDA stream holds about a thousand pending operations at the driver's default
+(one-element launches on an H200; every GPU judge and runner gets four times that:
+work_queues.LAUNCH_QUEUE_SCALE_ENV); past that the host blocks in every launch until the GPU has run
+one, so no hold is long enough for the batch: every bracket is late, at ``MAX_HOLD_S`` counted with
+the host's time in it (a single forward of more operations too: an A/A of 1,202 PyTorch launches a
+forward read 0.39-0.43 at the default, BENCHMARKS.md). On an H200 the honest
 corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
 at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
 none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""

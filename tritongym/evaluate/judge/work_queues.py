@@ -49,6 +49,16 @@ SETTLE_S = 1.0
 cost 6.2 us before a profile, 8.3-9.8 us after it without the teardown and for a moment after it with
 the teardown, and 6.7 us one second later (benchmarks/cupti_after_profile.py). A timing starts at
 least this long after the judge's last profile ended (``settle_s``)."""
+LAUNCH_QUEUE_SCALE_ENV = "CUDA_SCALE_LAUNCH_QUEUES"
+"""The driver's launch queue of every stream, scaled (``PoolConfig.launch_queue_scale``): set in a GPU
+judge's environment before its CUDA context exists and inherited by its twin, its zygote and so every
+runner, so that the reference's context and the candidate's queue alike. A forward of more GPU
+operations than the queue holds cannot be queued behind a timing's hold: its brackets are late and
+hold host time (speed.QUEUED_OPS)."""
+LAUNCH_QUEUE_SCALES = ("2x", "4x")
+"""The scales ``PoolConfig.launch_queue_scale`` takes (the driver also knows 0.25x and 0.5x: shorter)."""
+LAUNCH_QUEUE_SCALE = "4x"
+"""The scale every GPU judge gets by default (the local pool's ``launch_queue_scale``, Ray's workers)."""
 WORK_KINDS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 """Kineto's activity types of device records that are GPU work (profiling.WORK_KINDS)."""
 
