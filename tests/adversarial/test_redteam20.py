@@ -1,0 +1,54 @@
+"""The twentieth red team's breaks (tests/adversarial/redteam20/README.md). Each test asserts the right
+verdict. The timed check runs only on a GPU: its rules are asserted here on the CPU, through
+``speed.check_batch`` on outputs as a timed batch holds them, with the bounds the trials left."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.judge import speed
+from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.result import Verdict
+
+INF, NAN = float("inf"), float("nan")
+
+
+def _verdict(expected: list[list], got: list, bounds: list | None):
+    try:
+        speed.check_batch(expected, got, 1, bounds)
+    except Failure as failure:
+        return failure.verdict
+    return Verdict.OK
+
+
+@pytest.mark.parametrize("bound", [INF, 1e-3], ids=["unbounded", "bounded"])
+@pytest.mark.parametrize("wrong", [-INF, NAN], ids=["other-infinity", "nan"])
+def test_a_timed_output_off_where_the_reference_is_infinite_is_a_mismatch(bound, wrong):
+    """#1: where the reference's timed output is an infinity, the other infinity passed the loose bound
+    (``inf <= inf``; NaN, the control, did not): ``ok`` under a trial's infinite bound (an output whose float64 result
+    was all zeros or non-finite), ``precision`` ("computed at a lower precision") under a finite one.
+    The trials call it a mismatch (compare._nonfinite)."""
+    expected = [[torch.tensor([INF, 1.0, -2.0])], [torch.tensor([3.0, -INF, 0.5])]]
+    got = [torch.stack([c[0] for c in expected]).clone()]
+    assert _verdict(expected, got, [bound]) is Verdict.OK
+    got[0][0, 0] = wrong
+    assert _verdict(expected, got, [bound]) is Verdict.MISMATCH
+
+
+def test_a_finite_answer_where_pytorch_overflowed_passes_the_timed_check_as_the_trials():
+    """#1's honest side: fp16 sums of squares past 65504 scaled down are finite in float64 (128) and inf
+    in PyTorch; a kernel accumulating in fp32 gives 128, which the trials accept (judged against float64),
+    and the timed check (PyTorch's inf alone) called ``precision``."""
+    x = torch.cat([torch.full((2, 512), 0.5), torch.full((2, 512), 16.0)]).half()
+    expected = (x * x).sum(dim=1) / 1024
+    expected64 = (x.double() ** 2).sum(dim=1) / 1024
+    honest = ((x.float() ** 2).sum(dim=1) / 1024).half()
+    assert torch.isinf(expected[2:]).all() and torch.isfinite(honest).all()
+    trial = compare_outputs(honest, expected, expected64, Tolerance())
+    assert trial.ok, trial.message
+    assert _verdict([[expected]], [honest[None]], trial.bounds) is Verdict.OK
+    off = honest.clone()
+    off[0] = 0.5  # a finite element the reference has finite is still judged
+    assert _verdict([[expected]], [off[None]], trial.bounds) is Verdict.MISMATCH
