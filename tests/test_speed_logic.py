@@ -138,6 +138,7 @@ class FakeBench:
         self.order = []
         self.check_s = 0.0
         self.state = types.SimpleNamespace(timed_bounds=[0.5])  # the trials' bounds (speed.check_batch)
+        self.mutates = False  # the reference changes no input in place: the inputs after are not checked
 
     def fresh_inputs(self):
         return ["sets"]

@@ -4,9 +4,12 @@ verdict. The timed check runs only on a GPU: its rules are asserted here on the 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
+from tritongym.evaluate import timing
 from tritongym.evaluate.compare import Tolerance, compare_outputs
 from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.feedback import Failure
@@ -52,3 +55,55 @@ def test_a_finite_answer_where_pytorch_overflowed_passes_the_timed_check_as_the_
     off = honest.clone()
     off[0] = 0.5  # a finite element the reference has finite is still judged
     assert _verdict([[expected]], [off[None]], trial.bounds) is Verdict.MISMATCH
+
+
+class MutatingBench:
+    """A timed repetition's steps, for a reference that doubles its input in place (``Bench.mutates``):
+    ``candidate`` is what the candidate's batch leaves in the input slot (per call); its outputs are right."""
+
+    def __init__(self, candidate: torch.Tensor):
+        self.sets = [[torch.tensor([1.0, 2.0])], [torch.tensor([3.0, -4.0])]]
+        self.candidate, self.mutates, self.check_s, self.inputs_after = candidate, True, 0.0, None
+        self.state = SimpleNamespace(timed_bounds=[None])
+        self.shared_in: list = []
+        self.bracket = speed.Bracket(1e-3, 80e-6, 20e-6)
+
+    def fresh_inputs(self):
+        return self.sets
+
+    def reference_batch(self, model, sets):
+        given = [[t.clone() for t in args] for args in sets]
+        outputs = [[args[0].mul_(2).sum(0, keepdim=True)] for args in given]
+        self.inputs_after = given
+        return self.bracket, outputs
+
+    def candidate_batch(self, sets):
+        self.shared_in = [self.candidate.clone()]
+        return self.bracket, [torch.stack([(2 * args[0]).sum(0, keepdim=True) for args in sets])]
+
+    def company_check(self):
+        return 300e-6
+
+    def empty_batch(self):
+        return self.bracket
+
+    def remote_empty_batch(self, sets):
+        self.shared_in = [torch.stack([args[0] for args in sets])]  # the sets copied in again
+        return self.bracket, 300e-6, True
+
+    def runner_hand_off(self, sets):
+        return 310e-6
+
+
+def test_a_timed_batch_that_leaves_an_input_change_undone_is_a_mismatch():
+    """#3: where the reference changes an input in place, the trials compare the inputs after forward; a
+    timed batch compared the outputs alone, so a solution that told timed calls apart could skip the
+    change there (right outputs, inputs as given: ``ok``). The input slots after the candidate's batch
+    are checked against the reference's inputs after its forwards (``speed.check_inputs_after``)."""
+    honest = MutatingBench(torch.tensor([[2.0, 4.0], [6.0, -8.0]]))
+    assert speed.repetition(honest, None, 1, True, timing.Clean()) is not None
+    assert speed.repetition(honest, None, 1, False, timing.Clean()) is not None
+    skipped = MutatingBench(torch.tensor([[1.0, 2.0], [3.0, -4.0]]))
+    with pytest.raises(Failure, match="elements of input 0 after forward") as raised:
+        speed.repetition(skipped, None, 2, True, timing.Clean())
+    assert raised.value.verdict is Verdict.MISMATCH

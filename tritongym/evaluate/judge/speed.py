@@ -734,6 +734,10 @@ class Bench:
         input leaf, not one per call and leaf: ``copy_sets``), so holds need not cover a copy per call."""
         self.staged_sets: list | None = None
         """The input sets ``staged`` holds now (``fresh_inputs``' last)."""
+        self.inputs_after: list | None = None
+        """Where the reference changes its inputs in place (``mutates``): its last batch's input sets after
+        its forwards, which the candidate's inputs in the slots after its batch are checked against
+        (``check_inputs_after``)."""
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
@@ -836,6 +840,7 @@ class Bench:
             for args in given:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
+        self.inputs_after = given if self.mutates else None
         return self._close(events), outputs
 
     def empty_batch(self) -> Bracket | None:
@@ -999,6 +1004,24 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
                 f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
                 "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
                 "every call as the trials were computed.",
+            )
+
+
+def check_inputs_after(expected: list[list], got: list, rep: int) -> None:
+    """Where the reference changes its inputs in place, the candidate's inputs after a timed batch (``got``,
+    per input leaf one tensor of all the calls: the input slots) against the reference's after its
+    forwards on the same sets (``expected``, each call's input leaves), to the loose bound (``check_counts``):
+    the trials compare the inputs after forward, and a timed batch that checked only the outputs let a
+    solution that tells timed calls apart leave the change undone there (red team 20 #3)."""
+    found = check_counts(expected, got)
+    for m, (bad_n, _) in enumerate(found.tolist() if found is not None else []):
+        if bad_n:
+            raise Failure(
+                Verdict.MISMATCH,
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {got[m].numel()} elements of input {m} "
+                f"after forward over {len(expected)} calls differ from the reference's inputs after its forward. "
+                "The solution changed its inputs in place as the reference does in the trials but not here: change "
+                "them in every call.",
             )
 
 
@@ -1181,6 +1204,9 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
         checks.append(bench.company_check())
     checking = time.perf_counter()
     check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
+    if bench.mutates:  # the slots hold the candidate's inputs after its batch until the next copy in
+        check_inputs_after([tensor_leaves(args) for args in bench.inputs_after], bench.shared_in, rep)
+        bench.inputs_after = None
     bench.check_s += time.perf_counter() - checking
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
