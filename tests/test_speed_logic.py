@@ -626,7 +626,8 @@ def _counts_before_session_12(expected, got, bounds):
                 ec = e_flat[start : start + speed.compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + speed.compare.CHUNK_ELEMENTS]
                 if ec.is_floating_point() or ec.is_complex():
-                    e64, g64 = ec.double(), gc.double()
+                    wide = torch.complex128 if ec.is_complex() else torch.float64  # red team 20 #4
+                    e64, g64 = ec.to(wide), gc.to(wide)
                     same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
                     same |= ~torch.isfinite(e64) & torch.isfinite(g64)  # red team 20 #1's rule
                     error = (g64 - e64).abs()

@@ -107,3 +107,31 @@ def test_a_timed_batch_that_leaves_an_input_change_undone_is_a_mismatch():
     with pytest.raises(Failure, match="elements of input 0 after forward") as raised:
         speed.repetition(skipped, None, 2, True, timing.Clean())
     assert raised.value.verdict is Verdict.MISMATCH
+
+
+def test_a_complex_timed_output_follows_the_same_rule_for_non_finite_elements():
+    """#1 for a complex output: an element with an infinite part in the reference passes only with the
+    same value or a finite one."""
+    expected = [[torch.tensor([complex(INF, 0.0), complex(1.0, 2.0)])]]
+    got = [torch.stack([c[0] for c in expected]).clone()]
+    assert _verdict(expected, got, [INF]) is Verdict.OK
+    got[0][0, 0] = complex(3.0, 0.0)  # finite where the reference overflowed
+    assert _verdict(expected, got, [INF]) is Verdict.OK
+    got[0][0, 0] = complex(-INF, 0.0)
+    assert _verdict(expected, got, [INF]) is Verdict.MISMATCH
+    got[0][0, 0] = complex(INF, 0.0)
+    got[0][0, 1] = complex(1.0, 3.0)  # a finite element off
+    assert _verdict(expected, got, [INF]) is Verdict.MISMATCH
+
+
+def test_a_complex_timed_output_with_its_imaginary_part_wrong_is_a_mismatch():
+    """#4: the timed check upcast a complex output with ``double()``, which keeps the real part alone: a
+    solution whose timed calls left the imaginary part undone (zeros) was ``ok`` (the trials compare
+    both parts: ``view_as_real``). Upcast to ``complex128``."""
+    gen = torch.Generator().manual_seed(4)
+    expected = [[torch.complex(torch.randn(64, generator=gen), torch.randn(64, generator=gen))] for _ in range(3)]
+    got = [torch.stack([c[0] for c in expected]).clone()]
+    assert _verdict(expected, got, [1e-6]) is Verdict.OK
+    got[0].imag.zero_()
+    assert _verdict(expected, got, [None]) is Verdict.MISMATCH
+    assert _verdict(expected, got, [1e-6]) is Verdict.MISMATCH

@@ -1061,7 +1061,7 @@ def check_counts(expected: list[list], got: list, bounds: list | None = None) ->
                         imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(accepted).sum()
                 elif ec.is_complex():
                     accepted = _accepted(ec, gc)
-                    e64, g64 = ec.double(), gc.double()
+                    e64, g64 = ec.to(torch.complex128), gc.to(torch.complex128)  # ``double()`` drops the imaginary part
                     error = (g64 - e64).abs()
                     bad += (~(((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) & torch.isfinite(ec)) | accepted)).sum()
                     if scale is not None:
