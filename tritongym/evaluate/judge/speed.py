@@ -20,7 +20,9 @@ and when to stop.
 * The candidate's outputs are copied out of the slots into the judge's memory before ``end``; the
   slots hold the poison byte before every batch, and every output of every batch is compared with
   the reference's on the same inputs after the clock stopped: an answer that was not finished
-  inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
+  inside the bracket, was cached, or was never computed shows up as poison or a wrong value. Where
+  the reference changes its inputs in place, the input slots after the candidate's batch are compared
+  with the reference's inputs after its forwards too (``check_inputs_after``).
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it; a
   batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
