@@ -1054,15 +1054,16 @@ def check_counts(expected: list[list], got: list, bounds: list | None = None) ->
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
                 if ec.is_floating_point():
-                    accepted = _accepted(ec, gc)
+                    finite = torch.isfinite(ec)
+                    accepted = _accepted(ec, gc, finite)
                     e64 = ec.double()  # ec itself where it is float64: never written below
                     error = torch.sub(gc, e64).abs_()
-                    fine = (error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)).logical_and_(torch.isfinite(ec))
+                    fine = (error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)).logical_and_(finite)
                     bad += ec.numel() - fine.logical_or_(accepted).sum()
                     if scale is not None:
                         imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(accepted).sum()
                 elif ec.is_complex():
-                    accepted = _accepted(ec, gc)
+                    accepted = _accepted(ec, gc, torch.isfinite(ec))
                     e64, g64 = ec.to(torch.complex128), gc.to(torch.complex128)  # ``double()`` drops the imaginary part
                     error = (g64 - e64).abs()
                     bad += (~(((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) & torch.isfinite(ec)) | accepted)).sum()
@@ -1074,7 +1075,7 @@ def check_counts(expected: list[list], got: list, bounds: list | None = None) ->
     return torch.stack(counts) if counts else None
 
 
-def _accepted(expected: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
+def _accepted(expected: torch.Tensor, got: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
     """Elements of a timed call's output (a chunk of it) that pass whatever their error: equal to the
     reference's (NaN where it has NaN, or the same infinity), or finite where the reference's is not.
     The trials judge a finite value where PyTorch's result at the problem's dtype is inf or NaN against
@@ -1083,10 +1084,9 @@ def _accepted(expected: torch.Tensor, got: torch.Tensor) -> torch.Tensor:
     check has no float64 result to tell that from a true infinity. Any other non-finite value where the
     reference's is non-finite is wrong (the other infinity, NaN for an infinity): its error against an
     infinite element is no measure (red team 20 #1: ``inf <= inf`` passed the loose bound, and an
-    infinite bound let it through)."""
-    finite_e = torch.isfinite(expected)
+    infinite bound let it through). ``finite``: where ``expected`` is finite."""
     same = (expected == got).logical_or_(torch.isnan(expected).logical_and_(torch.isnan(got)))
-    return same.logical_or_(torch.isfinite(got).logical_and_(finite_e.logical_not_()))
+    return same.logical_or_(torch.isfinite(got).logical_and_(finite.logical_not()))
 
 
 def _finite(t: torch.Tensor) -> torch.Tensor:
