@@ -20,7 +20,9 @@ and when to stop.
 * The candidate's outputs are copied out of the slots into the judge's memory before ``end``; the
   slots hold the poison byte before every batch, and every output of every batch is compared with
   the reference's on the same inputs after the clock stopped: an answer that was not finished
-  inside the bracket, was cached, or was never computed shows up as poison or a wrong value.
+  inside the bracket, was cached, or was never computed shows up as poison or a wrong value. Where
+  the reference changes its inputs in place, the input slots after the candidate's batch are compared
+  with the reference's inputs after its forwards too (``check_inputs_after``).
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it; a
   batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
@@ -734,6 +736,10 @@ class Bench:
         input leaf, not one per call and leaf: ``copy_sets``), so holds need not cover a copy per call."""
         self.staged_sets: list | None = None
         """The input sets ``staged`` holds now (``fresh_inputs``' last)."""
+        self.inputs_after: list | None = None
+        """Where the reference changes its inputs in place (``mutates``): its last batch's input sets after
+        its forwards, which the candidate's inputs in the slots after its batch are checked against
+        (``check_inputs_after``)."""
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
@@ -836,6 +842,7 @@ class Bench:
             for args in given:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
+        self.inputs_after = given if self.mutates else None
         return self._close(events), outputs
 
     def empty_batch(self) -> Bracket | None:
@@ -975,7 +982,8 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
     calls, :func:`_rms`) is a ``mismatch``; over ``TIMED_SLACK`` times the trials' bound for that output (``bounds``: a
     fraction of the largest magnitude among the calls compared together; None: no bound but the loose
     one) a ``precision`` (red team 13 #2: a solution that multiplied in bf16 once its trials were over
-    passed the loose check and was timed at bf16's speed). The counts come from ``check_counts``, read
+    passed the loose check and was timed at bf16's speed). Where the reference's element is inf or NaN,
+    the same, or any finite value, passes (``_accepted``). The counts come from ``check_counts``, read
     from the GPU once for the whole batch; the first output that failed (a mismatch before a precision)
     is named."""
     found = check_counts(expected, got, bounds)
@@ -998,6 +1006,24 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
                 f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
                 "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
                 "every call as the trials were computed.",
+            )
+
+
+def check_inputs_after(expected: list[list], got: list, rep: int) -> None:
+    """Where the reference changes its inputs in place, the candidate's inputs after a timed batch (``got``,
+    per input leaf one tensor of all the calls: the input slots) against the reference's after its
+    forwards on the same sets (``expected``, each call's input leaves), to the loose bound (``check_counts``):
+    the trials compare the inputs after forward, and a timed batch that checked only the outputs let a
+    solution that tells timed calls apart leave the change undone there (red team 20 #3)."""
+    found = check_counts(expected, got)
+    for m, (bad_n, _) in enumerate(found.tolist() if found is not None else []):
+        if bad_n:
+            raise Failure(
+                Verdict.MISMATCH,
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {got[m].numel()} elements of input {m} "
+                f"after forward over {len(expected)} calls differ from the reference's inputs after its forward. "
+                "The solution changed its inputs in place as the reference does in the trials but not here: change "
+                "them in every call.",
             )
 
 
@@ -1028,24 +1054,39 @@ def check_counts(expected: list[list], got: list, bounds: list | None = None) ->
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
                 if ec.is_floating_point():
-                    same = (ec == gc).logical_or_(torch.isnan(ec).logical_and_(torch.isnan(gc)))
+                    finite = torch.isfinite(ec)
+                    accepted = _accepted(ec, gc, finite)
                     e64 = ec.double()  # ec itself where it is float64: never written below
                     error = torch.sub(gc, e64).abs_()
-                    fine = error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)
-                    bad += ec.numel() - fine.logical_or_(same).sum()
+                    fine = (error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)).logical_and_(finite)
+                    bad += ec.numel() - fine.logical_or_(accepted).sum()
                     if scale is not None:
-                        imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(same).sum()
+                        imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(accepted).sum()
                 elif ec.is_complex():
-                    e64, g64 = ec.double(), gc.double()
-                    same = (torch.isnan(e64) & torch.isnan(g64)) | (e64 == g64)
+                    accepted = _accepted(ec, gc, torch.isfinite(ec))
+                    e64, g64 = ec.to(torch.complex128), gc.to(torch.complex128)  # ``double()`` drops the imaginary part
                     error = (g64 - e64).abs()
-                    bad += (~((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) | same)).sum()
+                    bad += (~(((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) & torch.isfinite(ec)) | accepted)).sum()
                     if scale is not None:
-                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | same)).sum()
+                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | accepted)).sum()
                 else:
                     bad += (ec != gc).sum()
         counts.append(torch.stack([bad, imprecise]))
     return torch.stack(counts) if counts else None
+
+
+def _accepted(expected: torch.Tensor, got: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
+    """Elements of a timed call's output (a chunk of it) that pass whatever their error: equal to the
+    reference's (NaN where it has NaN, or the same infinity), or finite where the reference's is not.
+    The trials judge a finite value where PyTorch's result at the problem's dtype is inf or NaN against
+    the float64 result, since PyTorch may have overflowed where float64 did not (compare.py: an fp16 sum of
+    squares past 65504, an honest kernel that accumulates in fp32 gives the finite answer); the timed
+    check has no float64 result to tell that from a true infinity. Any other non-finite value where the
+    reference's is non-finite is wrong (the other infinity, NaN for an infinity): its error against an
+    infinite element is no measure (red team 20 #1: ``inf <= inf`` passed the loose bound, and an
+    infinite bound let it through). ``finite``: where ``expected`` is finite."""
+    same = (expected == got).logical_or_(torch.isnan(expected).logical_and_(torch.isnan(got)))
+    return same.logical_or_(torch.isfinite(got).logical_and_(finite.logical_not()))
 
 
 def _finite(t: torch.Tensor) -> torch.Tensor:
@@ -1165,6 +1206,9 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
         checks.append(bench.company_check())
     checking = time.perf_counter()
     check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
+    if bench.mutates:  # the slots hold the candidate's inputs after its batch until the next copy in
+        check_inputs_after([tensor_leaves(args) for args in bench.inputs_after], bench.shared_in, rep)
+        bench.inputs_after = None
     bench.check_s += time.perf_counter() - checking
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
