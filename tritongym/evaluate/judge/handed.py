@@ -19,7 +19,9 @@ a launch is handed is the kernels' work is decided by what the kernels wrote, no
   them as they are (a kernel working on an input in place, handed it again);
 * each tensor handed is looked at in its storage's bytes read in each output's dtype (red team 16
   #1b): one of an output's size and dtype as it is, any other over an output's worth of bytes from
-  where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits).
+  where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits),
+  and one of an output's size in another numeric dtype also as its values cast to the output's (the
+  answer made in float64 and cast by a kernel: red team 19 #1).
 
 Every sample is a strided copy (glue, which the op recorder does not count as forward's compute) on
 the current stream, the launch's, with no synchronisation; they are compared after forward's watch
@@ -118,6 +120,12 @@ def runs(t: torch.Tensor) -> list[tuple[int, int]]:
         for index in itertools.product(*(range(size) for _, size in dims))
     )
     return [(start * width, (start + inner) * width) for start in starts]
+
+
+def numeric(dtype: torch.dtype) -> bool:
+    """Whether ``dtype``'s values cast to another numeric dtype keep what they count (neither a boolean
+    nor a complex number): a tensor of an output's size in such a dtype may hold its answer as values."""
+    return dtype is not torch.bool and not dtype.is_complex
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -350,7 +358,7 @@ class FirstHanded:
             for left in covering:
                 checks.setdefault(left, self._check(left))
             covered = bool(covering) and _covered(covering, start, end)
-            sample = flat[first::step].clone()
+            sample = flat[first::step].to(self.wanted[output][1], copy=True)
             self.kept += sample.nbytes
             self.handings.append(Handing(output, first, sample, covered, [checks[r] for r in covering]))
 
@@ -358,12 +366,16 @@ class FirstHanded:
         """(output, first byte, past the last, the region flat in the output's dtype) for each region of
         ``t`` that could hold an output: ``t`` itself where it is of that output's size and dtype
         (``reshape``: its elements in order, whatever its layout), else an output's worth of its
-        storage's bytes read in the output's dtype from where ``t`` starts and up to where it ends."""
+        storage's bytes read in the output's dtype from where ``t`` starts and up to where it ends; one of
+        an output's size in another numeric dtype both ways: its values, sampled cast to the output's dtype
+        (red team 19 #1: glue's answer made in float64, cast by a kernel into the float32 output), and its
+        bytes."""
         found = []
         for i, (numel, dtype) in enumerate(self.wanted):
-            if t.numel() == numel and t.dtype == dtype:
+            if t.numel() == numel and (t.dtype == dtype or (numeric(t.dtype) and numeric(dtype))):
                 found.append((i, *reach, t.detach().reshape(-1)))
-                continue
+                if t.dtype == dtype:
+                    continue
             size = numel * dtype.itemsize
             for start in dict.fromkeys((reach[0], reach[1] - size)):
                 if start >= 0 and start % dtype.itemsize == 0 and start + size <= storage.nbytes():

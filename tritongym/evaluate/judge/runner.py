@@ -43,7 +43,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
-from tritongym.evaluate.judge.handed import FirstHanded
+from tritongym.evaluate.judge.handed import FirstHanded, numeric
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -545,8 +545,9 @@ def one_value(flat: torch.Tensor) -> bool:
 
 class MadeBeforeKernels:
     """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
-    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), a
-    copy of the elements ``answer_sample`` picks, taken before the poison, the latest ``PER_OUTPUT``
+    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), or of
+    its size in another numeric dtype (cast to the output's), a copy of the elements ``answer_sample``
+    picks, taken before the poison, the latest ``PER_OUTPUT``
     per output tensor (an answer is handed to the launches that write the output, last) and none that
     holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
     model's kept tensors (a buffer, an attribute: an honest kernel's output buffer holds the last
@@ -590,12 +591,23 @@ class MadeBeforeKernels:
                 continue
             self.kept[address], left = storage.clone(), left - size
 
-    def _wanted(self, t: torch.Tensor) -> bool:
-        return (t.numel(), str(t.dtype)) in self.wanted and t.layout is torch.strided
+    def _wanted(self, t: torch.Tensor) -> list[torch.dtype]:
+        """The dtypes of the outputs of ``t``'s size that it may hold: its own, or any other numeric one
+        where it is numeric (its values cast: red team 19 #1, glue's answer made in float64)."""
+        if t.layout is not torch.strided:
+            return []
+        found = []
+        for numel, name in self.wanted:
+            dtype = getattr(torch, name.removeprefix("torch."), None)
+            same = isinstance(dtype, torch.dtype) and (dtype == t.dtype or (numeric(dtype) and numeric(t.dtype)))
+            if numel == t.numel() and same:
+                found.append(dtype)
+        return found
 
     def see(self, t: torch.Tensor) -> None:
         address = t.untyped_storage().data_ptr()
-        if address in self.seen or not self._wanted(t) or not t.numel():
+        dtypes = self._wanted(t)
+        if address in self.seen or not dtypes or not t.numel():
             return
         self.seen.add(address)
         start = self.kept.get(address)
@@ -605,7 +617,8 @@ class MadeBeforeKernels:
         if one_value(flat):
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
-        self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
+        copies = [sample.to("cpu", dtype, copy=True) for dtype in dtypes]
+        self.copies = [*self.copies, *copies][-self.limit :]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
