@@ -116,6 +116,41 @@ def test_a_glue_write_the_moved_hook_never_sees_is_still_seen(judge):
     assert "already held the correct output" in result.feedback
 
 
+def test_glue_answer_handed_as_an_address_is_seen(judge):
+    """#13: glue's answer handed to the copy kernel as ``answer.data_ptr()``, an integer the kernel casts to a
+    pointer (``ok`` under ``forbid``: only tensor arguments were looked at). The storage holding an
+    address a launch is handed is looked at from there (``handed.addressed``)."""
+    result = judge(small_problem("11_roll"), (HERE / "answer_handed_as_an_address.py").read_text(), config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "already held the correct output" in result.feedback
+
+
+def test_the_memory_an_address_names_is_found_among_the_live_tensors():
+    """#13's rule (``handed.addressed``): an address a launch is handed, as forward got it (shifted on the
+    CPU, as ``data_ptr()`` gives it under the judge's watch, or not), names its storage from there: in each
+    output's dtype and of its size where that fits, else as bytes to the storage's end. Sizes and other
+    small integers, and an integer in no live storage, name nothing; the hollow forward sees the same
+    memory (``MadeBeforeKernels``)."""
+    from tritongym.evaluate.judge.handed import addressed
+    from tritongym.evaluate.judge.runner import MadeBeforeKernels
+    from tritongym.evaluate.placement import ADDRESS_SHIFT
+
+    wanted = [(6, torch.float32)]
+    buffer = torch.arange(10.0)
+    for address in (buffer.data_ptr(), buffer.data_ptr() + ADDRESS_SHIFT[0]):
+        (found,) = addressed([3, (address,)], wanted)
+        assert found.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
+        assert torch.equal(found, buffer[:6])
+    (later,) = addressed([buffer.data_ptr() + 4 * 7], wanted)
+    assert later.dtype == torch.uint8 and later.numel() == 12
+    assert addressed([4096, 1 << 20, True], wanted) == []
+    assert addressed([(1 << 62) + 8], wanted) == []
+    made = MadeBeforeKernels([[6, "torch.float32"]])
+    for view in addressed([buffer.data_ptr() + 8], made.dtypes()):
+        made.see(view)
+    assert len(made.copies) == 1 and torch.equal(made.copies[0], buffer[2:8])
+
+
 def _launch(handed, *tensors, write=None):
     after = handed.see(tensors, {})
     if write is not None:

@@ -31,8 +31,10 @@ the current stream, the launch's, with no synchronisation; they are compared aft
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
+import numbers
 import secrets
 import weakref
 from collections.abc import Callable
@@ -41,7 +43,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from tritongym.evaluate.judge.tree import tensor_leaves
-from tritongym.evaluate.placement import launch_pointers
+from tritongym.evaluate.placement import ADDRESS_SHIFT, launch_pointers
 
 HANDED_SAMPLE = 1024
 """Elements of each of ``FirstHanded``'s samples of a region that could hold an output, at most."""
@@ -60,6 +62,11 @@ RUNS = 64
 """Dense runs of a strided tensor that a record of what a launch or a move left is made of, at most:
 a tensor of more is recorded over its extent where earlier records cover it, else nowhere (its memory
 is looked at when handed)."""
+
+ADDRESS_FLOOR = 1 << 32
+"""Integers a launch is handed from here on may be the address of device memory (``data_ptr()``, which a
+kernel casts to a pointer: red team 19 #13): ``addressed`` looks for the storage holding it. Below it
+lie the sizes, strides and offsets a launch is handed."""
 
 MOVES = frozenset(["clone", "copy_", "_to_copy", "cat", "stack"])
 """aten ops that move data (the op recorder's glue) without taking in any but their sources': their
@@ -126,6 +133,56 @@ def numeric(dtype: torch.dtype) -> bool:
     """Whether ``dtype``'s values cast to another numeric dtype keep what they count (neither a boolean
     nor a complex number): a tensor of an output's size in such a dtype may hold its answer as values."""
     return dtype is not torch.bool and not dtype.is_complex
+
+
+def _integers(named: list, depth: int = 0) -> list[int]:
+    """The integers among a launch's arguments (one inside a tuple or list too, as ``launch_pointers``
+    walks them) from ``ADDRESS_FLOOR`` on."""
+    found = []
+    for value in named:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= ADDRESS_FLOOR:
+            found.append(int(value))
+        elif isinstance(value, (tuple, list)) and depth < 4:
+            found += _integers(list(value[:256]), depth + 1)
+    return found
+
+
+def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.Tensor]:
+    """The memory a launch reaches through an integer it is handed, not a tensor (red team 19 #13: glue's
+    answer handed as ``answer.data_ptr()``, which the kernel casts to a pointer): for each integer that
+    is an address in a live tensor's storage (as forward was given it: shifted by
+    ``placement.ADDRESS_SHIFT`` on the CPU, as it is on a GPU otherwise), that storage from there, in each
+    output's dtype and of its size where it fits, else as bytes to the storage's end. The storages are
+    found among every tensor alive (the garbage collector's), only for a launch handed such an integer."""
+    addresses = _integers(named)
+    if not addresses:
+        return []
+    storages: dict[int, torch.UntypedStorage] = {}
+    for t in gc.get_objects():
+        if not issubclass(type(t), torch.Tensor):
+            continue
+        try:
+            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
+        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
+            continue
+        if storage is not None and storage.nbytes():
+            storages.setdefault(storage.data_ptr(), storage)
+    found: list[torch.Tensor] = []
+    for value in addresses:
+        for address in dict.fromkeys((value, value - ADDRESS_SHIFT[0])):
+            for start, storage in storages.items():
+                offset = address - start
+                if not 0 <= offset < storage.nbytes():
+                    continue
+                fits = False
+                for numel, dtype in wanted:
+                    size = dtype.itemsize
+                    if offset % size == 0 and offset + numel * size <= storage.nbytes():
+                        found.append(_typed(storage, dtype)[offset // size :][:numel])
+                        fits = True
+                if not fits:
+                    found.append(_typed(storage, torch.uint8)[offset:])
+    return found
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -323,7 +380,9 @@ class FirstHanded:
         checks: dict[Left, Check] = {}
         try:
             with _disable_current_modes():
-                for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
+                named = [*enumerate(args), *kwargs.items()]
+                tensors = [value for _, value in launch_pointers(named)]
+                for value in [*tensors, *addressed([value for _, value in named], self.wanted)]:
                     storage, reach = _storage(value), extent(value)
                     if storage is None or reach is None:
                         continue

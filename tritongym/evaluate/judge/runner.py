@@ -43,7 +43,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
-from tritongym.evaluate.judge.handed import FirstHanded, numeric
+from tritongym.evaluate.judge.handed import FirstHanded, addressed, numeric
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -389,6 +389,8 @@ class Runner:
             # every tensor the launch would reach: an argument, one in a tuple or list argument, a
             # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
             named = [*enumerate(args), *kwargs.items()]
+            for value in addressed([value for _, value in named], made.dtypes()):
+                made.see(value)  # memory reached through an address it is handed (red team 19 #13): seen, as is
             for _, value in launch_pointers(named):
                 made.see(value)  # before the poison: what forward put there (an input or weight too), no kernel ran
                 if value.untyped_storage().data_ptr() not in keep:
@@ -591,18 +593,18 @@ class MadeBeforeKernels:
                 continue
             self.kept[address], left = storage.clone(), left - size
 
+    def dtypes(self) -> list[tuple[int, torch.dtype]]:
+        """(numel, dtype) of each output tensor."""
+        named = [(numel, getattr(torch, name.removeprefix("torch."), None)) for numel, name in self.wanted]
+        return [(numel, dtype) for numel, dtype in named if isinstance(dtype, torch.dtype)]
+
     def _wanted(self, t: torch.Tensor) -> list[torch.dtype]:
         """The dtypes of the outputs of ``t``'s size that it may hold: its own, or any other numeric one
         where it is numeric (its values cast: red team 19 #1, glue's answer made in float64)."""
         if t.layout is not torch.strided:
             return []
-        found = []
-        for numel, name in self.wanted:
-            dtype = getattr(torch, name.removeprefix("torch."), None)
-            same = isinstance(dtype, torch.dtype) and (dtype == t.dtype or (numeric(dtype) and numeric(t.dtype)))
-            if numel == t.numel() and same:
-                found.append(dtype)
-        return found
+        same = [d for n, d in self.dtypes() if n == t.numel() and (d == t.dtype or (numeric(d) and numeric(t.dtype)))]
+        return same
 
     def see(self, t: torch.Tensor) -> None:
         address = t.untyped_storage().data_ptr()
