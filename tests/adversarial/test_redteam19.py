@@ -125,6 +125,24 @@ def test_glue_answer_handed_as_an_address_is_seen(judge):
     assert "already held the correct output" in result.feedback
 
 
+def test_glue_answer_reached_through_a_pointer_table_is_seen(judge):
+    """#14: #13 past its fix: the answer's address in a one-element int64 tensor the kernel loads its
+    pointer from (``ok`` under ``forbid``). A small int64 tensor a launch is handed is read as the
+    integers it holds (``handed.TABLES``)."""
+    result = judge(small_problem("11_roll"), (HERE / "answer_through_a_pointer_table.py").read_text(), config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+    assert "already held the correct output" in result.feedback
+
+
+@pytest.mark.xfail(strict=True, reason="open: a launch reaching memory it was not handed (README)")
+def test_glue_answer_at_a_distance_from_a_handed_input_is_seen(judge):
+    """#15: #13 and #14 past their fixes: the kernel is handed the input and the distance (in elements) from
+    it to glue's answer, and reads the answer at ``x_ptr + distance``: ``ok`` under ``forbid``, open."""
+    source = (HERE / "answer_at_a_distance_from_the_input.py").read_text()
+    result = judge(small_problem("11_roll"), source, config())
+    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
+
+
 def test_the_memory_an_address_names_is_found_among_the_live_tensors():
     """#13's rule (``handed.addressed``): an address a launch is handed, as forward got it (shifted on the
     CPU, as ``data_ptr()`` gives it under the judge's watch, or not), names its storage from there: in each
@@ -133,7 +151,7 @@ def test_the_memory_an_address_names_is_found_among_the_live_tensors():
     memory (``MadeBeforeKernels``)."""
     from tritongym.evaluate.judge.handed import addressed
     from tritongym.evaluate.judge.runner import MadeBeforeKernels
-    from tritongym.evaluate.placement import ADDRESS_SHIFT
+    from tritongym.evaluate.placement import ADDRESS_SHIFT, HostTensors
 
     wanted = [(6, torch.float32)]
     buffer = torch.arange(10.0)
@@ -144,6 +162,20 @@ def test_the_memory_an_address_names_is_found_among_the_live_tensors():
     (later,) = addressed([buffer.data_ptr() + 4 * 7], wanted)
     assert later.dtype == torch.uint8 and later.numel() == 12
     assert addressed([4096, 1 << 20, True], wanted) == []
+    table = torch.tensor([7, buffer.data_ptr() + 4], dtype=torch.int64)
+    (tabled,) = addressed([table], wanted)
+    assert torch.equal(tabled, buffer[1:7])
+    assert addressed([table.int()], wanted) == addressed([torch.cat([table] * 33)], wanted) == []
+    # a table in device memory holding the address forward is given (shifted in a watch, by a shift drawn
+    # for it): the judge's read of it is no host read of forward's
+    with HostTensors() as reads:
+        shifted = torch.tensor([buffer.data_ptr()], dtype=torch.int64, device=buffer.device)
+        reads.host_bytes = 0
+        (found,) = addressed([shifted], wanted)
+        assert reads.host_bytes == 0
+        shifted.tolist()
+        assert reads.host_bytes == 8
+    assert torch.equal(found, buffer[:6])
     assert addressed([(1 << 62) + 8], wanted) == []
     made = MadeBeforeKernels([[6, "torch.float32"]])
     for view in addressed([buffer.data_ptr() + 8], made.dtypes()):

@@ -135,15 +135,24 @@ def numeric(dtype: torch.dtype) -> bool:
     return dtype is not torch.bool and not dtype.is_complex
 
 
+TABLES = frozenset([torch.int64, torch.uint64])
+"""Dtypes of a tensor a launch is handed that may hold addresses (a pointer table: Triton's grouped GEMM
+loads its operands' pointers from one), read where it holds at most ``RUNS`` elements."""
+
+
 def _integers(named: list, depth: int = 0) -> list[int]:
     """The integers among a launch's arguments (one inside a tuple or list too, as ``launch_pointers``
-    walks them) from ``ADDRESS_FLOOR`` on."""
+    walks them, and those a pointer table holds: ``TABLES``, red team 19 #14; on a GPU reading one waits
+    for the device) from ``ADDRESS_FLOOR`` on."""
     found = []
     for value in named:
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= ADDRESS_FLOOR:
             found.append(int(value))
         elif isinstance(value, (tuple, list)) and depth < 4:
             found += _integers(list(value[:256]), depth + 1)
+        elif isinstance(value, torch.Tensor) and value.dtype in TABLES and 0 < value.numel() <= RUNS:
+            with torch._C.DisableTorchFunction():  # the judge's read: no count of forward's host reads sees it
+                found += [v for v in value.detach().reshape(-1).tolist() if v >= ADDRESS_FLOOR]
     return found
 
 
