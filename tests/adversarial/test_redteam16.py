@@ -153,8 +153,7 @@ def test_what_a_launch_left_is_the_kernels_work_until_glue_writes_there():
                 with torch._C._DisableTorchDispatch():
                     buf.copy_(answer.clone())
             _launch(handed, buf, out, write=lambda buf=buf, out=out: out.copy_(buf))
-        # a write the recorder saw from glue's own data is sampled where made too (red team 19 #15, ``_made``)
-        assert _answers(handed.copies([out]), answer) == {"none": 0, "seen": 2, "hidden": 1}[write], write
+        assert _answers(handed.copies([out]), answer) == (0 if write == "none" else 1), write
 
 
 def test_glue_moving_the_kernels_work_is_the_kernels_work():
@@ -200,8 +199,7 @@ def test_glue_moving_the_kernels_work_is_the_kernels_work():
         return _answers(handed.copies([out]), answer)
 
     assert [staged(route) for route in ("clone", "transpose", "cast", "cat")] == [0, 0, 0, 0]
-    # glue's own answer cloned is sampled where made too (red team 19 #15, ``_made``); a part of it, not
-    assert [staged(route) for route in ("input", "part_input", "written")] == [2, 1, 1]
+    assert [staged(route) for route in ("input", "part_input", "written")] == [1, 1, 1]
 
 
 def test_a_handed_tensor_is_read_as_bytes_in_the_outputs_dtype():
@@ -314,7 +312,7 @@ def test_what_the_runner_keeps_is_bounded_by_forwards_memory(monkeypatch):
         _launch(handed, buf, moved)
     assert len(handed.made) <= 6
     copies = handed.copies([out])
-    assert _answers(copies, answer) == 2  # buf's (where glue's copy_ made it, and handed), not the kernels' copy
+    assert _answers(copies, answer) == 1  # buf's, not the kernels' copy
 
 
 def test_an_input_a_kernel_worked_on_in_place_is_its_work_but_no_source_for_glue():
@@ -347,5 +345,4 @@ def test_an_input_a_kernel_worked_on_in_place_is_its_work_but_no_source_for_glue
                 out = given
         return _answers(handed.copies([out]), answer)
 
-    # glue's cat from the input, and its copy_ into the input, are sampled where made too (red team 19 #15)
-    assert [looked(route) for route in ("in_place", "glue_from_input", "parked")] == [0, 2, 2]
+    assert [looked(route) for route in ("in_place", "glue_from_input", "parked")] == [0, 1, 1]

@@ -27,13 +27,12 @@ def test_glue_answer_handed_in_float64_is_seen(judge):
     assert "already held the correct output" in result.feedback
 
 
+@pytest.mark.xfail(strict=True, reason="open: the answer in another layout than the output's (README)")
 def test_glue_answer_handed_transposed_is_seen(judge):
-    """#2: glue's answer handed transposed (``.t().contiguous()``) to a kernel that transposes it back (``ok``
-    under ``forbid``: the handed tensor was read in its own order). The ``torch.cat`` that made the answer
-    from the input alone is looked at where it is made (``FirstHanded._made``, #15's fix)."""
+    """#2: glue's answer handed transposed (``.t().contiguous()``) to a kernel that transposes it back:
+    ``ok`` under ``forbid``, open."""
     result = judge(small_problem("11_roll"), (HERE / "answer_transposed.py").read_text(), config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "already held the correct output" in result.feedback
 
 
 @pytest.mark.xfail(strict=True, reason="open: the answer in another layout than the output's (README)")
@@ -135,23 +134,11 @@ def test_glue_answer_reached_through_a_pointer_table_is_seen(judge):
     assert "already held the correct output" in result.feedback
 
 
+@pytest.mark.xfail(strict=True, reason="open: a launch reaching memory it was not handed (README)")
 def test_glue_answer_at_a_distance_from_a_handed_input_is_seen(judge):
     """#15: #13 and #14 past their fixes: the kernel is handed the input and the distance (in elements) from
-    it to glue's answer, and reads the answer at ``x_ptr + distance`` (``ok`` under ``forbid``: the answer
-    was never handed). What a move of glue's own data (none of it the kernels') writes is looked at where
-    it is made (``FirstHanded._made``), handed or not."""
+    it to glue's answer, and reads the answer at ``x_ptr + distance``: ``ok`` under ``forbid``, open."""
     source = (HERE / "answer_at_a_distance_from_the_input.py").read_text()
-    result = judge(small_problem("11_roll"), source, config())
-    assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
-    assert "already held the correct output" in result.feedback
-
-
-@pytest.mark.xfail(strict=True, reason="open: a launch reaching memory it was not handed (README)")
-def test_glue_answer_partly_the_kernels_at_a_distance_is_seen(judge):
-    """#16: #15 past its fix: the answer made by one ``torch.cat`` of a kernel's copy of its first column and
-    the input's slices (partly the kernels' work: looked at only where handed), read at a distance from
-    the input: ``ok`` under ``forbid``, open."""
-    source = (HERE / "mixed_answer_at_a_distance.py").read_text()
     result = judge(small_problem("11_roll"), source, config())
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
 
@@ -230,37 +217,6 @@ def test_a_tensor_of_the_outputs_size_in_another_dtype_is_looked_at_as_its_value
     assert torch.equal(made.copies[0], answer.view(-1)[answer_sample(answer.numel())])
 
 
-def test_what_glue_makes_of_its_own_data_is_looked_at_where_made():
-    """#15's rule (``FirstHanded._made``): glue's answer made by ``torch.cat`` of the input's slices, never
-    handed to a launch, is sampled where made; the same ``cat`` of a kernel's copy of the input is the
-    kernels' work (a move of it), and a ``cat`` of a kernel's output and the input (partly theirs) is
-    sampled nowhere until handed."""
-    from tritongym.evaluate.guards import OpRecorder
-    from tritongym.evaluate.judge.handed import FirstHanded, stepped_sample
-
-    x = torch.randn(6, 50)
-    answer = torch.cat((x[:, 43:], x[:, :43]), dim=1)
-    flat, step = answer.reshape(-1), stepped_sample(answer.numel())
-
-    def found(route):
-        handed = FirstHanded([[x.numel(), "torch.float32"]], [x])
-        with OpRecorder(poison_empty=True, moved=handed.moved):
-            source = x
-            if route != "glue":
-                source = torch.empty_like(x)
-                _launch(handed, x, source, write=lambda: source.copy_(x))
-            if route == "mixed":
-                made = torch.cat((source[:, 43:], x[:, :43]), dim=1)
-            else:
-                made = torch.cat((source[:, 43:], source[:, :43]), dim=1)
-        assert torch.equal(made, answer)
-        return sum(torch.equal(s, flat[start::step]) for start, s in handed.copies([made]))
-
-    assert found("glue") == 1
-    assert found("kernels") == 0
-    assert found("mixed") == 0
-
-
 @pytest.mark.parametrize("settled", ["never", "after each step"])
 def test_settle_at_any_point_keeps_glues_answer_looked_at(settled, monkeypatch):
     """``settle``'s early decision (past ``KEPT_FLOOR`` or the bytes forward handed: a forward can force it
@@ -291,6 +247,6 @@ def test_settle_at_any_point_keeps_glues_answer_looked_at(settled, monkeypatch):
         flat = answer.reshape(-1)
         return sum(torch.equal(s, flat[start::step]) for start, s in handed.copies([out]))
 
-    assert looked("glue") == 2  # where glue's copy_ made it (``_made``), and where it was handed
+    assert looked("glue") == 1
     assert looked("kernels") == 0
-    assert len(settles) == (0 if settled == "never" else 6)  # each launch, each move
+    assert len(settles) == (0 if settled == "never" else 5)  # each launch, and the move of the kernels' output

@@ -16,9 +16,7 @@ a launch is handed is the kernels' work is decided by what the kernels wrote, no
   computation) takes that memory's record away. Forward's inputs' and the weights' storages are
   never a source of the kernels' work for glue (so glue's answer built from the inputs, slices and
   ``torch.cat``, is looked at wherever it is handed); their records only tell that a launch left
-  them as they are (a kernel working on an input in place, handed it again); and what a move of
-  glue's own data (none of it the kernels' work) writes is looked at where it is made, handed or not
-  (red team 19 #15: a kernel reads memory at a distance from what it is handed);
+  them as they are (a kernel working on an input in place, handed it again);
 * each tensor handed is looked at in its storage's bytes read in each output's dtype (red team 16
   #1b): one of an output's size and dtype as it is, any other over an output's worth of bytes from
   where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits),
@@ -458,9 +456,8 @@ class FirstHanded:
     def moved(self, func, args: tuple, kwargs: dict) -> Callable[[object], None] | None:
         """Around an aten op of forward's (the op recorder's): where it writes memory in place, that memory
         stops being the kernels' work, unless the op moves data (``MOVES``) whose every source is; an op
-        that moves the kernels' work into memory of its own makes that memory theirs; one that moves
-        data none of which is theirs is looked at where it writes (``_made``). Returns what runs with
-        the op's output, or None."""
+        that moves the kernels' work into memory of its own makes that memory theirs. Returns what runs
+        with the op's output, or None."""
         if self.quiet or not self.wanted:
             return None
         name = func.overloadpacket.__name__
@@ -475,8 +472,6 @@ class FirstHanded:
             if name not in MOVES or not covering or any(c is None for c in covering):
                 for t in written:
                     self._forget(t)
-                if name in MOVES and all(c is None for c in covering):
-                    return self._made(written, sources)
                 return None
             parents = list(dict.fromkeys(r for c in covering for r in c if c is not None))
             more = [self._check(r) for r in parents]
@@ -502,29 +497,6 @@ class FirstHanded:
                     if storage is not None:
                         for start, end in self._spans(t, storage):
                             self._leave(storage, start, end, checks, parents, more, fresh)
-                self._bound()
-            finally:
-                self.quiet = False
-
-        return after
-
-    def _made(self, written: list[torch.Tensor], sources: list[torch.Tensor]) -> Callable[[object], None]:
-        """What runs after a move of data none of which is the kernels' work (glue's own: the inputs,
-        constants, what glue made of them): what it wrote is sampled where it could hold an output, as
-        memory handed to a launch is, whether or not a launch is handed it later (red team 19 #15: glue's
-        answer read by a kernel at a distance from the input it is handed, never handed itself)."""
-        read = {id(s) for s in map(_storage, sources) if s is not None}
-
-        def after(out: object) -> None:
-            targets = written or [
-                t for t in tensor_leaves(out) if isinstance(t, torch.Tensor) and id(_storage(t)) not in read
-            ]
-            self.quiet = True
-            try:
-                for t in targets:
-                    storage, reach = _storage(t), extent(t)
-                    if storage is not None and reach is not None:
-                        self._look(t, storage, reach, {})
                 self._bound()
             finally:
                 self.quiet = False

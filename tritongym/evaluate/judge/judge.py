@@ -527,9 +527,9 @@ def guard_findings(
         raise Failure(
             Verdict.HACK_NO_TRITON,
             f"Forward handed its Triton kernels {state.handed_answer} that already held the correct output when "
-            "handed to one, before it ran, where no kernel had written it (or that glue made so from data no kernel "
-            "wrote, handed or not): the result is computed outside Triton (NumPy, Python, host code, PyTorch copies) "
-            "and the kernels only move it. Compute the output with Triton kernels.",
+            "handed to one, before it ran, where no kernel had written it: the result is computed outside Triton "
+            "(NumPy, Python, host code, PyTorch copies) and the kernels only move it. Compute the output with Triton "
+            "kernels.",
         )
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
