@@ -19,7 +19,9 @@ a launch is handed is the kernels' work is decided by what the kernels wrote, no
   them as they are (a kernel working on an input in place, handed it again);
 * each tensor handed is looked at in its storage's bytes read in each output's dtype (red team 16
   #1b): one of an output's size and dtype as it is, any other over an output's worth of bytes from
-  where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits).
+  where it starts and up to where it ends (the answer handed as pieces, or as another dtype's bits),
+  and one of an output's size in another numeric dtype also as its values cast to the output's (the
+  answer made in float64 and cast by a kernel: red team 19 #1).
 
 Every sample is a strided copy (glue, which the op recorder does not count as forward's compute) on
 the current stream, the launch's, with no synchronisation; they are compared after forward's watch
@@ -29,8 +31,10 @@ the current stream, the launch's, with no synchronisation; they are compared aft
 from __future__ import annotations
 
 import functools
+import gc
 import itertools
 import math
+import numbers
 import secrets
 import weakref
 from collections.abc import Callable
@@ -39,7 +43,7 @@ import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
 from tritongym.evaluate.judge.tree import tensor_leaves
-from tritongym.evaluate.placement import launch_pointers
+from tritongym.evaluate.placement import ADDRESS_SHIFT, launch_pointers
 
 HANDED_SAMPLE = 1024
 """Elements of each of ``FirstHanded``'s samples of a region that could hold an output, at most."""
@@ -58,6 +62,11 @@ RUNS = 64
 """Dense runs of a strided tensor that a record of what a launch or a move left is made of, at most:
 a tensor of more is recorded over its extent where earlier records cover it, else nowhere (its memory
 is looked at when handed)."""
+
+ADDRESS_FLOOR = 1 << 32
+"""Integers a launch is handed from here on may be the address of device memory (``data_ptr()``, which a
+kernel casts to a pointer: red team 19 #13): ``addressed`` looks for the storage holding it. Below it
+lie the sizes, strides and offsets a launch is handed."""
 
 MOVES = frozenset(["clone", "copy_", "_to_copy", "cat", "stack"])
 """aten ops that move data (the op recorder's glue) without taking in any but their sources': their
@@ -118,6 +127,71 @@ def runs(t: torch.Tensor) -> list[tuple[int, int]]:
         for index in itertools.product(*(range(size) for _, size in dims))
     )
     return [(start * width, (start + inner) * width) for start in starts]
+
+
+def numeric(dtype: torch.dtype) -> bool:
+    """Whether ``dtype``'s values cast to another numeric dtype keep what they count (neither a boolean
+    nor a complex number): a tensor of an output's size in such a dtype may hold its answer as values."""
+    return dtype is not torch.bool and not dtype.is_complex
+
+
+TABLES = frozenset([torch.int64, torch.uint64])
+"""Dtypes of a tensor a launch is handed that may hold addresses (a pointer table: Triton's grouped GEMM
+loads its operands' pointers from one), read where it holds at most ``RUNS`` elements."""
+
+
+def _integers(named: list, depth: int = 0) -> list[int]:
+    """The integers among a launch's arguments (one inside a tuple or list too, as ``launch_pointers``
+    walks them, and those a pointer table holds: ``TABLES``, red team 19 #14; on a GPU reading one waits
+    for the device) from ``ADDRESS_FLOOR`` on."""
+    found = []
+    for value in named:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= ADDRESS_FLOOR:
+            found.append(int(value))
+        elif isinstance(value, (tuple, list)) and depth < 4:
+            found += _integers(list(value[:256]), depth + 1)
+        elif isinstance(value, torch.Tensor) and value.dtype in TABLES and 0 < value.numel() <= RUNS:
+            with torch._C.DisableTorchFunction():  # the judge's read: no count of forward's host reads sees it
+                found += [v for v in value.detach().reshape(-1).tolist() if v >= ADDRESS_FLOOR]
+    return found
+
+
+def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.Tensor]:
+    """The memory a launch reaches through an integer it is handed, not a tensor (red team 19 #13: glue's
+    answer handed as ``answer.data_ptr()``, which the kernel casts to a pointer): for each integer that
+    is an address in a live tensor's storage (as forward was given it: shifted by
+    ``placement.ADDRESS_SHIFT`` on the CPU, as it is on a GPU otherwise), that storage from there, in each
+    output's dtype and of its size where it fits, else as bytes to the storage's end. The storages are
+    found among every tensor alive (the garbage collector's), only for a launch handed such an integer."""
+    addresses = _integers(named)
+    if not addresses:
+        return []
+    storages: dict[int, torch.UntypedStorage] = {}
+    for t in gc.get_objects():
+        if not issubclass(type(t), torch.Tensor):
+            continue
+        try:
+            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
+        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
+            continue
+        if storage is not None and storage.nbytes():
+            storages.setdefault(storage.data_ptr(), storage)
+    found: list[torch.Tensor] = []
+    for value in addresses:
+        for address in dict.fromkeys((value, value - ADDRESS_SHIFT[0])):
+            for start, storage in storages.items():
+                offset = address - start
+                if not 0 <= offset < storage.nbytes():
+                    continue
+                fits = False
+                for numel, dtype in wanted:
+                    size = dtype.itemsize
+                    if offset % size == 0 and offset + numel * size <= storage.nbytes():
+                        found.append(_typed(storage, dtype)[offset // size :][:numel])
+                        fits = True
+                if not fits:
+                    found.append(_typed(storage, torch.uint8)[offset:])
+    return found
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -315,7 +389,9 @@ class FirstHanded:
         checks: dict[Left, Check] = {}
         try:
             with _disable_current_modes():
-                for _, value in launch_pointers([*enumerate(args), *kwargs.items()]):
+                named = [*enumerate(args), *kwargs.items()]
+                tensors = [value for _, value in launch_pointers(named)]
+                for value in [*tensors, *addressed([value for _, value in named], self.wanted)]:
                     storage, reach = _storage(value), extent(value)
                     if storage is None or reach is None:
                         continue
@@ -350,7 +426,7 @@ class FirstHanded:
             for left in covering:
                 checks.setdefault(left, self._check(left))
             covered = bool(covering) and _covered(covering, start, end)
-            sample = flat[first::step].clone()
+            sample = flat[first::step].to(self.wanted[output][1], copy=True)
             self.kept += sample.nbytes
             self.handings.append(Handing(output, first, sample, covered, [checks[r] for r in covering]))
 
@@ -358,12 +434,16 @@ class FirstHanded:
         """(output, first byte, past the last, the region flat in the output's dtype) for each region of
         ``t`` that could hold an output: ``t`` itself where it is of that output's size and dtype
         (``reshape``: its elements in order, whatever its layout), else an output's worth of its
-        storage's bytes read in the output's dtype from where ``t`` starts and up to where it ends."""
+        storage's bytes read in the output's dtype from where ``t`` starts and up to where it ends; one of
+        an output's size in another numeric dtype both ways: its values, sampled cast to the output's dtype
+        (red team 19 #1: glue's answer made in float64, cast by a kernel into the float32 output), and its
+        bytes."""
         found = []
         for i, (numel, dtype) in enumerate(self.wanted):
-            if t.numel() == numel and t.dtype == dtype:
+            if t.numel() == numel and (t.dtype == dtype or (numeric(t.dtype) and numeric(dtype))):
                 found.append((i, *reach, t.detach().reshape(-1)))
-                continue
+                if t.dtype == dtype:
+                    continue
             size = numel * dtype.itemsize
             for start in dict.fromkeys((reach[0], reach[1] - size)):
                 if start >= 0 and start % dtype.itemsize == 0 and start + size <= storage.nbytes():

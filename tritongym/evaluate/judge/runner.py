@@ -43,7 +43,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
-from tritongym.evaluate.judge.handed import FirstHanded
+from tritongym.evaluate.judge.handed import FirstHanded, addressed, numeric
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -389,6 +389,8 @@ class Runner:
             # every tensor the launch would reach: an argument, one in a tuple or list argument, a
             # tensor descriptor's base (the output a descriptor stores through: tensor_descriptor.py)
             named = [*enumerate(args), *kwargs.items()]
+            for value in addressed([value for _, value in named], made.dtypes()):
+                made.see(value)  # memory reached through an address it is handed (red team 19 #13): seen, as is
             for _, value in launch_pointers(named):
                 made.see(value)  # before the poison: what forward put there (an input or weight too), no kernel ran
                 if value.untyped_storage().data_ptr() not in keep:
@@ -545,8 +547,9 @@ def one_value(flat: torch.Tensor) -> bool:
 
 class MadeBeforeKernels:
     """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
-    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), a
-    copy of the elements ``answer_sample`` picks, taken before the poison, the latest ``PER_OUTPUT``
+    there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), or of
+    its size in another numeric dtype (cast to the output's), a copy of the elements ``answer_sample``
+    picks, taken before the poison, the latest ``PER_OUTPUT``
     per output tensor (an answer is handed to the launches that write the output, last) and none that
     holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
     model's kept tensors (a buffer, an attribute: an honest kernel's output buffer holds the last
@@ -590,12 +593,23 @@ class MadeBeforeKernels:
                 continue
             self.kept[address], left = storage.clone(), left - size
 
-    def _wanted(self, t: torch.Tensor) -> bool:
-        return (t.numel(), str(t.dtype)) in self.wanted and t.layout is torch.strided
+    def dtypes(self) -> list[tuple[int, torch.dtype]]:
+        """(numel, dtype) of each output tensor."""
+        named = [(numel, getattr(torch, name.removeprefix("torch."), None)) for numel, name in self.wanted]
+        return [(numel, dtype) for numel, dtype in named if isinstance(dtype, torch.dtype)]
+
+    def _wanted(self, t: torch.Tensor) -> list[torch.dtype]:
+        """The dtypes of the outputs of ``t``'s size that it may hold: its own, or any other numeric one
+        where it is numeric (its values cast: red team 19 #1, glue's answer made in float64)."""
+        if t.layout is not torch.strided:
+            return []
+        same = [d for n, d in self.dtypes() if n == t.numel() and (d == t.dtype or (numeric(d) and numeric(t.dtype)))]
+        return same
 
     def see(self, t: torch.Tensor) -> None:
         address = t.untyped_storage().data_ptr()
-        if address in self.seen or not self._wanted(t) or not t.numel():
+        dtypes = self._wanted(t)
+        if address in self.seen or not dtypes or not t.numel():
             return
         self.seen.add(address)
         start = self.kept.get(address)
@@ -605,7 +619,8 @@ class MadeBeforeKernels:
         if one_value(flat):
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
-        self.copies = [*self.copies, sample.to("cpu", copy=True)][-self.limit :]
+        copies = [sample.to("cpu", dtype, copy=True) for dtype in dtypes]
+        self.copies = [*self.copies, *copies][-self.limit :]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
