@@ -70,7 +70,7 @@ from tritongym.evaluate.judge.work_queues import (
     problem_key,
     settle_s,
 )
-from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged, settle_heap
 from tritongym.evaluate.result import Verdict
 from tritongym.evaluate.safe_json import json_safe
 
@@ -1051,6 +1051,7 @@ def main() -> None:
         from tritongym.evaluate.selftest import interpreter_problem
 
         ready["unusable"] = interpreter_problem()
+    settle_heap()  # each job's collection (memory.release) walks that job's objects, not the start's
     channel.send({"ready": ready})
     for line in sys.stdin:
         message = json.loads(line)
