@@ -902,6 +902,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     speed.on_wait = None
     if state.runner is not None:
+        ending = time.perf_counter()
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
         runner = state.runner
@@ -913,6 +914,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+        state.stages["runner_end"] = round(time.perf_counter() - ending, 4)  # of the total: killed, output read
     speed.let_go_kept(ctx.gpu_lock)  # a timing's hold kept for a runner's end that did not come
     for key in ("feedback", "detail"):
         if isinstance(result.get(key), str):
