@@ -23,7 +23,8 @@ over the batch of each evaluation stage (``gpu_lock_wait`` holds every wait for 
 seconds runners' starts and ends held it shared; ``runner_wait`` the part of ``import`` the job waited
 for its runner (a spare still starting, or none yet); ``runner_start`` the start of the job's runner, from
 its fork to its Hello, and ``runner_start_<part>`` its parts: ``serve`` the fork, ``context`` its CUDA
-context, ``warm`` Triton's driver and the profiler, ``hardened`` its confinement), the seconds the
+context, ``warm`` Triton's driver and the profiler, ``hardened`` its confinement; ``runner_end`` its
+end after the job's stages: killed, its files swept, its output read), the seconds the
 GPU was held exclusively (timing and profiling, one candidate at a time) against the wall time, and
 what the timing's precision was: its stop reasons, repetitions, and the speedup's 95% interval
 half-width relative to the speedup. ``speedups`` lists every candidate's speedup in the batch's order

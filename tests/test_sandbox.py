@@ -43,6 +43,7 @@ def test_a_job_reports_how_its_runners_start_went_part_by_part(warm_env):
     assert "runner_start_context" not in stages and all(part >= 0 for part in parts)
     assert stages["runner_start"] == pytest.approx(sum(parts), abs=1e-3)
     assert 0 <= stages["runner_wait"] <= stages["import"]
+    assert 0 < stages["runner_end"] < stages["total"] - stages["correctness"]  # after the job's stages
 
 
 def test_infinite_loop_at_import_is_a_timeout_before_compilation(warm_env):

@@ -5,7 +5,11 @@ aborted every runner under Triton 3.5)."""
 
 import gc
 import os
+import weakref
 
+import torch
+
+from tritongym.evaluate.judge.memory import release
 from tritongym.evaluate.judge.zygote import settle_heap
 
 
@@ -35,3 +39,29 @@ def test_garbage_in_a_cycle_is_collected_in_the_zygote_not_in_a_forked_runner(tm
         gc.enable()
         gc.unfreeze()
     assert log.read_text().split() == [str(os.getpid())]
+
+
+class Held:
+    """A cycle's member holding a tensor, as a job's objects may (its memory goes back only once the
+    cycle is collected)."""
+
+    def __init__(self):
+        self.me, self.tensor = self, torch.zeros(4)
+
+
+def test_the_judges_settled_start_is_not_walked_and_a_jobs_cycle_is_still_freed():
+    """The judge settles its heap once started (judge.main): the collection after every job
+    (memory.release) walks only what jobs made since, and still frees a job's garbage in a cycle."""
+    gc.disable()  # nothing is collected but by settle_heap and release
+    try:
+        started = Held()  # alive through the judge's life, as its modules and contexts are
+        settle_heap()
+        assert all(obj is not started for obj in gc.get_objects())  # frozen: no collection walks it
+        job = weakref.ref(Held().tensor)  # the job's cycle, garbage once the job ends
+        assert job() is not None
+        release(torch.device("cpu"))
+        assert job() is None
+        assert started.tensor is not None
+    finally:
+        gc.enable()
+        gc.unfreeze()

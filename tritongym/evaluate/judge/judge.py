@@ -70,7 +70,7 @@ from tritongym.evaluate.judge.work_queues import (
     problem_key,
     settle_s,
 )
-from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged
+from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, die_with_parent, prctl, runners_unprivileged, settle_heap
 from tritongym.evaluate.result import Verdict
 from tritongym.evaluate.safe_json import json_safe
 
@@ -902,6 +902,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         result = {"verdict": failure.verdict, "feedback": failure.feedback, "detail": failure.detail}
     speed.on_wait = None
     if state.runner is not None:
+        ending = time.perf_counter()
         if ctx.launchers is not None:  # what it missed, read before its directory goes with it
             state.stages["c_modules_built"] = ctx.launchers.after_job(state.runner.directory)
         runner = state.runner
@@ -913,6 +914,7 @@ def run_job(ctx: WorkerContext, job: Job, output_limit: int) -> dict:
         end_covered(ctx.gpu_lock, end)  # its CUDA context's end disturbs no timing that starts after it
         result["stdout"] = state.runner.stdout.text(output_limit, 1.0)
         result["stderr"] = state.runner.stderr.text(output_limit, 1.0)
+        state.stages["runner_end"] = round(time.perf_counter() - ending, 4)  # of the total: killed, output read
     speed.let_go_kept(ctx.gpu_lock)  # a timing's hold kept for a runner's end that did not come
     for key in ("feedback", "detail"):
         if isinstance(result.get(key), str):
@@ -1051,6 +1053,7 @@ def main() -> None:
         from tritongym.evaluate.selftest import interpreter_problem
 
         ready["unusable"] = interpreter_problem()
+    settle_heap()  # each job's collection (memory.release) walks that job's objects, not the start's
     channel.send({"ready": ready})
     for line in sys.stdin:
         message = json.loads(line)
