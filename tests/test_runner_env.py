@@ -171,6 +171,20 @@ def test_every_gpu_judge_gets_the_scaled_launch_queue_unless_the_pool_says_none(
     assert all(env == {} for _, env in device_slots(PoolConfig(devices="cpu", sandboxes_per_device=2)))
 
 
+def test_one_evaluation_on_a_gpu_gets_the_pools_launch_queue_scale(monkeypatch):
+    """``evaluate`` outside a pool (resolve_device) times a forward of many launches as a pool's judge
+    does: its sandbox's environment carries the same scaled queue; the CPU's carries nothing."""
+    from tritongym.evaluate import evaluator
+
+    monkeypatch.setattr(evaluator, "cuda_device_count", lambda: 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert evaluator.resolve_device("cuda:1") == (
+        "cuda",
+        {"CUDA_VISIBLE_DEVICES": "5", wq.LAUNCH_QUEUE_SCALE_ENV: wq.LAUNCH_QUEUE_SCALE},
+    )
+    assert evaluator.resolve_device("cpu") == ("cpu", {})
+
+
 @pytest.mark.parametrize("scale", ["1x", "0.5x", "8x", ""])
 def test_a_launch_queue_scale_the_pool_does_not_take_is_refused(scale):
     with pytest.raises(ConfigError, match="launch_queue_scale"):

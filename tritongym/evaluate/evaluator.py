@@ -11,6 +11,7 @@ import time
 
 from tritongym.errors import ConfigError, SandboxError
 from tritongym.evaluate.config import EvalConfig
+from tritongym.evaluate.judge.work_queues import LAUNCH_QUEUE_SCALE, LAUNCH_QUEUE_SCALE_ENV
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.evaluate.sandbox import BEFORE_CANDIDATE, Sandbox, SandboxOutcome
 from tritongym.problems import Problem
@@ -27,7 +28,9 @@ def cuda_device_count() -> int:
 
 
 def resolve_device(device: str) -> tuple[str, dict[str, str]]:
-    """('cpu' | 'cuda', extra environment) for a device setting; 'auto' prefers a GPU."""
+    """('cpu' | 'cuda', extra environment) for a device setting; 'auto' prefers a GPU. A GPU's judge gets
+    the pool's default launch queue scale (work_queues.LAUNCH_QUEUE_SCALE), so that one evaluation times a
+    forward of many launches as a pool's judge does."""
     if device == "auto":
         device = "cuda" if cuda_device_count() else "cpu"
     if device == "cpu":
@@ -38,7 +41,7 @@ def resolve_device(device: str) -> tuple[str, dict[str, str]]:
         raise ConfigError(f"device {device!r} requested but {count} CUDA device(s) are visible")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     physical = visible.split(",")[index] if visible else str(index)
-    return "cuda", {"CUDA_VISIBLE_DEVICES": physical}
+    return "cuda", {"CUDA_VISIBLE_DEVICES": physical, LAUNCH_QUEUE_SCALE_ENV: LAUNCH_QUEUE_SCALE}
 
 
 def check_source(candidate: str | bytes, max_bytes: int) -> str | EvalResult:
