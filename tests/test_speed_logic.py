@@ -159,15 +159,6 @@ class FakeBench:
         self.order.append("remote_empty")
         return self.values[3], self.hand_off, self.twin_timed
 
-    def queue_check(self, expected, got, rep):
-        self.order.append("check")
-
-        def finish():
-            self.order.append("checked")
-            speed.check_batch(expected, got, rep, self.state.timed_bounds)
-
-        return finish
-
     def company_check(self):
         self.order.append("twin")
         return self.company.pop(0) if self.company else self.hand_off
@@ -207,15 +198,14 @@ def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkey
     def check(expected, got, rep, bounds):
         checked.append((expected, got))
         assert bounds == [0.5]  # the trials' bounds, as the job's state holds them
+        bench.order.append("check")
 
     monkeypatch.setattr(speed, "check_batch", check)
     rep = speed.repetition(bench, None, 0, False, CLEAN)
     assert rep == timing.Rep(0.010, 0.008, 0.002, 0.0025, 0.0003, None, 0.00031)
     assert bench.check_s > 0  # the check's seconds (stage timing_check)
     speed.repetition(bench, None, 1, True, CLEAN)
-    # the check is queued before the empty bracket (beside its hold) and its counts read after it, before the
-    # empty brackets that reuse the candidate's copy-out
-    steps = ["check", "empty", "checked", "twin", "remote_empty", "runner", "twin"]
+    steps = ["check", "empty", "twin", "remote_empty", "runner", "twin"]  # outputs checked before the empties
     pair = [["reference", "twin", "candidate", "twin"], ["candidate", "twin", "reference", "twin"]]
     assert bench.order == [*pair[0], *steps, *pair[1], *steps]
     assert checked == [([["r"]], ["c"])] * 2  # outputs are checked every time
@@ -692,135 +682,3 @@ def test_the_rms_and_the_largest_magnitude_come_out_as_before():
         assert speed._rms(outputs).item() == pytest.approx(finite.square().mean().sqrt().item(), rel=1e-12)
         assert speed._largest(outputs[1]).item() == finite[len(flats[0]) : 2 * len(flats[0])].abs().max().item()
     assert speed._largest(torch.tensor([-7, 3])).item() == 7.0  # integers: every element finite
-
-
-class CheckingBench(FakeBench):
-    """FakeBench with the judge's own check of a repetition (``Bench.queue_check``), its side stream's
-    work run at once (the CPU has none)."""
-
-    queue_check = speed.Bench.queue_check
-
-    def __init__(self, reference_output, candidate_output):
-        super().__init__(0.010, 0.008, 0.002, 0.0025, outputs=(reference_output, candidate_output))
-        self.inputs_after, self.shared_in = None, []
-
-    def on_side(self, work):
-        self.order.append("side")
-        return work()
-
-
-def test_a_wrong_timed_output_fails_once_the_empty_bracket_beside_its_check_was_waited_for():
-    # the check runs on the side stream beside the empty bracket's hold: its verdict is read after that
-    # bracket, before the candidate's empty bracket (which overwrites the copy-out it reads)
-    right = CheckingBench(torch.ones(4), torch.ones(1, 4))
-    assert speed.repetition(right, None, 1, False, CLEAN) is not None
-    assert right.order[:6] == ["reference", "twin", "candidate", "twin", "side", "empty"]
-    wrong = CheckingBench(torch.ones(4), torch.zeros(1, 4))
-    with pytest.raises(Failure, match=r"batch 5, fresh inputs\): 4 of 4 elements of output 0 over 1 calls") as raised:
-        speed.repetition(wrong, None, 5, True, CLEAN)
-    assert raised.value.verdict.value == "mismatch"
-    assert wrong.order == ["candidate", "twin", "reference", "twin", "side", "empty"]  # no empty bracket after
-
-
-def test_the_queued_check_raises_nothing_until_its_counts_are_read():
-    bench = CheckingBench(None, None)
-    bench.state.timed_bounds = [1e-6]
-    expected = [[torch.ones(4)], [torch.full((4,), 2.0)]]
-    finish = bench.queue_check(expected, [torch.tensor([[1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.001]])], 3)
-    with pytest.raises(Failure, match="1 of 8 elements of output 0 over 2 calls are further") as raised:
-        finish()  # within the loose bound, over the trials' precision
-    assert raised.value.verdict.value == "precision"
-    bench.state.timed_bounds = [None]
-    bench.queue_check(expected, [torch.tensor([[1.0] * 4, [2.0] * 4])], 3)()  # right: passes
-
-
-class Logged:
-    """A stream or event stand-in that logs what is done with it."""
-
-    def __init__(self, name, log):
-        self.name, self.log = name, log
-
-    def wait_stream(self, other):
-        self.log.append(f"{self.name} waits for {other.name}")
-
-    def wait_event(self, event):
-        self.log.append(f"{self.name} waits for {event.name}")
-
-    def record(self, stream=None):
-        self.log.append(f"{self.name} recorded" + (f" on {stream.name}" if stream is not None else ""))
-
-    def query(self):
-        return False
-
-    def synchronize(self):
-        self.log.append(f"{self.name} waited")
-
-    def elapsed_time(self, other):
-        return 0.3
-
-
-def logged_cuda(monkeypatch, log):
-    """torch.cuda's streams, events and holds as ``Logged`` stand-ins (the CPU has none)."""
-    import contextlib
-
-    main, made = Logged("main", log), iter(range(1 << 20))
-
-    @contextlib.contextmanager
-    def on(stream):
-        log.append(f"on {stream.name}")
-        yield
-        log.append(f"off {stream.name}")
-
-    monkeypatch.setattr(speed.torch.cuda, "current_stream", lambda device=None: main)
-    monkeypatch.setattr(speed.torch.cuda, "stream", on)
-    monkeypatch.setattr(speed.torch.cuda, "Event", lambda **kwargs: Logged(f"event{next(made)}", log))
-    monkeypatch.setattr(speed.torch.cuda, "_sleep", lambda cycles: log.append("hold"))
-
-
-def test_the_side_streams_work_runs_after_what_was_queued_and_the_next_hold_waits_for_it(monkeypatch):
-    # the side stream's work (the check, the next input sets) starts after the brackets before it and runs
-    # beside the next hold; every bracket and hand-off the judge times starts after it
-    log = []
-    logged_cuda(monkeypatch, log)
-    bench = closing_bench()
-    bench.device, bench.side, bench.side_done, bench.cycles_per_s = None, Logged("side", log), None, 1e9
-    bench.holds_s = 0.0
-    assert bench.on_side(lambda: log.append("work") or "answer") == "answer"
-    assert log == ["side waits for main", "on side", "work", "off side", "event0 recorded on side"]
-    log.clear()
-    bench._open("local", None)
-    assert log[:3] == ["hold", "main waits for event0", "event1 recorded"]  # after the hold, before `start`
-    assert bench.side_done is None
-    log.clear()
-    bench._open("local", None)
-    assert "main waits" not in " ".join(log)  # waited for once
-    bench.on_side(lambda: None)
-    done = bench.side_done.name
-    log.clear()
-    bench.twin = SimpleNamespace(go=Logged("go", log), hand_off=lambda: None, done=None)
-    monkeypatch.setattr(bench, "_poll", lambda event: None, raising=False)
-    assert bench.company_check() == pytest.approx(0.3e-3)
-    assert log[:4] == ["hold", f"main waits for {done}", log[2], "go recorded"]  # the company check's hand-off too
-    assert log[2].endswith(" recorded") and log[2].startswith("event")  # ``handed``, after the wait
-
-
-def test_the_next_input_sets_are_made_while_the_references_bracket_runs(monkeypatch):
-    made = []
-    bench = speed.Bench.__new__(speed.Bench)
-    bench.count, bench.staged, bench.next_sets, bench.inputs_s, bench.side_done = 2, None, None, 0.0, None
-    bench.reference = SimpleNamespace(inputs=lambda seed: made.append(seed) or [torch.ones(1)])
-    monkeypatch.setattr(bench, "on_side", lambda work: ["ahead"] * len(work()), raising=False)
-    bench.ahead = False  # sets too large to stage: not made twice over
-    bench._make_ahead()
-    assert bench.next_sets is None and not made
-    bench.ahead = True
-    bench._make_ahead()
-    bench._make_ahead()  # once per repetition
-    assert bench.next_sets == ["ahead", "ahead"] and len(made) == 2 and bench.inputs_s > 0
-    assert bench.fresh_inputs() == ["ahead", "ahead"] and bench.next_sets is None  # taken, not made again
-    assert len(bench.fresh_inputs()) == 2 and len(made) == 4  # none ahead: made now
-    events, log = bracket_events(0.022), []
-    events[4].synchronize = lambda: log.append("waited")
-    closing = closing_bench()
-    closing._close(events, in_time=True, meanwhile=lambda: log.append("made"))
-    assert log == ["made", "waited"]  # after `end` is queued, before the host waits for it

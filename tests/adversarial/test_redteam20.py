@@ -81,11 +81,6 @@ class MutatingBench:
         self.shared_in = [self.candidate.clone()]
         return self.bracket, [torch.stack([(2 * args[0]).sum(0, keepdim=True) for args in sets])]
 
-    queue_check = speed.Bench.queue_check  # the judge's own check of a repetition
-
-    def on_side(self, work):
-        return work()  # the side stream's work (speed.Bench.on_side), at once on the CPU
-
     def company_check(self):
         return 300e-6
 

@@ -22,10 +22,7 @@ and when to stop.
   the reference's on the same inputs after the clock stopped: an answer that was not finished
   inside the bracket, was cached, or was never computed shows up as poison or a wrong value. Where
   the reference changes its inputs in place, the input slots after the candidate's batch are compared
-  with the reference's inputs after its forwards too (``check_inputs_after``). The check's GPU work, and
-  the next repetition's input sets where they are small (``Bench.ahead``), run on a second stream of
-  the judge's beside the next hold, which the bracket after it waits for (``Bench.on_side``): nothing
-  the judge times runs beside them, and the host does not wait for them apart.
+  with the reference's inputs after its forwards too (``check_inputs_after``).
 * One call of a batch holds ``2 I + 3 O`` of the judge's GPU memory (memory.py): its input set and
   the slot it is copied into, the reference's output, the output slot and the copy out of it; a
   batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
@@ -758,89 +755,23 @@ class Bench:
         self.untimed = 0
         """Untimed repetitions so far (``warm_up``)."""
         self.check_s = 0.0
-        """Seconds the host spent on the outputs' checks so far (``queue_check``: queueing them, and reading
-        their counts once ready; their GPU work runs beside a hold)."""
+        """Seconds spent checking the outputs so far (``check_batch``, its read of the GPU included)."""
         self.inputs_s = 0.0
-        """Seconds spent making fresh input sets so far (``fresh_inputs``, ``_make_ahead``: the host's part,
-        the GPU's runs behind it)."""
-        self.side = torch.cuda.Stream(self.device)
-        """The judge's second stream: the GPU work of the timed check and of the next input sets, queued
-        after the brackets before it and run beside the next hold (``on_side``)."""
-        self.side_done: Any = None
-        """The event after the work last queued on ``side``, until a hold's end waited for it (``_join``)."""
-        self.ahead = self.staged is not None
-        """Whether the next repetition's input sets are made while the reference's bracket runs
-        (``_make_ahead``): only where a batch's input sets are small enough to be staged (``staged_buffer``:
-        at most an eighth of the memory left), as they are held twice meanwhile."""
-        self.next_sets: list | None = None
-        """The input sets made ahead for the next repetition (``fresh_inputs`` takes them)."""
+        """Seconds spent making fresh input sets so far (``fresh_inputs``: the host's part, the GPU's runs
+        behind it)."""
         events = [self.go.ipc_handle().hex(), self.done.ipc_handle().hex()]
         state.ask(p.Attach([export(t) for t in self.shared_in], [export(t) for t in self.shared_out], self.shape,
                            events), (p.Loaded,))  # fmt: skip
 
     def fresh_inputs(self) -> list[list]:
-        """``count`` input sets from new secret seeds, each as the problem makes it: those made ahead during
-        the last repetition (``_make_ahead``) where there are, else now."""
+        """``count`` input sets from new secret seeds, each as the problem makes it."""
         began = time.perf_counter()
-        sets, self.next_sets = self.next_sets, None
-        if sets is None:
-            sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
-        self._join()  # the sets made on the side stream, before the staging copies read them
+        sets = [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)]
         if self.staged is not None:  # before any hold: the GPU's copies run outside the brackets
             stage_sets(self.staged, sets)
             self.staged_sets = sets
         self.inputs_s += time.perf_counter() - began
         return sets
-
-    def on_side(self, work: Callable[[], Any]) -> Any:
-        """Queue ``work``'s GPU work on the side stream, after everything queued on the judge's stream so
-        far (a bracket's ``end`` included): it runs beside the next hold, and the next hold's end waits
-        for it (``_join``), so no bracket or hand-off the judge times has it beside. ``work``'s answer."""
-        main = torch.cuda.current_stream(self.device)
-        self.side.wait_stream(main)
-        with torch.cuda.stream(self.side):
-            answer = work()
-        self.side_done = torch.cuda.Event()
-        self.side_done.record(self.side)
-        return answer
-
-    def _join(self) -> None:
-        """The judge's stream waits for the work queued on the side stream (``on_side``), if any."""
-        if self.side_done is not None:
-            torch.cuda.current_stream(self.device).wait_event(self.side_done)
-            self.side_done = None
-
-    def _make_ahead(self) -> None:
-        """The next repetition's input sets, made while the GPU runs a bracket already queued (the
-        host waits for it anyway), on the side stream (``on_side``); only where ``ahead``."""
-        if not self.ahead or self.next_sets is not None:
-            return
-        began = time.perf_counter()
-        self.next_sets = self.on_side(lambda: [self.reference.inputs(secrets.randbits(63)) for _ in range(self.count)])
-        self.inputs_s += time.perf_counter() - began
-
-    def queue_check(self, expected: list[list], got: list, rep: int) -> Callable[[], None]:
-        """Every output of the repetition's batch (``check_batch``; and the input slots after it where the
-        reference changes its inputs: ``check_inputs_after``) checked on the side stream (``on_side``),
-        beside the next hold: the host queues it and goes on. Returns what reads the counts and raises the
-        check's failure: called once the next bracket was waited for, it does not wait. The reference's
-        tensors it reads may be let go meanwhile: the judge's stream writes nothing before its next hold's
-        end waited for the check (``_open``: the hold, then ``_join``), so their memory, taken again on it
-        (the empty bracket's copies of a reference that returns memory of its own), is written after."""
-        after = [tensor_leaves(args) for args in self.inputs_after] if self.mutates and self.inputs_after else None
-        self.inputs_after = None
-        bounds, slots, mutated = self.state.timed_bounds, self.shared_in, after is not None
-        found = self.on_side(lambda: (check_counts(expected, got, bounds),
-                                      check_counts(after, slots) if after is not None else None))  # fmt: skip
-        outputs, inputs, calls = [g.numel() for g in got], [g.numel() for g in slots], len(expected)
-        after = None
-
-        def finish() -> None:
-            report_batch(found[0], outputs, calls, rep, bounds)
-            if mutated:
-                report_inputs_after(found[1], inputs, calls, rep)
-
-        return finish
 
     def _open(self, kind: str, sets: list[list] | None) -> list:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
@@ -853,7 +784,6 @@ class Bench:
         hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
         self.holds_s += hold
         torch.cuda._sleep(int(hold * self.cycles_per_s))
-        self._join()  # the side stream's work runs beside the hold, never in the bracket
         self.opened[kind] = time.perf_counter()
         events[0].record()
         if sets is not None:
@@ -863,14 +793,12 @@ class Bench:
         events[2].record()
         return [*events, gpu_timed(events[1])]
 
-    def _close(self, events: list, in_time: bool | None = None, meanwhile: Callable[[], None] | None = None
-               ) -> Bracket | None:  # fmt: skip
+    def _close(self, events: list, in_time: bool | None = None) -> Bracket | None:
         """The probe between two events, ``end``, and wait for it; the bracket, or None where it was
         late. A local bracket's lateness is known once ``end`` is queued; a remote one's
         (``in_time``) before the judge polled ``done`` (which fires only once the hold is over).
         The flush and the probe are 0 where the GPU did not time them (``gpu_timed``): a remote
-        bracket's probe is queued after ``done`` fired, mostly on an idle GPU. ``meanwhile``: host
-        work done before the wait, once all of the bracket is queued (its GPU work queued after ``end``)."""
+        bracket's probe is queued after ``done`` fired, mostly on an idle GPU."""
         start, flush_start, flush_end, probe_start, end, flush_timed = events
         probe_start.record()
         self.scratch[: self.probe_bytes].zero_()
@@ -878,8 +806,6 @@ class Bench:
         probe_timed = gpu_timed(probe_start)
         if in_time is None:
             in_time = self._queued("local", start)
-        if meanwhile is not None:
-            meanwhile()
         end.synchronize()
         if not in_time:
             return None
@@ -917,7 +843,7 @@ class Bench:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
         self.inputs_after = given if self.mutates else None
-        return self._close(events, meanwhile=self._make_ahead), outputs
+        return self._close(events), outputs
 
     def empty_batch(self) -> Bracket | None:
         """The reference's bracket without its forwards (with its copies, where it makes them)."""
@@ -1000,7 +926,6 @@ class Bench:
         it; where the hold ended first, that hold grows and this check says nothing (0)."""
         self.holds_s += self.hold_s["twin"]
         torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
-        self._join()
         self.opened["twin"] = time.perf_counter()
         handed, back = self._hand_to_twin()
         in_time = not handed.query()
@@ -1061,18 +986,14 @@ def check_batch(expected: list[list], got: list, rep: int, bounds: list | None =
     the same, or any finite value, passes (``_accepted``). The counts come from ``check_counts``, read
     from the GPU once for the whole batch; the first output that failed (a mismatch before a precision)
     is named."""
-    report_batch(check_counts(expected, got, bounds), [g.numel() for g in got], len(expected), rep, bounds)
-
-
-def report_batch(found: torch.Tensor | None, numels: list[int], calls: int, rep: int, bounds: list | None) -> None:
-    """``check_batch``'s verdict from its counts (``check_counts``: read from the GPU here), the output
-    slots' elements (``numels``) and the batch's calls."""
+    found = check_counts(expected, got, bounds)
     for m, (bad_n, imprecise_n) in enumerate(found.tolist() if found is not None else []):
+        g = got[m]
         if bad_n:
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {bad_n} of {numels[m]} elements of output {m} over "
-                f"{calls} calls differ from the reference's. The solution was correct on the trials but not "
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {g.numel()} elements of output {m} over "
+                f"{len(expected)} calls differ from the reference's. The solution was correct on the trials but not "
                 "here: its output depends on earlier calls (cached results?), was not finished when forward "
                 "returned, or was not computed at all.",
             )
@@ -1080,8 +1001,8 @@ def report_batch(found: torch.Tensor | None, numels: list[int], calls: int, rep:
             bound = bounds[m]
             raise Failure(
                 Verdict.PRECISION,
-                f"During timing (batch {rep}, fresh inputs): {imprecise_n} of {numels[m]} elements of output {m} "
-                f"over {calls} calls are further from the reference's than the trials allowed "
+                f"During timing (batch {rep}, fresh inputs): {imprecise_n} of {g.numel()} elements of output {m} "
+                f"over {len(expected)} calls are further from the reference's than the trials allowed "
                 f"({TIMED_SLACK:g} x {bound:.3g} of the output's largest magnitude): the timed calls computed at a "
                 "lower precision than the trials (TF32, bf16 or fp16 arithmetic for a float32 problem?). Compute "
                 "every call as the trials were computed.",
@@ -1094,18 +1015,13 @@ def check_inputs_after(expected: list[list], got: list, rep: int) -> None:
     forwards on the same sets (``expected``, each call's input leaves), to the loose bound (``check_counts``):
     the trials compare the inputs after forward, and a timed batch that checked only the outputs let a
     solution that tells timed calls apart leave the change undone there (red team 20 #3)."""
-    report_inputs_after(check_counts(expected, got), [g.numel() for g in got], len(expected), rep)
-
-
-def report_inputs_after(found: torch.Tensor | None, numels: list[int], calls: int, rep: int) -> None:
-    """``check_inputs_after``'s verdict from its counts (``check_counts``: read from the GPU here), the
-    input slots' elements (``numels``) and the batch's calls."""
+    found = check_counts(expected, got)
     for m, (bad_n, _) in enumerate(found.tolist() if found is not None else []):
         if bad_n:
             raise Failure(
                 Verdict.MISMATCH,
-                f"During timing (batch {rep}, fresh inputs): {bad_n} of {numels[m]} elements of input {m} "
-                f"after forward over {calls} calls differ from the reference's inputs after its forward. "
+                f"During timing (batch {rep}, fresh inputs): {bad_n} of {got[m].numel()} elements of input {m} "
+                f"after forward over {len(expected)} calls differ from the reference's inputs after its forward. "
                 "The solution changed its inputs in place as the reference does in the trials but not here: change "
                 "them in every call.",
             )
@@ -1289,13 +1205,13 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
         brackets[side], outputs[side] = bench.reference_batch(model, sets) if side == 0 else bench.candidate_batch(sets)
         checks.append(bench.company_check())
     checking = time.perf_counter()
-    finish = bench.queue_check(outputs[0], outputs[1], rep)  # beside the empty bracket's hold
+    check_batch(outputs[0], outputs[1], rep, bench.state.timed_bounds)
+    if bench.mutates:  # the slots hold the candidate's inputs after its batch until the next copy in
+        check_inputs_after([tensor_leaves(args) for args in bench.inputs_after], bench.shared_in, rep)
+        bench.inputs_after = None
     bench.check_s += time.perf_counter() - checking
     outputs = [None, None]  # the reference's are free before the empty brackets (which reuse the copy-out)
     empty = bench.empty_batch()
-    checking = time.perf_counter()
-    finish()  # the check's counts, ready: the empty bracket waited for them
-    bench.check_s += time.perf_counter() - checking
     checks.append(bench.company_check())
     remote_empty, hand_off, twin_timed = bench.remote_empty_batch(sets)
     runner_hand_off = bench.runner_hand_off(sets)
