@@ -973,8 +973,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
         # the CUDA contexts (the judge's, its twin's) are made under the shared lock, so as not to disturb
         # another judge's timing; the clean durations are measured with nobody else of ours on the GPU
         with speed.gpu_lock(ctx.gpu_lock, exclusive=False):
-            torch.cuda.set_device(device.index or 0)
-            ctx.twin = twin.Twin(device)
+            ctx.twin = twin.Twin(torch.device("cuda", device.index or 0))  # started first, then the judge's context
             ctx.arena = speed.SharedArena(device)
         startup.part("contexts")
         with speed.gpu_lock(ctx.gpu_lock, exclusive=True):

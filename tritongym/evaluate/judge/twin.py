@@ -39,14 +39,17 @@ class Twin:
     """The judge's handle on its twin process (one per judge, started with the judge's CUDA context)."""
 
     def __init__(self, device: torch.device):
+        """Start the twin, then make the judge's CUDA context (where it has none yet: ``set_device``) and
+        events while the twin imports torch and makes its own; returns once the twin is ready."""
         index = device.index if device.index is not None else torch.cuda.current_device()
-        self.go = torch.cuda.Event(interprocess=True)
-        self.done = torch.cuda.Event(interprocess=True)
         self.process = subprocess.Popen(
             [sys.executable, "-s", "-m", "tritongym.evaluate.judge.twin", str(index)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
+        torch.cuda.set_device(index)
+        self.go = torch.cuda.Event(interprocess=True)
+        self.done = torch.cuda.Event(interprocess=True)
         handles = f"{self.go.ipc_handle().hex()} {self.done.ipc_handle().hex()}\n".encode()
         self._write(handles)
         self._read()  # ready: its context exists and the events are open
