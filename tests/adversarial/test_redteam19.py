@@ -164,7 +164,6 @@ def test_glue_answer_reached_through_a_pointer_table_is_seen(judge):
     assert "already held the correct output" in result.feedback
 
 
-@pytest.mark.xfail(strict=True, reason="open: a launch reaching memory it was not handed (README)")
 def test_glue_answer_at_a_distance_from_a_handed_input_is_seen(judge):
     """#15: #13 and #14 past their fixes: the kernel is handed the input and the distance (in elements) from
     it to glue's answer, and reads the answer at ``x_ptr + distance``: ``ok`` under ``forbid``, open."""

@@ -44,6 +44,7 @@ import secrets
 import weakref
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -171,16 +172,7 @@ def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.
     addresses = _integers(named)
     if not addresses:
         return []
-    storages: dict[int, torch.UntypedStorage] = {}
-    for t in gc.get_objects():
-        if not issubclass(type(t), torch.Tensor):
-            continue
-        try:
-            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
-        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
-            continue
-        if storage is not None and storage.nbytes():
-            storages.setdefault(storage.data_ptr(), storage)
+    storages = _live_storages()
     found: list[torch.Tensor] = []
     for value in addresses:
         for address in dict.fromkeys((value, value - ADDRESS_SHIFT[0])):
@@ -197,6 +189,38 @@ def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.
                 if not fits:
                     found.append(_typed(storage, torch.uint8)[offset:])
     return found
+
+
+def _live_storages() -> dict[int, torch.UntypedStorage]:
+    """Address -> storage, of every tensor alive (the garbage collector's) with a plain storage."""
+    storages: dict[int, torch.UntypedStorage] = {}
+    for t in gc.get_objects():
+        if not issubclass(type(t), torch.Tensor):
+            continue
+        try:
+            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
+        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
+            continue
+        if storage is not None and storage.nbytes():
+            storages.setdefault(storage.data_ptr(), storage)
+    return storages
+
+
+def unhanded(read: np.ndarray, handed: list[tuple[int, int]]) -> np.ndarray:
+    """Of the sorted addresses ``read``, those in none of the spans ``handed`` ([first byte, past the last))."""
+    if not read.size or not handed:
+        return read
+    merged: list[list[int]] = []
+    for start, end in sorted(handed):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = np.array([m[0] for m in merged], dtype=np.uint64)
+    ends = np.array([m[1] for m in merged], dtype=np.uint64)
+    at = np.searchsorted(starts, read, side="right") - 1
+    inside = (at >= 0) & (read < ends[np.maximum(at, 0)])
+    return read[~inside]
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -415,10 +439,11 @@ class FirstHanded:
         finally:
             self.quiet = True  # the launch's own copies (the interpreter's) are the launch's
 
-        def after() -> None:
+        def after(grids: list = ()) -> None:
             fresh: set = set()
             try:
                 with _disable_current_modes():
+                    self._reached(grids, handed)
                     for value, storage, _reach in handed:
                         for start, end in self._spans(value, storage):
                             self._leave(storage, start, end, checks, [], [], fresh)
@@ -427,6 +452,34 @@ class FirstHanded:
                 self.quiet = quiet
 
         return after
+
+    def _reached(self, grids: list, handed: list) -> None:
+        """Memory a launch's grids read (``races.GridAccesses.read``: the interpreter records every address a
+        program loads) outside every extent it was handed: a kernel's pointer arithmetic reaches any memory
+        from a tensor it is handed (red team 19 #15: glue's answer read at ``x_ptr + distance``, never
+        handed). In each live storage holding such reads, the bytes from the first to the last read
+        (and a last element of the widest output's) are looked at as a handed tensor is, as they are after
+        the launch: no launch left them, or the checks of their records tell. A GPU records no address a
+        kernel reads, so there this memory is not looked at (red team 19's README, E)."""
+        read = [grid.read() for grid in grids]
+        addresses = np.unique(np.concatenate(read)) if read else np.empty(0, dtype=np.uint64)
+        spans = [(storage.data_ptr() + reach[0], storage.data_ptr() + reach[1]) for _, storage, reach in handed]
+        outside = unhanded(addresses, spans)
+        if not outside.size:
+            return
+        width = max(dtype.itemsize for _, dtype in self.wanted)
+        for start, storage in _live_storages().items():
+            if storage.device.type != "cpu":
+                continue
+            lo, hi = np.searchsorted(outside, [start, start + storage.nbytes()])
+            if lo == hi:
+                continue
+            reach = (int(outside[lo]) - start, min(int(outside[hi - 1]) - start + width, storage.nbytes()))
+            self.handed_bytes[id(storage)] = storage.nbytes()
+            checks: dict[Left, Check] = {}
+            for left in self._overlapping(storage, *reach):
+                checks.setdefault(left, self._check(left))
+            self._look(_typed(storage, torch.uint8)[reach[0] : reach[1]], storage, reach, checks)
 
     def _look(self, t: torch.Tensor, storage, reach: tuple[int, int], checks: dict[Left, Check]) -> None:
         """Sample each region of ``t``'s storage that could hold an output (``regions``), with the checks
