@@ -33,7 +33,7 @@ def raw(header: dict, payload: bytes = b"", magic: bytes = p.MAGIC, expect=(p.Ou
 def output_fields(**overrides) -> dict:
     fields = {"value": None, "out_slots": False, "inputs_after": None, "launches": 1, "off_stream": 0,
               "off_stream_ops": [], "compute": {}, "tampering": [], "threads": [], "alias": "",
-              "strides": [], "host_bytes": 0, "handed": None}  # fmt: skip
+              "strides": [], "host_bytes": 0, "handed": []}  # fmt: skip
     return fields | overrides
 
 
@@ -74,6 +74,7 @@ def test_a_value_the_protocol_does_not_carry_arrives_opaque():
         ({"kind": "output", "fields": output_fields(strides=[[1, "2"]])}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(strides=[1, 2])}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(host_bytes="all")}, b"", "wrong type"),
+        ({"kind": "output", "fields": output_fields(handed=[0.5])}, b"", "wrong type"),
         ({"kind": "output", "fields": {"value": None}}, b"", "malformed output"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [4]]})}, b"\0" * 8, "exceed"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [1]]})}, b"\0" * 8, "left over"),
@@ -86,6 +87,16 @@ def test_a_value_the_protocol_does_not_carry_arrives_opaque():
 def test_malformed_frames_are_refused(header, payload, message):
     with pytest.raises(p.ProtocolError, match=message):
         raw(header, payload)
+
+
+def test_the_reference_sent_for_the_samples_and_those_sent_back_survive():
+    """``Expected`` (judge -> runner) and ``Handed`` (runner -> judge): the answer check's ranking."""
+    reference = [torch.arange(4.0, dtype=torch.float64), torch.full((4,), 0.5, dtype=torch.float64)]
+    got = roundtrip(p.Expected(references=[reference, None])).references
+    assert got[1] is None and all(torch.equal(a, b) for a, b in zip(got[0], reference, strict=True))
+    sample = torch.arange(3.0)
+    ((start, back),) = roundtrip(p.Handed(samples=[[2, sample]])).samples
+    assert start == 2 and torch.equal(back, sample)
 
 
 def test_deep_nesting_and_bad_magic_and_oversize_are_refused():

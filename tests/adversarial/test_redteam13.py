@@ -159,19 +159,28 @@ def test_an_answer_pytorch_computed_and_a_kernel_copied_stays_a_finding_under_pe
 
 def test_what_the_hollow_forward_sends_of_the_tensors_its_launches_were_handed():
     """#6: of an output's size and dtype only, none of one value, a kept tensor only where forward changed
-    it, the latest ``PER_OUTPUT`` per output, each as the elements ``answer_sample`` picks."""
+    it, each as the elements ``answer_sample`` picks; every one kept, and the ``PER_OUTPUT`` per output
+    nearest the reference's output sent (``handed.nearest``: red team 19 #5's decoys handed after the
+    answer took the place of the latest four)."""
+    from tritongym.evaluate.compare import element_bounds
+    from tritongym.evaluate.judge.handed import nearest
+
     made = MadeBeforeKernels([[6, "torch.float32"]])
     kept, changed = torch.arange(6.0), torch.arange(6.0)
     made.before([kept, changed])
     changed += 1  # forward wrote it before the launch
-    for t in (kept, changed, torch.zeros(6), torch.arange(6), torch.arange(7.0), *(torch.rand(6) for _ in range(5))):
+    decoys = [torch.rand(6) for _ in range(5)]
+    for t in (kept, changed, torch.zeros(6), torch.arange(6) * 7, torch.arange(7.0), *decoys):
         made.see(t)
-    assert len(made.copies) == MadeBeforeKernels.PER_OUTPUT  # the latest
-    assert not any(torch.equal(c, kept) for c in made.copies)
+    assert len(made.copies) == 7 and all(output == 0 for output, _, _ in made.copies)  # the int64 one cast
+    assert not any(torch.equal(c, kept) for _, c, _ in made.copies)
+    answer = torch.arange(6.0) + 1
+    sent = nearest(made.copies, [element_bounds(answer, answer.double(), Tolerance())], made.PER_OUTPUT)
+    assert len(sent) == MadeBeforeKernels.PER_OUTPUT and torch.equal(sent[0], changed)  # the first, not the latest
     big = MadeBeforeKernels([[10_000, "torch.float32"]])
     big.see(torch.arange(10_000.0))
-    assert big.copies[0].numel() == answer_sample(10_000).numel() == 4096
-    assert big.copies[0][-1] == 9999.0
+    assert big.copies[0][1].numel() == answer_sample(10_000).numel() == 4096
+    assert big.copies[0][1][-1] == 9999.0
 
 
 def test_an_answer_an_input_or_a_constant_already_is_not_looked_for():

@@ -212,7 +212,7 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     answer += 1  # written by the launch: the sample is what it held when first handed
     after()
     handed.see((answer,), {"out": later})()  # what the first launch left in ``answer`` is the kernels' work
-    copies = handed.copies()
+    copies = [pair for _, pair, _ in handed.copies()]
     assert [start for start, _ in copies] == [0, 0]
     assert torch.equal(copies[0][1], answer - 1) and torch.equal(copies[1][1], later)
     n = 3 * HANDED_SAMPLE + 1
@@ -220,7 +220,7 @@ def test_what_a_trial_samples_of_the_tensors_its_launches_are_handed():
     for _ in range(32):
         big = FirstHanded([[n, "torch.float32"]])
         big.see((value,), {})
-        ((start, sample),) = big.copies()
+        ((start, sample),) = [pair for _, pair, _ in big.copies()]
         assert stepped_sample(n) == 5 and torch.equal(sample, value[start::5])  # a prime: 4 is not
         starts.add(start)
     assert len(starts) > 1  # drawn, not fixed

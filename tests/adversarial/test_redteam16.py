@@ -153,7 +153,7 @@ def test_what_a_launch_left_is_the_kernels_work_until_glue_writes_there():
                 with torch._C._DisableTorchDispatch():
                     buf.copy_(answer.clone())
             _launch(handed, buf, out, write=lambda buf=buf, out=out: out.copy_(buf))
-        assert _answers(handed.copies([out]), answer) == (0 if write == "none" else 1), write
+        assert _answers([pair for _, pair, _ in handed.copies()], answer) == (0 if write == "none" else 1), write
 
 
 def test_glue_moving_the_kernels_work_is_the_kernels_work():
@@ -196,7 +196,7 @@ def test_glue_moving_the_kernels_work_is_the_kernels_work():
                 out = scratch.clone()
             _launch(handed, out)
         assert not recorder.compute
-        return _answers(handed.copies([out]), answer)
+        return _answers([pair for _, pair, _ in handed.copies()], answer)
 
     assert [staged(route) for route in ("clone", "transpose", "cast", "cat")] == [0, 0, 0, 0]
     assert [staged(route) for route in ("input", "part_input", "written")] == [1, 1, 1]
@@ -217,7 +217,7 @@ def test_a_handed_tensor_is_read_as_bytes_in_the_outputs_dtype():
         handed = FirstHanded([[n, "torch.float32"]], [x])
         for piece in pieces:
             _launch(handed, piece)
-        return _answers(handed.copies(), answer)
+        return _answers([pair for _, pair, _ in handed.copies()], answer)
 
     # the piece starting the answer read on from where it starts, the one ending it up to where it ends
     assert looked(answer[n // 2 :], answer[: n // 2]) == 2 and looked(answer[3:], answer[:3]) == 2
@@ -228,20 +228,32 @@ def test_a_handed_tensor_is_read_as_bytes_in_the_outputs_dtype():
     assert looked(answer[5:-5]) == 0  # neither starting nor ending it (open: red team 16's README)
 
 
-def test_the_samples_sent_are_those_nearest_forwards_output():
+def test_the_samples_sent_are_those_nearest_the_references_output():
     """#1 ``empty``/``clone``: every handing's sample is kept in the runner, and per output the
-    ``PER_OUTPUT`` nearest forward's output are sent: decoys handed first no longer spend the bound."""
-    from tritongym.evaluate.judge.handed import FirstHanded
+    ``PER_OUTPUT`` nearest the reference's output at the same elements are sent (``handed.nearest``, on
+    the judge's ``Expected``): decoys handed first no longer spend the bound, and those nearer forward's
+    own output than the answer (red team 19 #5) no longer crowd it out."""
+    from tritongym.evaluate.compare import Tolerance, element_bounds
+    from tritongym.evaluate.judge.handed import FirstHanded, nearest, stepped_sample
 
     x = torch.randn(64, 80)
     answer = _glue_answer(x)
     handed = FirstHanded([[x.numel(), "torch.float32"]], [x])
-    decoys = [x.clone() + i for i in range(FirstHanded.PER_OUTPUT + 40)]
-    for decoy in decoys:
-        _launch(handed, decoy)
+    for i in range(FirstHanded.PER_OUTPUT + 40):
+        _launch(handed, x.clone() + i)
     _launch(handed, answer.clone())
-    copies = handed.copies([answer])
-    assert len(copies) == FirstHanded.PER_OUTPUT and _answers(copies, answer) == 1
+    for _ in range(FirstHanded.PER_OUTPUT + 40):  # the answer shifted a little, every element but one
+        decoy = answer.clone() + 1e-6
+        decoy.view(-1)[::97] += 1.0  # off the answer at every sample's elements (a step of 5 or less)
+        _launch(handed, decoy)
+    copies = handed.copies()
+    assert len(copies) == 2 * (FirstHanded.PER_OUTPUT + 40) + 1
+    start = handed.starts[0]
+    picked = answer.reshape(-1)[start :: stepped_sample(answer.numel())]
+    references = [element_bounds(picked, picked.double(), Tolerance())]
+    sent = nearest(copies, references, FirstHanded.PER_OUTPUT)
+    assert len(sent) == FirstHanded.PER_OUTPUT and _answers(sent, answer) == 1
+    assert nearest(copies, [None], FirstHanded.PER_OUTPUT)[0] is copies[0][1]  # no reference: in order
 
 
 def test_a_storage_that_moved_or_died_is_no_longer_what_a_launch_left():
@@ -263,7 +275,7 @@ def test_a_storage_that_moved_or_died_is_no_longer_what_a_launch_left():
         with torch._C._DisableTorchDispatch():
             buf.copy_(answer.reshape(-1))
         _launch(handed, buf)
-    assert _answers(handed.copies(), answer) == 1
+    assert _answers([pair for _, pair, _ in handed.copies()], answer) == 1
 
 
 def test_an_inputs_or_weights_bytes_holding_the_output_are_no_evidence():
@@ -311,7 +323,7 @@ def test_what_the_runner_keeps_is_bounded_by_forwards_memory(monkeypatch):
         buf.copy_(answer)
         _launch(handed, buf, moved)
     assert len(handed.made) <= 6
-    copies = handed.copies([out])
+    copies = [pair for _, pair, _ in handed.copies()]
     assert _answers(copies, answer) == 1  # buf's, not the kernels' copy
 
 
@@ -343,6 +355,6 @@ def test_an_input_a_kernel_worked_on_in_place_is_its_work_but_no_source_for_glue
                 given.copy_(answer)
                 _launch(handed, given)
                 out = given
-        return _answers(handed.copies([out]), answer)
+        return _answers([pair for _, pair, _ in handed.copies()], answer)
 
     assert [looked(route) for route in ("in_place", "glue_from_input", "parked")] == [0, 1, 1]

@@ -264,6 +264,38 @@ def allowed_error(scale: float, rms: float, reference_error: float, dtype: torch
     return tol.factor * max(reference_error, finfo.eps * scale) + floor
 
 
+def element_bounds(expected: torch.Tensor, expected64: torch.Tensor | None, tol: Tolerance) -> list[torch.Tensor]:
+    """[what the elements of ``expected`` (a sample of an output's) are compared with, the error each may
+    have], flat on the host, as ``compare_outputs`` judges them alone: under the float64 policy the float64
+    reference (PyTorch's own inf or NaN where it overflowed and float64 did not) and the error
+    ``allowed_error`` gives from their scale, RMS and PyTorch's error there; under fixed tolerances the
+    reference and ``atol + rtol * |reference|``; for an exact dtype the reference and no error. A complex
+    output is its real and imaginary parts. What the runner ranks samples by (``handed.nearest``)."""
+    e = expected.detach().reshape(-1).cpu()
+    e64 = expected64.detach().reshape(-1).cpu() if isinstance(expected64, torch.Tensor) else None
+    if e.is_complex():
+        e = torch.view_as_real(e).reshape(-1)
+        e64 = torch.view_as_real(e64).reshape(-1) if e64 is not None else None
+    if not e.is_floating_point():
+        return [e.clone(), torch.zeros(e.numel(), dtype=torch.float64)]
+    if tol.policy == "fixed" or e64 is None:
+        atol, rtol = fixed_tolerances(e.dtype)
+        atol = tol.atol if tol.atol is not None else atol
+        rtol = tol.rtol if tol.rtol is not None else rtol
+        ref = e.double()
+        return [ref, atol + rtol * torch.where(torch.isfinite(ref), ref.abs(), 0.0)]
+    native, finite = e.double(), torch.isfinite(e64)
+    overflow = finite & ~torch.isfinite(native)
+    ref64 = torch.where(finite, e64.double(), 0.0)
+    scale = float(ref64.abs().max()) if ref64.numel() else 0.0
+    rms = float(ref64.square().mean().sqrt()) if ref64.numel() else 0.0
+    error = torch.where(finite & ~overflow, native, ref64) - ref64
+    reference_error = float(error.abs().max()) if error.numel() else 0.0
+    allowed = allowed_error(scale, rms, reference_error, e.dtype, tol)
+    reference = torch.where(overflow, native, e64.double())
+    return [reference, torch.full_like(reference, allowed)]
+
+
 def timed_bound(allowed: float, reference_error: float, scale: float) -> float:
     """A timed call's bound (``Comparison.bounds``) from a trial's: the candidate was within
     ``allowed`` of the float64 result and PyTorch within ``reference_error`` of it, so within their

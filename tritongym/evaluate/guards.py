@@ -1028,12 +1028,15 @@ class LaunchMonitor:
         skip: Callable[[tuple, dict], None] | None = None,
         text: CandidateText | None = None,
         host: HostTensors | None = None,
-        handed: Callable[[tuple, dict], Callable[[], None] | None] | None = None,
+        handed: Callable[[tuple, dict], Callable[[list], None] | None] | None = None,
     ):
         self.candidate_path, self.recorder, self.block, self.annotate = candidate_path, recorder, block, annotate
         self.handed = handed
         """If set, called with each own launch's arguments before it runs (a trial's ``FirstHanded``);
-        what it returns, if anything, is called once the launch returned or failed (on a GPU: queued)."""
+        what it returns, if anything, is called once the launch returned or failed (on a GPU: queued), with
+        the accesses its grids made where the interpreter ran them (``races.GridAccesses``; none on a GPU)."""
+        self.grids: list[races.GridAccesses] = []
+        """The accesses of each grid the launch running now ran (under the interpreter)."""
         self.text = text
         """Where given, an own kernel's code and source must come from the candidate's text too."""
         self.host = host
@@ -1221,7 +1224,8 @@ class LaunchMonitor:
                 monitor.foreign[f"{name} {BYPASS}"] += 1
             monitor._check_interpreter(monitor._interpreter)  # host code in this grid's operations
             try:
-                with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
+                with races.recorded(name) as accesses:  # programs that share memory without atomics: wrong on a GPU
+                    monitor.grids.append(accesses)
                     return original(executor, *args, **kwargs)
             except races.DataRace as race:
                 monitor.race = monitor.race or race
@@ -1264,6 +1268,7 @@ class LaunchMonitor:
             if monitor.block:
                 raise LaunchBlocked("tritongym blocked this launch to check for fallbacks")
             after = monitor.handed(args, kwargs) if monitor.handed is not None else None
+            grids, monitor.grids = monitor.grids, []
             try:
                 if monitor.skip is not None:
                     monitor.skip(args, kwargs)
@@ -1279,8 +1284,9 @@ class LaunchMonitor:
                 return monitor._run(original, kernel, args, kwargs, fn, pinned)
             finally:
                 monitor._launching = outer
+                ran, monitor.grids = monitor.grids, grids
                 if callable(after):
-                    after()
+                    after(ran)
 
         return run
 

@@ -126,6 +126,12 @@ class GridAccesses:
             self._compact_at[kind] = max(COMPACT_AT, 2 * self._counts[kind])
         return event
 
+    def read(self) -> np.ndarray:
+        """The address of every element a program of the grid loaded or updated atomically, each once, sorted
+        (the trials' answer check looks at memory a launch read that it was not handed: handed.py)."""
+        columns = [part[0] for kind in (LOAD, ATOMIC) for part in self._parts[kind]]
+        return np.unique(np.concatenate(columns)) if columns else np.empty(0, dtype=np.uint64)
+
     def _linear(self, program: tuple) -> int:
         x, y, z = program
         return (x * self.grid[1] + y) * self.grid[2] + z
@@ -376,11 +382,12 @@ _inside_atomic: list[int] = []
 
 @contextlib.contextmanager
 def recorded(name: str):
-    """Record the accesses of the grid that runs inside, and check them once it finished."""
+    """Record the accesses of the grid that runs inside (yielded: ``GridAccesses.read``), and check them once
+    it finished."""
     outer, _running[0] = _running[0], GridAccesses(name)
     followed = len(_followed)
     try:
-        yield
+        yield _running[0]
         _running[0].check()
     finally:
         _running[0] = outer

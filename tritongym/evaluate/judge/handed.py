@@ -25,8 +25,13 @@ a launch is handed is the kernels' work is decided by what the kernels wrote, no
 
 Every sample is a strided copy (glue, which the op recorder does not count as forward's compute) on
 the current stream, the launch's, with no synchronisation; they are compared after forward's watch
-(``FirstHanded.copies``), where the samples not the kernels' work are sent, per output the
-``PER_OUTPUT`` nearest forward's output."""
+(``FirstHanded.copies``). Every sample of an output starts at one element the runner draws for the
+trial. Those not the kernels' work wait for the judge: once forward's output is sent, it sends the
+reference's output at the sampled elements with the error each may have (``Expected``), and the runner
+sends back, per output, the ``PER_OUTPUT`` nearest it (``nearest``; red team 19 #5: ranked by forward's
+own output, decoys nearer it crowded the answer out). The reference's elements reach the runner only
+after the call whose inputs they answer, and no later call has those inputs (a trial's are fresh; the
+hollow forward's second run on its inputs is looked at for a correct output, which they would make)."""
 
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ import secrets
 import weakref
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
@@ -166,16 +172,7 @@ def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.
     addresses = _integers(named)
     if not addresses:
         return []
-    storages: dict[int, torch.UntypedStorage] = {}
-    for t in gc.get_objects():
-        if not issubclass(type(t), torch.Tensor):
-            continue
-        try:
-            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
-        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
-            continue
-        if storage is not None and storage.nbytes():
-            storages.setdefault(storage.data_ptr(), storage)
+    storages = _live_storages()
     found: list[torch.Tensor] = []
     for value in addresses:
         for address in dict.fromkeys((value, value - ADDRESS_SHIFT[0])):
@@ -192,6 +189,38 @@ def addressed(named: list, wanted: list[tuple[int, torch.dtype]]) -> list[torch.
                 if not fits:
                     found.append(_typed(storage, torch.uint8)[offset:])
     return found
+
+
+def _live_storages() -> dict[int, torch.UntypedStorage]:
+    """Address -> storage, of every tensor alive (the garbage collector's) with a plain storage."""
+    storages: dict[int, torch.UntypedStorage] = {}
+    for t in gc.get_objects():
+        if not issubclass(type(t), torch.Tensor):
+            continue
+        try:
+            storage = _storage(t) if t.layout is torch.strided and t.device.type != "meta" else None
+        except Exception:  # a tensor subclass of the candidate's that refuses: nothing to find there
+            continue
+        if storage is not None and storage.nbytes():
+            storages.setdefault(storage.data_ptr(), storage)
+    return storages
+
+
+def unhanded(read: np.ndarray, handed: list[tuple[int, int]]) -> np.ndarray:
+    """Of the sorted addresses ``read``, those in none of the spans ``handed`` ([first byte, past the last))."""
+    if not read.size or not handed:
+        return read
+    merged: list[list[int]] = []
+    for start, end in sorted(handed):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = np.array([m[0] for m in merged], dtype=np.uint64)
+    ends = np.array([m[1] for m in merged], dtype=np.uint64)
+    at = np.searchsorted(starts, read, side="right") - 1
+    inside = (at >= 0) & (read < ends[np.maximum(at, 0)])
+    return read[~inside]
 
 
 def _storage(t: torch.Tensor) -> torch.UntypedStorage | None:
@@ -300,10 +329,17 @@ class FirstHanded:
 
     def __init__(self, answers: list, given: list | tuple = ()) -> None:
         self.wanted: list[tuple[int, torch.dtype]] = []
-        for numel, name in answers:
+        self.outputs: list[int] = []
+        """The index in ``answers`` of each of ``wanted``."""
+        self.answers = len(answers)
+        for index, (numel, name) in enumerate(answers):
             dtype = getattr(torch, str(name).removeprefix("torch."), None)
             if type(numel) is int and numel > 0 and isinstance(dtype, torch.dtype):
                 self.wanted.append((numel, dtype))
+                self.outputs.append(index)
+        self.starts = [secrets.randbelow(stepped_sample(numel)) for numel, _ in self.wanted]
+        """Of each of ``wanted``, the first element of its every sample in this trial (every
+        ``stepped_sample``-th from there): the judge sends the reference's output there (``nearest``)."""
         self.given = {id(s) for s in map(_storage, given) if s is not None}
         self._given_alive = [s for s in map(_storage, given) if s is not None]  # ids stay theirs
         self.records: dict[int, list[Left]] = {}
@@ -403,10 +439,11 @@ class FirstHanded:
         finally:
             self.quiet = True  # the launch's own copies (the interpreter's) are the launch's
 
-        def after() -> None:
+        def after(grids: list = ()) -> None:
             fresh: set = set()
             try:
                 with _disable_current_modes():
+                    self._reached(grids, handed)
                     for value, storage, _reach in handed:
                         for start, end in self._spans(value, storage):
                             self._leave(storage, start, end, checks, [], [], fresh)
@@ -416,17 +453,44 @@ class FirstHanded:
 
         return after
 
+    def _reached(self, grids: list, handed: list) -> None:
+        """Memory a launch's grids read (``races.GridAccesses.read``: the interpreter records every address a
+        program loads) outside every extent it was handed: a kernel's pointer arithmetic reaches any memory
+        from a tensor it is handed (red team 19 #15: glue's answer read at ``x_ptr + distance``, never
+        handed). In each live storage holding such reads, the bytes from the first to the last read
+        (and a last element of the widest output's) are looked at as a handed tensor is, as they are after
+        the launch: no launch left them, or the checks of their records tell. A GPU records no address a
+        kernel reads, so there this memory is not looked at (red team 19's README, E)."""
+        read = [grid.read() for grid in grids]
+        addresses = np.unique(np.concatenate(read)) if read else np.empty(0, dtype=np.uint64)
+        spans = [(storage.data_ptr() + reach[0], storage.data_ptr() + reach[1]) for _, storage, reach in handed]
+        outside = unhanded(addresses, spans)
+        if not outside.size:
+            return
+        width = max(dtype.itemsize for _, dtype in self.wanted)
+        for start, storage in _live_storages().items():
+            if storage.device.type != "cpu":
+                continue
+            lo, hi = np.searchsorted(outside, [start, start + storage.nbytes()])
+            if lo == hi:
+                continue
+            reach = (int(outside[lo]) - start, min(int(outside[hi - 1]) - start + width, storage.nbytes()))
+            self.handed_bytes[id(storage)] = storage.nbytes()
+            checks: dict[Left, Check] = {}
+            for left in self._overlapping(storage, *reach):
+                checks.setdefault(left, self._check(left))
+            self._look(_typed(storage, torch.uint8)[reach[0] : reach[1]], storage, reach, checks)
+
     def _look(self, t: torch.Tensor, storage, reach: tuple[int, int], checks: dict[Left, Check]) -> None:
         """Sample each region of ``t``'s storage that could hold an output (``regions``), with the checks
         of the records covering it."""
         for output, start, end, flat in self.regions(t, storage, reach):
-            step = stepped_sample(flat.numel())
-            first = secrets.randbelow(step)
+            first = self.starts[output]
             covering = self._overlapping(storage, start, end)
             for left in covering:
                 checks.setdefault(left, self._check(left))
             covered = bool(covering) and _covered(covering, start, end)
-            sample = flat[first::step].to(self.wanted[output][1], copy=True)
+            sample = flat[first :: stepped_sample(flat.numel())].to(self.wanted[output][1], copy=True)
             self.kept += sample.nbytes
             self.handings.append(Handing(output, first, sample, covered, [checks[r] for r in covering]))
 
@@ -545,22 +609,18 @@ class FirstHanded:
 
     # -- after forward ---------------------------------------------------------------------------------
 
-    def copies(self, outputs: list | None = None) -> list[list]:
-        """[start, sample] of each sample that is not the kernels' work, in host memory, per output the
-        ``PER_OUTPUT`` nearest forward's ``outputs`` at the same elements (all of them where ``outputs``
-        do not match the answers' sizes); those holding one value everywhere left out (a zeroed or fresh
-        buffer: a constant answer is not looked for)."""
+    def copies(self) -> list[tuple[int, list, torch.Tensor]]:
+        """(the output's index in ``answers``, [start, sample], the sample) of each sample that is not the
+        kernels' work, in host memory, in the order handed; those holding one value everywhere left out (a
+        zeroed or fresh buffer: a constant answer is not looked for). The judge is sent those ``nearest``
+        the reference's output."""
         from tritongym.evaluate.judge.runner import one_value
 
         for left in self.made:  # parents and checks are earlier records': decided first
             if left.valid is None:
                 left.valid = all(p.valid for p in left.parents) and all(c.holds() for c in left.checks)
-        leaves = [t for t in (outputs or []) if isinstance(t, torch.Tensor)]
-        matched = len(leaves) == len(self.wanted) and all(
-            t.numel() == n and t.dtype == d for t, (n, d) in zip(leaves, self.wanted, strict=True)
-        )
-        found: dict[int, list[tuple[float, int, list]]] = {}
-        for order, handing in enumerate(self.handings):
+        found = []
+        for handing in self.handings:
             if handing.kernels_work():
                 continue
             sample = handing.sample.to("cpu", copy=True)
@@ -569,30 +629,55 @@ class FirstHanded:
                     continue
             except (RuntimeError, NotImplementedError):  # a dtype without a max or min here (float8)
                 pass
-            near = 0.0
-            if matched:
-                reach = leaves[handing.output].detach().reshape(-1)
-                near = _distance(sample, reach[handing.start :: stepped_sample(reach.numel())].to("cpu"))
-            found.setdefault(handing.output, []).append((near, order, [handing.start, sample]))
+            found.append((self.outputs[handing.output], [handing.start, sample], sample))
         self.handings, self.made, self.records = [], [], {}
-        kept = [entry for entries in found.values() for entry in sorted(entries)[: self.PER_OUTPUT]]
-        return [pair for _, _, pair in sorted(kept, key=lambda entry: entry[1])]
+        return found
+
+    def waiting(self, copies: list) -> list[int]:
+        """Per entry of ``answers``, the start of its samples among ``copies`` (-1 where it has none); empty
+        where there are none: what ``Output.handed`` tells the judge."""
+        if not copies:
+            return []
+        starts = [-1] * self.answers
+        for output, (start, _), _ in copies:
+            starts[output] = start
+        return starts
 
 
-def _distance(sample: torch.Tensor, output: torch.Tensor) -> float:
-    """How far ``sample`` is from ``output``'s same elements, relative to their largest magnitude (inf
-    where they cannot be compared)."""
-    if sample.shape != output.shape or not sample.numel():
-        return math.inf
+def nearest(copies: list[tuple[int, object, torch.Tensor]], references: list, per_output: int) -> list:
+    """Of ``copies`` ((output index, what is sent, the sample)), the payloads of the ``per_output`` nearest
+    the reference's output, per output, in their order: ``references`` holds per output [the elements the
+    samples hold, the error each may have] (``Expected``, ``compare.element_bounds``), or None. Ranked by
+    ``excess``, ties by order: a sample ranked before one within the tolerance is within it too (red
+    team 19 #5: ranked by forward's own output, 256 decoys nearer it than the answer were sent instead)."""
+    ranked: dict[int, list[tuple[float, int, object]]] = {}
+    for order, (output, payload, sample) in enumerate(copies):
+        reference = references[output] if 0 <= output < len(references) else None
+        valid = isinstance(reference, list) and len(reference) == 2
+        valid = valid and all(isinstance(t, torch.Tensor) for t in reference)
+        score = excess(sample, *reference) if valid else math.inf
+        ranked.setdefault(output, []).append((score, order, payload))
+    kept = [entry for entries in ranked.values() for entry in sorted(entries, key=lambda e: e[:2])[:per_output]]
+    return [payload for _, _, payload in sorted(kept, key=lambda entry: entry[1])]
+
+
+def excess(sample: torch.Tensor, reference: torch.Tensor, allowed: torch.Tensor) -> float:
+    """How many times the error it may have ``sample`` is off ``reference`` at its worst element: 0 where
+    it equals it (NaN where it is NaN), at most 1 within the tolerance, inf where it cannot be compared
+    (an exact dtype's sample that differs anywhere; another shape)."""
     try:
         if sample.is_complex():
-            sample, output = torch.view_as_real(sample), torch.view_as_real(output)
-        a, b = sample.double(), output.double()
-        difference = float(torch.nan_to_num((a - b).abs(), nan=math.inf).amax())
-        scale = float(torch.nan_to_num(b.abs(), nan=0.0, posinf=0.0).amax())
-    except (RuntimeError, NotImplementedError):  # no cast to float64 here: the farthest, sent where room is left
+            sample = torch.view_as_real(sample).reshape(-1)
+        if sample.shape != reference.shape or allowed.shape != reference.shape or not sample.numel():
+            return math.inf
+        if not reference.is_floating_point():
+            return 0.0 if sample.dtype == reference.dtype and torch.equal(sample, reference) else math.inf
+        a, r = sample.double(), reference.double()
+        same = (a == r) | (torch.isnan(a) & torch.isnan(r))
+        ratio = torch.where(same, 0.0, (a - r).abs() / allowed.double())
+        return float(torch.nan_to_num(ratio, nan=math.inf, posinf=math.inf).amax())
+    except (RuntimeError, NotImplementedError, TypeError):  # no cast to float64 here: the farthest
         return math.inf
-    return difference / scale if scale > 0 else difference
 
 
 def _written(func, args: tuple, kwargs: dict) -> tuple[list[torch.Tensor], list[torch.Tensor]]:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from tritongym.evaluate import numerics
-from tritongym.evaluate.compare import Tolerance, compare_outputs
+from tritongym.evaluate.compare import Tolerance, compare_outputs, element_bounds
 from tritongym.evaluate.judge import machine_lock, speed
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.evidence import SourceKernels, check_profile, no_kernel, source_kernels
@@ -48,7 +48,13 @@ from tritongym.evaluate.judge.memory import (
 )
 from tritongym.evaluate.judge.reaping import kill_user
 from tritongym.evaluate.judge.reference import Reference, Trial
-from tritongym.evaluate.judge.runner import CPU_LIMIT_GRACE_S, answer_sample, cpu_budget_s
+from tritongym.evaluate.judge.runner import (
+    ANSWER_SAMPLE,
+    CPU_LIMIT_GRACE_S,
+    MadeBeforeKernels,
+    answer_sample,
+    cpu_budget_s,
+)
 from tritongym.evaluate.judge.runners import (
     CpuTimeExceeded,
     OutOfMemory,
@@ -405,9 +411,9 @@ def run_trials(
             call = inputs_message(state.shared, p.Call, trial.inputs, trial.expected,
                                   poison=state.ctx.device.type == "cuda", answers=answers)  # fmt: skip
             try:
-                # the samples of what forward handed its launches (handed.FirstHanded) besides the answer
-                samples = FirstHanded.PER_OUTPUT * (HANDED_SAMPLE * 16 + 64) * len(answers)
-                out = state.ask(call, (p.Output,), max_payload=answer_bound(trial) + samples)
+                out = state.ask(call, (p.Output,), max_payload=answer_bound(trial))
+                # the samples of what forward handed its launches (handed.FirstHanded) nearest the answer
+                handed = handed_samples(state, trial, tolerance, out.handed) if not state.handed_answer else []
             except Failure as failure:
                 if second is not None:
                     failure.feedback += second.note()
@@ -420,12 +426,11 @@ def run_trials(
             )
             if state.host_read is None:
                 state.host_read = host_read(out.host_bytes, trial.inputs)
-            handed = [pair for pair in out.handed if _sample(pair)] if isinstance(out.handed, list) else []
-            if handed and not state.handed_answer:
+            if handed:
                 starts, samples = [pair[0] for pair in handed], [pair[1] for pair in handed]
                 model = second.reference.model if second is not None else reference.model
                 state.handed_answer = answer_made_before_kernels(samples, trial, tolerance, starts, model)
-            out.handed = handed = samples = None
+            handed = samples = None
             if call.in_slots:
                 out.inputs_after = state.shared.read()
         one_trial_s = time.perf_counter() - started  # the last at the problem's own size: the second's measure
@@ -574,16 +579,47 @@ def guard_findings(
 
 def hollow_still_correct(state: JobState, trial, tolerance: Tolerance, other_poison: bool) -> tuple[bool, list]:
     """Whether forward's output is still right when no launch of the candidate's kernels runs and the
-    buffers they would write hold one of the two poisons; and the tensors of an output's size forward
-    made and passed to a launch, as they were then (runner.MadeBeforeKernels)."""
+    buffers they would write hold one of the two poisons; and (of the first poison's run) the tensors of
+    an output's size forward made and passed to a launch, as they were then, those nearest the answer
+    (runner.MadeBeforeKernels)."""
     answers = [[t.numel(), str(t.dtype)] for t in tensor_leaves(trial.expected)]
     asked = inputs_message(
         state.shared, p.Hollow, trial.inputs, trial.expected, other_poison=other_poison, answers=answers
     )
     hollow = state.ask(asked, (p.HollowResult,), max_payload=3 * answer_bound(trial))
     correct = output_still_correct(received(state.shared, asked, hollow.value, hollow.out_slots), trial, tolerance)
-    made = hollow.made if isinstance(hollow.made, list) else []
-    return correct, [t for t in made if isinstance(t, torch.Tensor)]
+    made = []
+    if hollow.made > 0 and not other_poison:
+        references = [element_bounds(_sampled(e, e.numel(), None), _sampled(e64, e.numel(), None) if e64 is not None
+                                     else None, tolerance) if e.numel() else None
+                      for e, e64 in _leaves_and_float64(trial)]  # fmt: skip
+        sent = MadeBeforeKernels.PER_OUTPUT * (ANSWER_SAMPLE * 16 + 64) * len(answers)
+        made = state.ask(p.Expected(references=references), (p.Handed,), max_payload=sent).samples
+    return correct, [t for t in made if isinstance(t, torch.Tensor)] if isinstance(made, list) else []
+
+
+def handed_samples(state: JobState, trial, tolerance: Tolerance, starts: list[int]) -> list:
+    """Where a trial's samples of what forward handed its launches wait (``Output.handed``: their start per
+    output), those the runner ranks nearest the reference's output at the same elements (``Expected``,
+    ``handed.nearest``), as [start, elements]; else none."""
+    leaves = _leaves_and_float64(trial)
+    if not any(s >= 0 for s in starts) or len(starts) != len(leaves):
+        return []
+    references = []
+    for (e, e64), start in zip(leaves, starts, strict=True):
+        valid = e.numel() and 0 <= start < stepped_sample(e.numel())
+        picked = (_sampled(e, e.numel(), start), _sampled(e64, e.numel(), start) if e64 is not None else None)
+        references.append(element_bounds(*picked, tolerance) if valid else None)
+    sent = FirstHanded.PER_OUTPUT * (HANDED_SAMPLE * 16 + 64) * len(leaves)
+    samples = state.ask(p.Expected(references=references), (p.Handed,), max_payload=sent).samples
+    return [pair for pair in samples if _sample(pair)] if isinstance(samples, list) else []
+
+
+def _leaves_and_float64(trial) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """(each output tensor of the reference's, its float64 run's or None)."""
+    expected = tensor_leaves(trial.expected)
+    leaves64 = tensor_leaves(trial.expected64) if trial.expected64 is not None else [None] * len(expected)
+    return list(zip(expected, leaves64, strict=False))
 
 
 def _sample(pair: object) -> bool:

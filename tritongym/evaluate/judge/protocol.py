@@ -176,8 +176,8 @@ class Call(Message):
     output slots, synchronise the device, and answer with ``out_slots`` set instead of the value."""
     answers: list = field(default_factory=list)
     """[numel, dtype] of each output tensor the reference returns (a trial's; empty for a timing's): the
-    runner sends back samples of what forward handed its launches that could hold one and was not the
-    kernels' work (``Output.handed``)."""
+    runner samples what forward hands its launches that could hold one and was not the kernels' work
+    (``Output.handed``)."""
 
 
 @dataclass
@@ -204,13 +204,14 @@ class Output(Message):
     host_bytes: int = 0
     """Bytes of device memory forward copied to the host (``placement.host_read_bytes``; counted by
     ``HostTensors`` on the CPU, ``HostReads`` on a GPU): the runner's word, as its op counts are."""
-    handed: Tree = None
-    """Of the memory forward handed a launch of its kernels that could hold an output (``Call.answers``)
-    and was not the kernels' work then (``handed.FirstHanded``: a tensor of an output's size and dtype,
-    or an output's worth of a storage's bytes read in its dtype), [start, elements]: those from a start
-    the runner drew on, every ``handed.stepped_sample``-th, as they were before that launch ran, per
-    output the ``FirstHanded.PER_OUTPUT`` nearest forward's output: one holding the answer then was
-    computed outside the kernels (red team 15 #5, red team 16 #1)."""
+    handed: list[int] = field(default_factory=list)
+    """Per entry of ``Call.answers``, the element where the runner's samples of that output start (-1
+    where it has none); empty where none wait. The samples are of the memory forward handed a launch of
+    its kernels that could hold an output and was not the kernels' work then (``handed.FirstHanded``: a
+    tensor of an output's size and dtype, or an output's worth of a storage's bytes read in its dtype),
+    from that start on, every ``handed.stepped_sample``-th, as they were before that launch ran: one
+    holding the answer then was computed outside the kernels (red team 15 #5, red team 16 #1). Where
+    any wait, the judge answers with ``Expected``, the runner with ``Handed``."""
 
 
 @dataclass
@@ -258,11 +259,31 @@ class HollowResult(Message):
     """forward's output, or None if it raised (or where it is in the output slots)."""
     out_slots: bool = False
     """As for Output."""
-    made: Tree = None
-    """Of the tensors forward made and passed to a launch of its kernels, of an output's size and dtype,
-    the elements ``runner.answer_sample`` picks, as they were when the launch was skipped (at most
-    four tensors per output tensor): no kernel had run, so one holding the answer was computed
-    without Triton (red team 13 #6)."""
+    made: int = 0
+    """How many samples wait (then the judge may answer with ``Expected``, the runner with ``Handed``)
+    of the tensors forward made and passed to a launch of its kernels, of an output's size and dtype:
+    the elements ``runner.answer_sample`` picks, as they were when the launch was skipped. No kernel
+    had run, so one holding the answer was computed without Triton (red team 13 #6)."""
+
+
+@dataclass
+class Expected(Message):
+    """Judge -> runner, after a trial's ``Output`` or a hollow forward's ``HollowResult`` where samples
+    wait: per output tensor, [the reference's output at the elements the samples hold, the error each
+    may have] (``compare.element_bounds``), or None. Of no use to a later call: none has these inputs."""
+
+    KIND: ClassVar[str] = "expected"
+    references: Tree = None
+
+
+@dataclass
+class Handed(Message):
+    """Runner -> judge: of the samples waiting, per output the nearest the reference's
+    (``handed.nearest``: ``FirstHanded.PER_OUTPUT`` of a trial's, as [start, elements];
+    ``MadeBeforeKernels.PER_OUTPUT`` of a hollow forward's, as elements)."""
+
+    KIND: ClassVar[str] = "handed"
+    samples: Tree = None
 
 
 @dataclass
@@ -321,8 +342,8 @@ class BatchQueued(Message):
 
 
 MESSAGES = {cls.KIND: cls for cls in (Hello, Ping, Pong, Load, Build, Loaded, Failed, Call, Output, Fallback,
-                                      FallbackResult, Hollow, HollowResult, Profile, ProfileResult, Attach, Batch,
-                                      BatchQueued)}  # fmt: skip
+                                      FallbackResult, Hollow, HollowResult, Expected, Handed, Profile, ProfileResult,
+                                      Attach, Batch, BatchQueued)}  # fmt: skip
 
 
 # --- values -------------------------------------------------------------------------------------

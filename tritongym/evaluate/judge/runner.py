@@ -43,7 +43,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
-from tritongym.evaluate.judge.handed import FirstHanded, addressed, numeric
+from tritongym.evaluate.judge.handed import FirstHanded, addressed, nearest, numeric
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -139,6 +139,9 @@ class Runner:
         self.answered = None
         """On the CPU, the last trial's output, kept allocated until the next call or the hollow forward
         has run (MadeBeforeKernels)."""
+        self.waiting: tuple[list, int] | None = None
+        """The last trial's or hollow forward's samples not the kernels' work, and how many per output the
+        judge is sent (``expected``): until the next message."""
         self.host = HostTensors() if device.type == "cpu" else None
         """On the CPU, what the candidate's import and forwards make where a GPU would hold it in host
         memory (placement.py): a kernel argument among it fails the launch as on a GPU."""
@@ -312,7 +315,7 @@ class Runner:
         race = getattr(monitor, "race", None)  # a monitor the candidate replaced has none: its word, as ever
         if race is not None:  # raised in forward and caught there: the GPU's racy answer is forward's
             raise classify_failure(race, self.path, IN_FORWARD)
-        samples = handed.copies(tensor_leaves(got))  # compared and read on the host once forward's watch is over
+        samples = handed.copies()  # read on the host once forward's watch is over; ranked on the judge's word
         # PyTorch's ops, those hidden from the recorder, and kernels of Triton not of the solution's file
         compute = collections.Counter(recorder.compute) + unrecorded_compute(recorder, witness) + monitor.foreign
         threads = [clip(name) for name in self.baseline.stray_threads()]
@@ -336,9 +339,10 @@ class Runner:
                 alias=alias,
                 strides=strides,
                 host_bytes=reads.host_bytes,
-                handed=samples or None,
+                handed=handed.waiting(samples),
             )
         )
+        self.waiting = (samples, FirstHanded.PER_OUTPUT) if samples else None
         size = sum(t.nbytes for t in tensor_leaves(given))
         # on the CPU the answer stays allocated until the next call or the hollow forward (on inputs of
         # its own): a buffer allocated there below the dispatcher, which no poison reaches
@@ -418,7 +422,8 @@ class Runner:
             answered = message.out_slots and self.output_in_slots(got)
         except BaseException:
             got, answered = None, False
-        self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=made.copies or None))
+        self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=len(made.copies)))
+        self.waiting = (made.copies, MadeBeforeKernels.PER_OUTPUT) if made.copies else None
         self.answered = None
         with torch.no_grad():  # the calls after this one (timing) see the state the trials left
             for tensor, copy in reversed(saved):
@@ -426,6 +431,12 @@ class Runner:
         self.synchronize()
         size, given, got, saved = _bytes(given), None, None, []
         self.release(size)
+
+    def expected(self, message: p.Expected) -> None:
+        """The samples waiting, per output those nearest the reference's output (``handed.nearest``)."""
+        waiting, self.waiting = self.waiting, None
+        references = message.references if isinstance(message.references, list) else []
+        self.send(p.Handed(samples=nearest(waiting[0], references, waiting[1]) if waiting is not None else []))
 
     def fallback(self, message: p.Fallback) -> None:
         given = None
@@ -478,10 +489,12 @@ class Runner:
 
     def serve(self) -> None:
         handlers = {p.Ping: self.ping, p.Load: self.load, p.Build: self.build, p.Call: self.call,
-                    p.Fallback: self.fallback, p.Hollow: self.hollow, p.Profile: self.profile, p.Attach: self.attach,
-                    p.Batch: self.batch}  # fmt: skip
+                    p.Fallback: self.fallback, p.Hollow: self.hollow, p.Expected: self.expected,
+                    p.Profile: self.profile, p.Attach: self.attach, p.Batch: self.batch}  # fmt: skip
         while True:
             message = p.receive(self.sock, tuple(handlers), float("inf"), MAX_INPUT_BYTES)
+            if type(message) is not p.Expected:
+                self.waiting = None  # the samples wait for the judge's next message only
             try:
                 handlers[type(message)](message)
             except Failure as failure:
@@ -549,9 +562,10 @@ class MadeBeforeKernels:
     """The tensors a hollow forward passes to its skipped launches that hold what forward itself put
     there: of those of an output's size and dtype (``answers``: [numel, dtype] per output tensor), or of
     its size in another numeric dtype (cast to the output's), a copy of the elements ``answer_sample``
-    picks, taken before the poison, the latest ``PER_OUTPUT``
-    per output tensor (an answer is handed to the launches that write the output, last) and none that
-    holds one value everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
+    picks, taken before the poison, every one (the judge is sent the ``PER_OUTPUT`` per output tensor
+    nearest the reference's output: ``handed.nearest``; the latest four were sent before, and four
+    decoys handed after the answer took their place, red team 19 #5) but those that hold one value
+    everywhere (a zeroed or fresh buffer; a constant answer is not looked for). The
     model's kept tensors (a buffer, an attribute: an honest kernel's output buffer holds the last
     call's answer, for these very inputs) only where forward changed them before the launch
     (``before``: their contents when forward started). No kernel runs in a hollow forward, so
@@ -561,9 +575,10 @@ class MadeBeforeKernels:
     PER_OUTPUT = 4
 
     def __init__(self, answers: list) -> None:
-        self.wanted = {(int(n), str(d)) for n, d in answers if isinstance(n, int) and isinstance(d, str)}
-        self.limit = self.PER_OUTPUT * len(answers)
-        self.copies: list[torch.Tensor] = []
+        self.answers = [(n, d) if isinstance(n, int) and isinstance(d, str) else (-1, "") for n, d in answers]
+        self.wanted = {entry for entry in self.answers if entry[0] >= 0}
+        self.copies: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        """(the output's index in ``answers``, the copy, the copy): ``handed.nearest``'s entries."""
         self.seen: set[int] = set()
         self.kept: dict[int, torch.Tensor] = {}
 
@@ -619,8 +634,10 @@ class MadeBeforeKernels:
         if one_value(flat):
             return
         sample = flat[answer_sample(flat.numel()).to(flat.device)]  # what the judge compares, not a whole copy
-        copies = [sample.to("cpu", dtype, copy=True) for dtype in dtypes]
-        self.copies = [*self.copies, *copies][-self.limit :]
+        for dtype in dtypes:
+            copy = sample.to("cpu", dtype, copy=True)
+            outputs = [i for i, entry in enumerate(self.answers) if entry == (t.numel(), str(dtype))]
+            self.copies += [(i, copy, copy) for i in outputs]
 
 
 def storage_address(t: torch.Tensor) -> int | None:
