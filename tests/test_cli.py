@@ -27,6 +27,14 @@ from tritongym.progress import ProgressReport
 runner = CliRunner()
 
 
+def test_version():
+    import torch
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == EXIT_OK and result.stdout.startswith("tritongym 0.")
+    assert f"torch {torch.__version__}" in result.stdout
+
+
 def test_problems_list_shows_the_bundled_set():
     result = runner.invoke(app, ["problems", "list"])
     assert result.exit_code == 0

@@ -58,8 +58,23 @@ err = Console(stderr=True)
 _VERDICT_STYLE = {Verdict.OK: "green", Verdict.INFRASTRUCTURE_ERROR: "magenta"}
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        import torch
+        import triton
+
+        from tritongym import __version__
+
+        print(f"tritongym {__version__} (torch {torch.__version__}, triton {triton.__version__})")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _logging() -> None:
+def _logging(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the versions and exit.")
+    ] = False,
+) -> None:
     """Log lines (progress without a terminal, warnings) go to stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("tritongym").setLevel(logging.INFO)
