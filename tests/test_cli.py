@@ -10,6 +10,7 @@ import socket
 import sys
 from concurrent.futures import Future
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import pytest
 import typer
@@ -24,6 +25,14 @@ from tritongym.evaluate import EvalConfig, EvalResult, Finding, Verdict
 from tritongym.progress import ProgressReport
 
 runner = CliRunner()
+
+
+def test_version():
+    import torch
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == EXIT_OK and result.stdout.startswith("tritongym 0.")
+    assert f"torch {torch.__version__}" in result.stdout
 
 
 def test_problems_list_shows_the_bundled_set():
@@ -73,6 +82,43 @@ def test_eval_usage_errors_exit_2_with_a_message(tmp_path):
         assert result.exit_code == EXIT_USAGE, (args, result.output)
         assert "error:" in result.output or "Invalid value" in result.output, (args, result.output)
         assert "Traceback" not in result.output and "evaluating" not in result.output
+
+
+def test_refusals_name_the_flag_and_the_unwritable_output(tmp_path):
+    """A config value is refused in the command line's words (--timeout, not timeout_s); an --out that
+    cannot be opened is refused before the evaluation, so a finished result is never lost to it."""
+    correct = str(CANDIDATES / "correct.py")
+    (tmp_path / "file").write_text("")
+    cases = [
+        (["--timeout", "0"], "--timeout must be positive, not 0.0"),
+        (["--memory-limit-mb", "-5"], "--memory-limit-mb must be positive, not -5"),
+        (["--timing-budget", "-1"], "--timing-budget must be positive"),
+        (["--out", str(tmp_path / "file" / "r.jsonl")], "does not exist; create it first"),
+    ]
+    if Path("/proc/self").is_dir():  # a place no user (root included) can create a file in
+        cases.append((["--out", "/proc/tritongym-results.jsonl"], "--out /proc/tritongym-results.jsonl: not writable"))
+    for extra, message in cases:
+        result = runner.invoke(app, ["eval", "--problem", "vector_add", "--candidate", correct, "--device", DEVICE,
+                                     *extra])  # fmt: skip
+        assert result.exit_code == EXIT_USAGE and message in _flat(result.output), (extra, result.output)
+        assert "Traceback" not in result.output and "evaluating" not in result.output
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("earlier results\n")
+    cli._check_output(kept)  # the check opens to append: an existing file's content stays
+    assert kept.read_text() == "earlier results\n"
+    cli._check_output(tmp_path / "new.jsonl")
+    assert not (tmp_path / "new.jsonl").exists()  # nor does the check leave a file behind
+
+
+def test_output_directories_are_checked_before_work(tmp_path):
+    (tmp_path / "file").write_text("")
+    for args in [
+        ["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "file")],
+        ["solutions", "inductor", "bundled", "--ids", "1", "--device", "cpu", "--out", str(tmp_path / "file")],
+    ]:
+        result = runner.invoke(app, args)
+        assert result.exit_code == EXIT_USAGE and "is a file; give a directory" in _flat(result.output), result.output
+        assert "Traceback" not in result.output and "compiling" not in result.output
 
 
 def test_messages_print_user_text_and_install_hints_verbatim(monkeypatch):
@@ -306,7 +352,7 @@ def test_guard_policies_from_the_command_line(warm_cli):
     forbid = runner.invoke(app, [*base, "--torch-compute", "forbid"])
     assert forbid.exit_code == EXIT_FAILED and "hack_torch_compute" in forbid.output
     bad = runner.invoke(app, [*base, "--torch-compute", "sometimes"])
-    assert bad.exit_code == EXIT_USAGE and "torch_compute must be" in bad.output
+    assert bad.exit_code == EXIT_USAGE and "--torch-compute must be" in bad.output  # the flag, not the field
     forks = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "forks.py"), "--trials", "2",
              "--device", DEVICE]  # fmt: skip
     assert "hack_forbidden_api" in runner.invoke(app, forks).output
@@ -318,10 +364,56 @@ def test_timing_options_from_the_command_line(warm_cli):
     base = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",
             "--device", DEVICE, "--json", "--timing-budget", "2"]  # fmt: skip
     bad = runner.invoke(app, [*base, "--baseline", "jit"])
-    assert bad.exit_code == EXIT_USAGE and "baseline must be" in bad.output
+    assert bad.exit_code == EXIT_USAGE and "--baseline must be" in bad.output
     off = runner.invoke(app, [*base, "--no-timing", "--no-profile"])
     payload = json.loads(off.stdout.strip().splitlines()[-1])
     assert off.exit_code == EXIT_OK and payload["speedup"] is None and payload["coverage"] is None
     on = json.loads(runner.invoke(app, base).stdout.strip().splitlines()[-1])
     assert (on["speedup"] is None) is (DEVICE == "cpu")
     assert (on["coverage"] is None) is (DEVICE == "cpu")
+
+
+def test_an_interrupted_batch_resumes_without_losing_results(tmp_path, monkeypatch):
+    """Ctrl-C keeps what was written and says how to go on; --resume evaluates only the candidates the
+    file has no result for (a line cut short and an infrastructure error are done again)."""
+    samples = tmp_path / "samples.jsonl"
+    source = (CANDIDATES / "correct.py").read_text()
+    samples.write_text(
+        "".join(json.dumps({"problem": "vector_add", "candidate": source, "id": i}) + "\n" for i in "abc")
+    )
+    out = tmp_path / "results.jsonl"
+    submitted = []
+
+    class Recording(_FinishedPool):
+        def submit(self, problem, candidate, config, priority=0):
+            submitted.append(problem.name)
+            return super().submit(problem, candidate, config, priority)
+
+    class InterruptedAfterOne(ProgressReport):
+        def advance(self, n=1):
+            super().advance(n)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_pool", Recording)
+    args = ["eval", "--candidate", str(samples), "--out", str(out), "--device", "cpu"]
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "ProgressReport", InterruptedAfterOne)
+        stopped = runner.invoke(app, args)
+    assert stopped.exit_code == EXIT_INTERRUPTED
+    assert "1 of 3 results" in _flat(stopped.output) and "with --resume evaluates the rest" in _flat(stopped.output)
+    (first,) = map(json.loads, out.read_text().splitlines())
+    infra = {**first, "candidate": "b", "verdict": "infrastructure_error"}
+    out.write_text(out.read_text() + json.dumps(infra) + "\n" + '{"candidate": "c", "verd')  # c's line cut short
+    submitted.clear()
+    resumed = runner.invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == EXIT_OK and "3/3 correct" in resumed.output, resumed.output
+    assert len(submitted) == 2 and "resuming: 1 of 3 results already in" in _flat(resumed.output)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["candidate"] for r in rows) == ["a", "b", "c"] and {r["verdict"] for r in rows} == {"ok"}
+    monkeypatch.setattr(cli, "_pool", None)  # nothing left to evaluate: no pool is started
+    again = runner.invoke(app, [*args, "--resume", "--json"])
+    assert again.exit_code == EXIT_OK and len(again.stdout.strip().splitlines()) == 3
+    no_out = runner.invoke(app, [*args[:-4], "--device", "cpu", "--resume"])
+    assert no_out.exit_code == EXIT_USAGE and "--resume needs --out" in no_out.output
+    single = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--resume"]
+    assert "--resume is for batch mode" in runner.invoke(app, single).output

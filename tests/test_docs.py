@@ -178,3 +178,42 @@ def test_sections_named_after_a_page_exist_there():
                 assert section in flat[page], (path, page, section)
                 checked += 1
     assert checked >= 10
+
+
+def documented_command_lines() -> list[tuple[str, str]]:
+    """(page, line) of every `tritongym ...` command the docs show: lines of ``` blocks (continuations
+    joined, a leading VAR=value dropped) and inline code spans."""
+    found = []
+    for path, text in DOCS.items():
+        for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.S | re.M):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.sub(r"^\s*(?:[A-Z_]+=\S+\s+)*", "", line.split(" # ")[0])
+                if line.startswith("tritongym "):
+                    found.append((str(path), line))
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        found += [(str(path), span) for span in re.findall(r"`(tritongym [^`]+)`", prose)]
+    return found
+
+
+def test_documented_commands_and_their_flags_exist():
+    """Every `tritongym SUBCOMMAND --flag` the docs show names a command that exists, and each flag is
+    one of that command's own options (not merely some command's)."""
+    import typer
+
+    from tritongym.cli import app
+
+    root = typer.main.get_command(app)
+    lines = documented_command_lines()
+    checked = 0
+    for page, line in lines:
+        command, words = root, line.split()[1:]
+        while words and words[0] in getattr(command, "commands", {}):  # a group's subcommands
+            command = command.commands[words.pop(0)]
+        if command is root:
+            assert not words or not re.match(r"[a-z]", words[0]), (page, line, "no such command")
+            continue
+        options = {opt for param in command.params for opt in [*param.opts, *param.secondary_opts]}
+        named = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", " ".join(words)))
+        assert named <= options, (page, line, sorted(named - options))
+        checked += 1
+    assert checked >= 30, checked

@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 from concurrent.futures import as_completed
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +32,7 @@ from tritongym.errors import ConfigError, TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
+from tritongym.paths import writable_file
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems, match_problem
 from tritongym.problems.sizes import parse_size_overrides
 from tritongym.progress import ProgressReport
@@ -56,8 +58,23 @@ err = Console(stderr=True)
 _VERDICT_STYLE = {Verdict.OK: "green", Verdict.INFRASTRUCTURE_ERROR: "magenta"}
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        import torch
+        import triton
+
+        from tritongym import __version__
+
+        print(f"tritongym {__version__} (torch {torch.__version__}, triton {triton.__version__})")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _logging() -> None:
+def _logging(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the versions and exit.")
+    ] = False,
+) -> None:
     """Log lines (progress without a terminal, warnings) go to stderr."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("tritongym").setLevel(logging.INFO)
@@ -72,12 +89,10 @@ def _check_output(path: Path | None, option: str = "--out") -> None:
     """Refuse an output file that cannot be written before any work starts."""
     if path is None:
         return
-    if path.is_dir():
-        raise _fail_usage(f"{option} {path} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise _fail_usage(f"{option} {path}: the directory {path.parent} does not exist; create it first")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise _fail_usage(f"{option} {path}: not writable")
+    try:
+        writable_file(path, option)
+    except ConfigError as exc:
+        raise _fail_usage(str(exc)) from None
 
 
 def _parse_sizes(sizes: list[str]) -> dict[str, int]:
@@ -198,14 +213,61 @@ def _pool(config: EvalConfig, jobs: int | None) -> LocalEnv:
     return LocalEnv(PoolConfig(devices=config.device, sandboxes_per_device=jobs))
 
 
+def _resume(out_path: Path, tasks: list[Task]) -> tuple[list[Task], list[tuple[str, EvalResult]]]:
+    """``--resume``: the tasks that ``out_path`` holds no result for yet, and the results it holds for
+    the others. The file is rewritten first without its infrastructure errors (tried again) and
+    without a last line an interruption cut short."""
+    kept: list[str] = []
+    done: dict[tuple[str, str], EvalResult] = {}
+    lines = out_path.read_text(encoding="utf-8").splitlines() if out_path.is_file() else []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            label, result = row.pop("candidate"), EvalResult.from_dict(row)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # not a result row (a line cut short)
+        if result.verdict is not Verdict.INFRASTRUCTURE_ERROR:
+            kept.append(line)
+            done[(label, result.problem)] = result
+    temporary = out_path.with_name(out_path.name + ".tmp")
+    temporary.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    temporary.replace(out_path)
+    left = [t for t in tasks if (t.label, t.problem.name) not in done]
+    rows = [(t.label, done[(t.label, t.problem.name)]) for t in tasks if (t.label, t.problem.name) in done]
+    if rows:
+        err.print(escape(f"resuming: {len(rows)} of {len(tasks)} results already in {out_path}"))
+    return left, rows
+
+
 def _run_batch(
-    tasks: list[Task], config: EvalConfig, jobs: int | None, out_path: Path | None, title: str, as_json: bool = False
+    tasks: list[Task],
+    config: EvalConfig,
+    jobs: int | None,
+    out_path: Path | None,
+    title: str,
+    as_json: bool = False,
+    resume: bool | None = None,
 ) -> int:
+    """Evaluate ``tasks`` in the local pool, writing each result to ``out_path`` as it comes. ``resume``
+    (batch eval's --resume; None where the command has no such option): keep the results ``out_path``
+    already holds and evaluate only the rest."""
     rows: list[tuple[str, EvalResult]] = []
+    if resume and out_path:
+        tasks, rows = _resume(out_path, tasks)
+    elif out_path and out_path.is_file() and out_path.stat().st_size:
+        again = " (--resume keeps them and evaluates the rest)" if resume is False else ""
+        err.print(f"[yellow]{escape(f'{out_path} is overwritten{again}')}[/yellow]")
+    total = len(tasks) + len(rows)
     hints: dict[int, str] = {}
-    sink = out_path.open("w", encoding="utf-8") if out_path else None
+    if as_json:
+        for label, result in rows:
+            print(_row(label, result), flush=True)
+    sink = out_path.open("a" if resume else "w", encoding="utf-8") if out_path else None
     try:
-        with _pool(config, jobs) as env, ProgressReport(len(tasks), "evaluating", err) as progress:
+        with (
+            _pool(config, jobs) if tasks else nullcontext() as env,
+            ProgressReport(len(tasks), "evaluating", err) as progress,
+        ):
             futures = {env.submit(t.problem, t.candidate, config, priority=t.priority): t for t in tasks}
             try:
                 for future in as_completed(futures):
@@ -224,7 +286,9 @@ def _run_batch(
                 raise
     except KeyboardInterrupt:
         where = f" written to {out_path}" if out_path else " (no --out: nothing written)"
-        err.print(f"[yellow]interrupted: {len(rows)} of {len(tasks)} results{escape(where)}[/yellow]")
+        if out_path and resume is not None:
+            where += "; the same command with --resume evaluates the rest"
+        err.print(f"[yellow]interrupted: {len(rows)} of {total} results{escape(where)}[/yellow]")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         if sink:
@@ -240,7 +304,7 @@ def _run_batch(
         if r.verdict is not Verdict.OK:
             out.print(f"[bold]{escape(r.problem)}[/bold] ({escape(label)}): ", end="")
             out.print(r.feedback, markup=False, highlight=False)
-            if hints[id(r)]:
+            if hints.get(id(r)):  # a result kept by --resume has none
                 out.print(hints[id(r)], markup=False, highlight=False, style="yellow")
     out.print(escape(summary))
     return _exit_code(results)
@@ -321,6 +385,14 @@ def eval_command(
         bool, typer.Option("--json", help="Print results as JSON: one object, or one line per candidate (batch).")
     ] = False,
     out_path: Annotated[Path | None, typer.Option("--out", help="Also write the results as JSONL.")] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Batch: keep the results already in --out and evaluate only the candidates it has none for "
+            "(an infrastructure error is tried again). Without it an existing --out is overwritten.",
+        ),
+    ] = False,
     small: SmallOpt = None,
     size: SizeOpt = None,
     jobs: JobsOpt = None,
@@ -341,7 +413,11 @@ def eval_command(
             tasks = _batch_tasks(candidate, problem, problems, columns, small, sizes)
             _announce_sizes([t.problem for t in tasks])
             title = f"{len(tasks)} candidates from {candidate}"
-            raise typer.Exit(_run_batch(tasks, config, jobs, out_path, title, as_json=json_output))
+            if resume and out_path is None:
+                raise _fail_usage("--resume needs --out, the results file of the run to continue")
+            raise typer.Exit(_run_batch(tasks, config, jobs, out_path, title, as_json=json_output, resume=resume))
+        if resume:
+            raise _fail_usage("--resume is for batch mode (a directory or .jsonl of candidates)")
         if problem is None:
             raise _fail_usage("--problem is required when --candidate is a file")
         if not candidate.is_file():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -54,6 +55,14 @@ def _parameters(cls) -> list[inspect.Parameter]:
     return parameters
 
 
+def _in_flags(message: str, names: list[str]) -> str:
+    """A config's message in the words of the command line: ``timeout_s must be positive`` ->
+    ``--timeout must be positive``."""
+    for name in sorted(names, key=len, reverse=True):
+        message = re.sub(rf"(?<![\w-]){name}(?!\w)", flag(name), message)
+    return message
+
+
 def config_options(cls, on_error: Callable[[str], BaseException]):
     """Give a command one option per field of the dataclass ``cls``; the command receives the
     ``config`` built from them. A value the config refuses becomes ``on_error(message)``."""
@@ -72,7 +81,7 @@ def config_options(cls, on_error: Callable[[str], BaseException]):
             try:
                 config = cls(**values)
             except ConfigError as exc:
-                raise on_error(str(exc)) from None
+                raise on_error(_in_flags(str(exc), names)) from None
             return command(config=config, **kwargs)
 
         wrapper.__signature__ = inspect.Signature([*own, *extra])

@@ -236,12 +236,41 @@ def closed_port() -> int:
         (["--policy", "scripted", "--jobs", "0"], "--jobs"),
         (["--policy", "scripted", "--concurrency", "0"], "--concurrency"),
         (["--policy", "scripted", "--max-tokens", "0"], "--max-tokens"),
+        (["--policy", "scripted", "--samples", "0"], "--samples must be at least 1, not 0"),
+        (["--policy", "scripted", "--turns", "-1"], "--turns must be at least 1, not -1"),
+        (["--policy", "scripted", "--iterations", "0"], "--iterations must be at least 1, not 0"),
+        (["--policy", "scripted", "--script", "nope"], "--script must be one of fix, replay"),
     ],
 )
 def test_usage_errors_exit_2(tmp_path, extra, message):
     result = runner.invoke(app, ["bench", "--out", str(tmp_path / "run"), "--device", "cpu", *extra])
     assert result.exit_code == 2, result.output
-    assert message in result.output and "Traceback" not in result.output
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_a_failed_start_leaves_the_run_directory_free(tmp_path):
+    """A typo (checked before anything is written) or an unreachable server (found once the run
+    directory is set up) does not tie the directory to those settings: the corrected command runs."""
+    out = tmp_path / "run"
+    typo = runner.invoke(app, ["bench", "--out", str(out), "--device", "cpu", "--policy", "scriptd"])
+    assert typo.exit_code == 2 and "--policy must be" in typo.output and not out.exists()
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    down = runner.invoke(app, ["bench", "--out", str(out), "--device", "cpu", "--policy", "openai", "--model", "m",
+                               "--base-url", url])  # fmt: skip
+    assert down.exit_code == 2 and "cannot reach the model server" in down.output
+    assert json.loads((out / "run.json").read_text())["base_url"] == url
+    outcome = run_bench(CONFIG, out, env=InstantEnv())  # other settings, nothing recorded before: it runs
+    assert json.loads((out / "run.json").read_text())["policy"] == "scripted"
+    assert outcome.new_records == len(outcome.records) > 0
+
+
+def test_an_unwritable_run_directory_is_a_usage_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    for out, message in [(tmp_path / "file", "is a file; give a directory"),
+                         (tmp_path / "file" / "run", "cannot create the directory")]:  # fmt: skip
+        result = runner.invoke(app, ["bench", "--out", str(out), "--device", "cpu", "--policy", "scripted"])
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output
 
 
 def test_unreachable_server_exits_2(tmp_path):
@@ -372,9 +401,23 @@ def test_cli_hf_policy_errors(tmp_path):
     missing = str(tmp_path / "no-such-model")
     result = runner.invoke(app, ["bench", "--policy", "hf", "--model", missing, "--out", str(tmp_path / "b"),
                                  "--device", "cpu"])  # fmt: skip
-    assert result.exit_code == 2 and "cannot load" in result.output
+    assert result.exit_code == 2 and f"--model {missing}: no such model directory" in " ".join(result.output.split())
 
 
 def test_cli_eval_options_come_from_evalconfig(tmp_path):
     result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "a"), "--tolerance", "huge"])
     assert result.exit_code == 2 and "tolerance" in result.output and not (tmp_path / "a").exists()
+
+
+def test_ctrl_c_says_what_is_recorded_and_how_to_resume(tmp_path, monkeypatch):
+    from tritongym.bench import cli as bench_cli
+
+    def interrupted(config, out, *, on_start, **_):
+        on_start(4, 1)  # one turn recorded before, by an earlier session
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_cli, "run_bench", interrupted)
+    result = runner.invoke(app, ["bench", "--policy", "scripted", "--out", str(tmp_path / "run"), "--device", "cpu"])
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    said = " ".join(result.output.split())
+    assert "interrupted: 1 of 4 turns recorded in" in said and "the same command resumes the run" in said

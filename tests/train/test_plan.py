@@ -135,7 +135,7 @@ def test_config_layers_and_errors(tmp_path):
     assert parse_override("filters.mrs_veto=none") == (["filters", "mrs_veto"], None)
     assert parse_override("data.names=['a','b']") == (["data", "names"], ["a", "b"])
     for bad, message in [
-        (["rollout.nope=1"], "unknown rollout. field"),
+        (["rollout.nope=1"], r"unknown field\(s\) of \[rollout\]: rollout.nope; known: engine,"),
         (["filters.mrs=sometimes"], "filters.mrs must be"),
         (["advantage.estimator=magic"], "unknown advantage estimator"),
         (["rollout.history=best:0"], "history must be"),

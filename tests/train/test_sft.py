@@ -139,3 +139,41 @@ def test_sft_resume_repeats_the_uninterrupted_run(tmp_path, tokenizer):
     history = run_sft(config("resumed"), model=resumed, tokenizer=tokenizer, resume=True, progress=False)
     assert len(history) == 2  # 2 steps per epoch, 3 epochs: steps 5 and 6 after the checkpoint of step 4
     assert all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters(), strict=True))
+
+
+def test_ctrl_c_in_sft_saves_the_finished_step_and_resume_matches(tmp_path, tokenizer, monkeypatch):
+    """A SIGINT in step 4 lets it finish and saves its checkpoint (none is due before the end); the
+    resumed run ends with the parameters of an uninterrupted one."""
+    import signal
+
+    from tritongym.train import sft as sft_module
+    from tritongym.train.interrupt import TrainingInterrupted
+
+    data = tmp_path / "pairs.jsonl"
+    pairs = [{"messages": [{"role": "user", "content": f"task {i}"}], "completion": f"x = {i}"} for i in range(4)]
+    data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+
+    def config(out):
+        sets = [f"data.path='{data}'", f"run.out='{tmp_path / out}'", "run.epochs=3", "run.tensorboard=false"]
+        return load_config(SFTConfig, overrides=[*sets, "optim.lr=1e-2", "optim.micro_batch_size=2"])
+
+    straight = build_tiny_model(tokenizer)
+    run_sft(config("straight"), model=straight, tokenizer=tokenizer, progress=False)
+    calls, real_loss = [], sft_module.completion_loss
+
+    def interrupted_in_step_four(*args):
+        calls.append(1)
+        if len(calls) == 4:  # one micro-batch a step
+            signal.raise_signal(signal.SIGINT)
+        return real_loss(*args)
+
+    monkeypatch.setattr(sft_module, "completion_loss", interrupted_in_step_four)
+    with pytest.raises(TrainingInterrupted) as stopped:
+        run_sft(config("stopped"), model=build_tiny_model(tokenizer), tokenizer=tokenizer, progress=False)
+    assert stopped.value.step == 4 and (tmp_path / "stopped/checkpoints/step-000004/state.json").is_file()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler before is back
+    monkeypatch.setattr(sft_module, "completion_loss", real_loss)
+    resumed = build_tiny_model(tokenizer, seed=1)
+    history = run_sft(config("stopped"), model=resumed, tokenizer=tokenizer, resume=True, progress=False)
+    assert len(history) == 2
+    assert all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters(), strict=True))

@@ -74,3 +74,61 @@ def test_export_sft_command(tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["completion"] for r in rows] == ["```python\nA\n```"]
+
+
+def test_bad_settings_name_the_setting_and_exit_2(tmp_path):
+    """A typo'd key gets the nearest known name; counts that cannot run and a model that is not there
+    are refused before any work, naming the setting, without a traceback."""
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[run]\nstpes = 2\n[modle]\nname = 'x'\n")
+    (tmp_path / "file").write_text("")
+    cases = [
+        (["train", "--config", str(typo)], "unknown section(s): modle (did you mean model?)"),
+        (["train", "--set", "run.stpes=2"], "unknown field(s) of [run]: run.stpes (did you mean run.steps?)"),
+        (["train", "--set", "optim.zzz=1"], "unknown field(s) of [optim]: optim.zzz; known:"),
+        (["train", "--steps", "0"], "run.steps must be at least 1, not 0"),
+        (["train", "--steps", "-2"], "run.steps must be at least 1, not -2"),
+        (["train", "--set", "run.eval_every=-1"], "run.eval_every must be at least 0, not -1"),
+        (["sft", "--data", str(typo), "--set", "run.epochs=0"], "run.epochs must be at least 1, not 0"),
+        (["train", "--set", "model.name=/no/such/model"], "model.name /no/such/model: no such model directory"),
+        (["train", "--out", str(tmp_path / "file")], "--out " + str(tmp_path / "file") + " is a file"),
+        (["sft", "--data", str(typo), "--out", str(tmp_path / "file" / "x")], "cannot create the directory"),
+        (["export-sft", str(typo), "--out", str(tmp_path / "file" / "x.jsonl")], "cannot create its directory"),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, [*args, "--no-progress"] if args[0] != "export-sft" else args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in _said(result) and "Traceback" not in result.output, (args, result.output)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_finishes_the_step_saves_it_and_resume_goes_on(tmp_path, monkeypatch):
+    """The first Ctrl-C lets the step under way finish, saves its checkpoint (checkpoint_every is 0,
+    so nothing else would be saved before the end) and exits 130; --resume continues from it."""
+    import signal
+
+    from tritongym.train import trainer as trainer_module
+    from tritongym.train.checkpoint import latest_checkpoint
+
+    real_step = trainer_module.rl_step
+
+    def interrupted_in_step_one(trainer, step, rollout):
+        if step == 1:
+            signal.raise_signal(signal.SIGINT)  # as a terminal's Ctrl-C, in the middle of the step
+        return real_step(trainer, step, rollout)
+
+    monkeypatch.setattr(trainer_module, "rl_step", interrupted_in_step_one)
+    out = tmp_path / "run"
+    args = ["train", "--preset", "kernel-coder", "--out", str(out), "--steps", "2", "--no-progress",
+            "--set", "rollout.prompts_per_step=1", "--set", "rollout.samples_per_prompt=2",
+            "--set", "rollout.max_completion_tokens=4", "--set", "rollout.max_prompt_tokens=64",
+            "--set", "run.tensorboard=false", "--set", "run.plot=false"]  # fmt: skip
+    stopped = runner.invoke(app, args)
+    assert stopped.exit_code == 130, stopped.output
+    assert "interrupted after step 1" in _said(stopped) and "--resume goes on from there" in _said(stopped)
+    assert latest_checkpoint(out).name.endswith("1") and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 1
+    resumed = runner.invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    steps = [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2] and latest_checkpoint(out).name.endswith("2")

@@ -4,7 +4,7 @@ run's report, or compare several runs side by side).
 Registered on the main app by tritongym/cli.py. ``bench`` Exit codes: 0 the run finished and every turn was
 judged; 2 bad usage or input (unknown problem set, bad --ids, unreachable server, a run directory
 holding other settings); 3 some turns were left unscored by infrastructure or generation errors
-(re-running the same command tries them again).
+(re-running the same command tries them again); 130 interrupted (Ctrl-C; the same command resumes).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from tritongym.config_options import config_options
 from tritongym.errors import TritonGymError
 from tritongym.evaluate.config import EvalConfig
 from tritongym.evaluate.evaluator import resolve_device
+from tritongym.paths import writable_dir
 from tritongym.problems.sizes import parse_size_overrides
 
-EXIT_OK, EXIT_USAGE, EXIT_INFRA = 0, 2, 3
+EXIT_OK, EXIT_USAGE, EXIT_INFRA, EXIT_INTERRUPTED = 0, 2, 3, 130
 LOG_EVERY_S = 30.0
 """Without a terminal, a progress line is logged at most this often."""
 
@@ -90,6 +91,7 @@ class _Progress:
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
 
 
 def _print_summary(outcome: BenchOutcome) -> None:
@@ -199,8 +201,6 @@ def bench(
             temperature=temperature, top_p=top_p, max_tokens=max_tokens, small=small,
             sizes=parse_size_overrides(size or []), eval=config,
         )  # fmt: skip
-        if policy == "openai" and not model:
-            raise TritonGymError("--policy openai needs --model (the model's name on the server)")
         with ExitStack() as stack:
             env = stack.enter_context(open_service(env_url)) if env_url else None
             outcome = run_bench(
@@ -209,6 +209,11 @@ def bench(
             )  # fmt: skip
     except TritonGymError as exc:
         raise _usage_error(str(exc)) from None
+    except KeyboardInterrupt:
+        progress.stop()
+        err.print(f"interrupted: {progress.done} of {progress.total} turns recorded in ", end="", style="yellow")
+        err.print(f"{out}; the same command resumes the run", markup=False, highlight=False, style="yellow")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         progress.stop()
     _print_summary(outcome)
@@ -236,6 +241,8 @@ def report(
             console.print(f"report: {runs[0] / REPORT}")
             return
         destination = out or runs[0]
+        if out is not None:
+            writable_dir(out, "--out")
         console.print(Markdown(compare_runs(runs, destination)))
         console.print(f"comparison: {destination / COMPARE}")
     except TritonGymError as exc:

@@ -30,6 +30,7 @@ from tritongym.env import Env, LocalEnv, PoolConfig
 from tritongym.env.base import stream_results
 from tritongym.errors import ConfigError
 from tritongym.evaluate.config import EvalConfig
+from tritongym.paths import writable_dir
 from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem, TableColumns, load_problems
 
@@ -164,14 +165,18 @@ def _jsonable(settings: dict[str, Any]) -> dict[str, Any]:
 def prepare_run_dir(out: Path, config: BenchConfig, problems: list[Problem]) -> tuple[dict[str, Any], list[TurnRecord]]:
     """Create the run directory, or check that it holds the same settings; returns run.json's content
     and the records kept from an earlier run (turns left unscored are dropped, to be tried again)."""
-    out.mkdir(parents=True, exist_ok=True)
+    writable_dir(out, "--out")
     settings = _jsonable(config.settings())
     run_file, trajectories = out / RUN_FILE, out / TRAJECTORIES
     if run_file.exists():
         run = json.loads(run_file.read_text(encoding="utf-8"))
         before = {k: run.get(k) for k in settings}
         changed = sorted(k for k in settings if before[k] != settings[k])
-        if changed:
+        if changed and not _has_records(trajectories):  # nothing recorded yet: nothing to keep, start anew
+            log.info("%s recorded no turn yet: it starts anew with these settings", out)
+            stamp = datetime.now(UTC)
+            run = {"run_id": f"{out.name}-{stamp:%Y%m%dT%H%M%S}", "created": stamp.isoformat(timespec="seconds")}
+        elif changed:
             detail = ", ".join(f"{k}: {before[k]!r} -> {settings[k]!r}" for k in changed)
             raise ConfigError(f"{out} holds a run with other settings ({detail}); choose another --out to start anew")
     else:
@@ -189,6 +194,37 @@ def prepare_run_dir(out: Path, config: BenchConfig, problems: list[Problem]) -> 
         trajectories.touch()
     run_file.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
     return run, kept
+
+
+def check_settings(config: BenchConfig) -> None:
+    """Refuse settings that cannot run, before any problem is loaded or anything is written to the run
+    directory (a run started with a typo would otherwise hold the typo's settings)."""
+    if config.policy not in POLICIES:
+        raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
+    for name in ("samples", "turns", "iterations"):
+        if getattr(config, name) < 1:
+            raise ConfigError(f"--{name} must be at least 1, not {getattr(config, name)}")
+    if config.policy == "scripted":
+        from tritongym.policy.scripted import SCRIPTS
+
+        if config.script not in SCRIPTS:
+            raise ConfigError(f"--script must be one of {', '.join(SCRIPTS)}, not {config.script!r}")
+    if config.solutions and config.policy != "scripted":
+        raise ConfigError("--solutions is for --policy scripted (it replays the solutions of a directory)")
+    if config.policy == "openai" and not config.model:
+        raise ConfigError("--policy openai needs --model (the model's name on the server)")
+    if config.policy == "openai" and not config.base_url:
+        raise ConfigError("--policy openai needs --base-url (the server's API root, e.g. http://host:8000/v1)")
+    if config.policy == "hf" and not config.model:
+        raise ConfigError("--policy hf needs --model (a model directory or a hub name)")
+
+
+def _has_records(trajectories: Path) -> bool:
+    """Whether a run's trajectories hold a line (a started run that recorded nothing holds none)."""
+    if not trajectories.exists():
+        return False
+    with trajectories.open("rb") as fh:
+        return any(line.strip() for line in fh)
 
 
 @contextmanager
@@ -214,12 +250,8 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
                 yield script
                 return
             base_url = stack.enter_context(ScriptServer(script)).url
-        elif config.policy == "openai":
-            if not config.base_url:
-                raise ConfigError("--policy openai needs --base-url (the server's API root, e.g. http://host:8000/v1)")
+        else:  # openai (check_settings refused any other name)
             base_url = config.base_url
-        else:
-            raise ConfigError(f"--policy must be one of {', '.join(POLICIES)}, not {config.policy!r}")
         settings = OpenAIConfig(
             model=config.model, base_url=base_url, max_concurrency=concurrency, timeout_s=request_timeout_s
         )
@@ -229,16 +261,11 @@ def open_policy(config: BenchConfig, problems: list[Problem], concurrency: int, 
 
 
 def _load_hf(model: str) -> Policy:
-    if not model:
-        raise ConfigError("--policy hf needs --model (a model directory or a hub name)")
     try:
         from tritongym.policy.hf import load_hf_policy
     except ImportError as exc:
         raise ConfigError(f"--policy hf needs transformers: pip install 'tritongym[train]' ({exc})") from None
-    try:
-        return load_hf_policy(model)
-    except (OSError, ValueError) as exc:  # not a local folder, not a (valid) hub name
-        raise ConfigError(f"--policy hf cannot load {model!r}: {exc}") from None
+    return load_hf_policy(model, what="--model")
 
 
 @contextmanager
@@ -342,10 +369,8 @@ def run_bench(
     """Run (or resume) a benchmark into ``out``, evaluating on ``env`` (default: the local pool on
     ``config.eval.device`` with ``jobs`` sandboxes, started when first needed). ``on_start(total_turns,
     done_turns)`` is called once the run is set up, ``progress`` with every new record."""
-    if config.samples < 1:
-        raise ConfigError(f"--samples must be at least 1, not {config.samples}")
-    if config.solutions and config.policy != "scripted":
-        raise ConfigError("--solutions is for --policy scripted (it replays the solutions of a directory)")
+    check_settings(config)
+    episodes_config = episode_config(config)
     problems = select_problems(config)
     if config.policy == "scripted" and (unsolved := [p.name for p in problems if not p.solution]):
         log.warning(
@@ -356,7 +381,6 @@ def run_bench(
         )
     if shrunk := [p for p in problems if p.shrunk]:
         log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))
-    episodes_config = episode_config(config)
     run, kept = prepare_run_dir(out, config, problems)
     cache = {record_key(r): r for r in kept}
     started = time.monotonic()

@@ -16,6 +16,9 @@ string (the text is cut before the stop string), or ``max_tokens``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -153,12 +156,31 @@ def _first_stop(text: str, stops: tuple[str, ...]) -> int | None:
     return min(found) if found else None
 
 
-def load_hf_policy(path: str, dtype: str = "auto", device: str = "auto", **kwargs) -> HFPolicy:
-    """An HFPolicy from a Hugging Face model path or hub name."""
+def check_model_name(name: str, what: str) -> None:
+    """Refuse a model named like a path (absolute, ``./``, ``../``, ``~``, or with more than one ``/``:
+    a hub name is ORG/NAME) where no such directory is, naming the setting ``what``."""
+    if (name.startswith(("/", ".", "~")) or name.count("/") > 1) and not Path(name).expanduser().is_dir():
+        raise ConfigError(f"{what} {name}: no such model directory (a hub model is named ORG/NAME)")
+
+
+@contextmanager
+def loading(name: str, what: str) -> Iterator[None]:
+    """Loading the model or tokenizer ``name``: transformers' errors (not a model directory, not a hub
+    model, no network) become a ConfigError naming the setting ``what``."""
+    check_model_name(name, what)
+    try:
+        yield
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{what} {name}: cannot load it as a local model directory or a hub model ({exc})") from None
+
+
+def load_hf_policy(path: str, dtype: str = "auto", device: str = "auto", what: str = "model", **kwargs) -> HFPolicy:
+    """An HFPolicy from a Hugging Face model path or hub name (``what``: the setting named in errors)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    with loading(path, what):
+        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return HFPolicy(model.to(device), tokenizer, name=path, **kwargs)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tritongym.errors import ConfigError, TritonGymError
+from tritongym.paths import writable_dir
 from tritongym.progress import ProgressReport
 from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, generate, prepare_all
 
@@ -74,6 +75,7 @@ def inductor(
         resolved = _device(device)
         level_numbers = tuple(int(x) for x in levels.split(",") if x.strip())
         chosen = pick_problems(problems, level_numbers, ids)
+        writable_dir(out, "--out")
     except ValueError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(EXIT_USAGE) from None

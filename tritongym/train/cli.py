@@ -9,11 +9,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from tritongym.errors import TritonGymError
+from tritongym.paths import writable_dir, writable_file
+from tritongym.train.interrupt import TrainingInterrupted
 
 err = Console(stderr=True)
-EXIT_USAGE = 2
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="A TOML file (tables mirror the config sections).")
@@ -28,8 +31,14 @@ ResumeOption = Annotated[
 
 
 def _usage(exc: Exception) -> typer.Exit:
-    err.print(f"[red]error:[/red] {exc}")
+    err.print(f"[red]error:[/red] {escape(str(exc))}")  # user text (paths, keys) is never read as markup
     return typer.Exit(EXIT_USAGE)
+
+
+def _interrupted(stop: TrainingInterrupted) -> typer.Exit:
+    err.print(escape(f"interrupted after step {stop.step}: its checkpoint is in {stop.out}; the same command with "
+                     "--resume goes on from there"), style="yellow")  # fmt: skip
+    return typer.Exit(EXIT_INTERRUPTED)
 
 
 def _overrides(sets: list[str] | None, out: Path | None, **fields: object) -> list[str]:
@@ -56,6 +65,7 @@ def train(
     logging.basicConfig(level=logging.WARNING)
     try:
         cfg = load_config(TrainConfig, config, preset, _overrides(set_, out, **{"run.steps": steps}))
+        writable_dir(Path(cfg.run.out), "--out" if out is not None else "run.out")
         trainer = Trainer(cfg)
     except TritonGymError as exc:
         raise _usage(exc) from None
@@ -63,6 +73,8 @@ def train(
         history = trainer.fit(resume=resume, progress=progress)
     except TritonGymError as exc:
         raise _usage(exc) from None
+    except TrainingInterrupted as stop:
+        raise _interrupted(stop) from None
     finally:
         trainer.close()
     if history:
@@ -90,9 +102,12 @@ def sft(
         cfg = load_config(SFTConfig, config, None, _overrides(set_, out, **{"data.path": str(data) if data else None}))
         if not cfg.data.path:
             raise TritonGymError("no dataset: pass --data or set data.path")
+        writable_dir(Path(cfg.run.out), "--out" if out is not None else "run.out")
         history = run_sft(cfg, resume=resume, progress=progress)
     except TritonGymError as exc:
         raise _usage(exc) from None
+    except TrainingInterrupted as stop:
+        raise _interrupted(stop) from None
     if history:
         err.print(f"{len(history)} steps, last completion loss {history[-1]['sft/loss']:.4f}; outputs in {cfg.run.out}")
 
@@ -108,6 +123,7 @@ def export_sft_command(
     from tritongym.train.sft import export_sft
 
     try:
+        writable_file(out, "--out", make_parent=True)  # as the run directories of train and sft are made
         counts = export_sft(
             trajectories, out, verdicts=tuple(verdict or ["ok"]), min_speedup=min_speedup, min_coverage=min_coverage
         )

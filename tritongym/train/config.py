@@ -7,6 +7,7 @@ docs/training.md lists every field; keep the two in step.
 from __future__ import annotations
 
 import ast
+import difflib
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
@@ -348,10 +349,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def _check_keys(cls: type, data: dict[str, Any], where: str) -> None:
+    """Refuse keys the config does not have, each with the nearest known name (``run.stpes``: did you
+    mean run.steps?), then every known one: a typo never passes silently as a setting with no effect."""
     names = {f.name for f in fields(cls)}
-    unknown = set(data) - names
+    unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigError(f"unknown {where} field(s): {', '.join(sorted(unknown))}; known: {', '.join(sorted(names))}")
+        what = f"field(s) of [{where.rstrip('.')}]" if where else "section(s)"
+        guesses = []
+        for key in unknown:
+            near = difflib.get_close_matches(key, names, n=1)
+            guesses.append(f"{where}{key}" + (f" (did you mean {where}{near[0]}?)" if near else ""))
+        raise ConfigError(f"unknown {what}: {', '.join(guesses)}; known: {', '.join(sorted(names))}")
 
 
 _SCALARS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
@@ -472,6 +480,11 @@ def validate(config) -> None:
         raise ConfigError(f"optim.schedule must be constant, linear or cosine, not {optim.schedule!r}")
     if optim.micro_batch_size < 1 or optim.grad_accumulation < 0 or optim.ppo_epochs < 1:
         raise ConfigError("need optim.micro_batch_size >= 1, optim.grad_accumulation >= 0, optim.ppo_epochs >= 1")
+    least = {"keep_checkpoints": 1, "checkpoint_every": 0, "eval_every": 0}  # 0: off
+    least |= {"steps": 1} if isinstance(config, TrainConfig) else {"epochs": 1, "max_steps": 0}
+    for name, minimum in least.items():
+        if getattr(config.run, name) < minimum:
+            raise ConfigError(f"run.{name} must be at least {minimum}, not {getattr(config.run, name)}")
     if not isinstance(config, TrainConfig):
         return
     rollout = config.rollout

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from tritongym.errors import ConfigError
+from tritongym.policy.hf import loading
 from tritongym.train.config import ModelSection, OptimSection
 
 log = logging.getLogger(__name__)
@@ -37,15 +38,17 @@ def load_model(section: ModelSection, seed: int = 0) -> tuple[Any, Any]:
         )
         model = build_tiny_model(tokenizer, seed=seed, **section.config_overrides)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(section.tokenizer or section.name, padding_side="left")
-        if section.random_init:
-            config = AutoConfig.from_pretrained(section.name)
-            for key, value in section.config_overrides.items():
-                setattr(config, key, value)
-            torch.manual_seed(seed)
-            model = AutoModelForCausalLM.from_config(config)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(section.name, dtype=dtype)
+        with loading(section.tokenizer or section.name, "model.tokenizer" if section.tokenizer else "model.name"):
+            tokenizer = AutoTokenizer.from_pretrained(section.tokenizer or section.name, padding_side="left")
+        with loading(section.name, "model.name"):
+            if section.random_init:
+                config = AutoConfig.from_pretrained(section.name)
+                for key, value in section.config_overrides.items():
+                    setattr(config, key, value)
+                torch.manual_seed(seed)
+                model = AutoModelForCausalLM.from_config(config)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(section.name, dtype=dtype)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

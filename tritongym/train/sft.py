@@ -29,6 +29,7 @@ from tritongym.policy.hf import chat_prompt_ids
 from tritongym.problems import load_table
 from tritongym.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from tritongym.train.config import SFTConfig
+from tritongym.train.interrupt import StopAfterStep, TrainingInterrupted
 from tritongym.train.metrics import MetricsWriter, plot_metrics, truncate_metrics
 from tritongym.train.model import build_optimizer, load_model
 
@@ -232,10 +233,10 @@ def run_sft(
     pad = tokenizer.pad_token_id
     history = []
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
+    with StopAfterStep() as stop, Progress(*columns, console=Console(stderr=True), disable=not progress) as bar:
         task = bar.add_task("sft", total=total, completed=step)
         try:
-            while step < total:
+            while step < total and not stop.requested:
                 step += 1
                 epoch, index = divmod(step - 1, steps_per_epoch)
                 epoch_order = torch.randperm(len(train), generator=torch.Generator().manual_seed(run.seed + 1 + epoch))
@@ -263,7 +264,7 @@ def run_sft(
                     metrics["sft/eval_loss"] = mean_completion_loss(model, held_out, pad, optim.micro_batch_size)
                 writer.write(step, metrics)
                 history.append(metrics)
-                if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total:
+                if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total or stop.requested:
                     state = {"data_position": step * per_step, "epoch": epoch, "config": config.to_dict()}
                     save_checkpoint(out, step, model, tokenizer, optimizer, scheduler, state, run.keep_checkpoints)
                 bar.update(task, completed=step, description=f"sft step {step} loss {metrics['sft/loss']:.3f}")
@@ -271,4 +272,6 @@ def run_sft(
             writer.close()
     if history:
         plot_metrics(out)
+    if step < total:  # Ctrl-C: the last step finished and its checkpoint is saved
+        raise TrainingInterrupted(step, out)
     return history

@@ -28,6 +28,7 @@ from tritongym.policy.hf import HFPolicy
 from tritongym.problems import Problem, load_problems
 from tritongym.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from tritongym.train.config import TrainConfig
+from tritongym.train.interrupt import StopAfterStep, TrainingInterrupted
 from tritongym.train.metrics import (
     MetricsWriter,
     plot_metrics,
@@ -167,10 +168,10 @@ class Trainer:
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
         ahead = ThreadPoolExecutor(1, thread_name_prefix="tritongym-rollout") if r.overlap else None
         pending: Future | None = None
-        with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+        with StopAfterStep() as stop, Progress(*columns, console=console, disable=not progress, transient=False) as bar:
             task = bar.add_task("training", total=total, completed=self.step)
             try:
-                while self.step < total:
+                while self.step < total and not stop.requested:
                     step = self.step + 1
                     waited = time.monotonic()
                     rollout = pending.result() if pending is not None else None
@@ -188,7 +189,7 @@ class Trainer:
                         metrics |= self.evaluate(step)
                     writer.write(step, metrics)
                     history.append(metrics)
-                    if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total:
+                    if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total or stop.requested:
                         self.save(step)
                     bar.update(task, completed=step, description=_progress_line(step, metrics))
                     log.info(_progress_line(step, metrics))
@@ -198,6 +199,8 @@ class Trainer:
                     ahead.shutdown(wait=True, cancel_futures=True)
         if history and run.plot:
             plot_metrics(self.out)
+        if self.step < total:  # Ctrl-C: the last step finished and its checkpoint is saved
+            raise TrainingInterrupted(self.step, self.out)
         return history
 
     def _collect_ahead(self, pool: ThreadPoolExecutor, step: int) -> Future:
