@@ -41,6 +41,20 @@ def test_problems_list_shows_the_bundled_set():
     assert "13 problems from bundled" in result.output and "04_softmax" in result.output
 
 
+def test_problems_list_says_which_files_are_not_problems_and_fails(tmp_path):
+    (tmp_path / "empty.py").write_text("")
+    (tmp_path / "no_inputs.py").write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")
+    (tmp_path / "fine.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    pass\n\n"
+        "def get_inputs():\n    return []\n\ndef get_init_inputs():\n    return []\n"
+    )
+    result = runner.invoke(app, ["problems", "list", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "2 of 3 cannot be evaluated" in result.stderr
+    flat = " ".join(result.stdout.split())
+    assert "defines no Model, get_inputs, get_init_inputs" in flat and "defines no get_inputs, get_init_inputs" in flat
+
+
 def test_eval_single_candidate_json_and_exit_codes(tmp_path):
     ok = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",

@@ -354,13 +354,19 @@ def problems_list(
     table = Table(title=escape(f"{len(problems)} problems from {source}"))
     for column in ("name", "class", "level", "tags", "sizes"):
         table.add_column(column, overflow="fold")
+    unusable = 0
     for p in problems:
         try:
+            p.require_definitions()
             sizes = escape(", ".join(f"{k}={v}" for k, v in p.sizes.items()))
-        except TritonGymError:
-            sizes = "[red]does not parse[/red]"
+        except TritonGymError as exc:
+            unusable += 1
+            sizes = f"[red]not a problem: {escape(str(exc))}[/red]"
         table.add_row(escape(p.name), escape(p.entry_point), str(p.level or "-"), escape(", ".join(p.tags)), sizes)
     _print_table(table)
+    if unusable:
+        err.print(f"[red]{unusable} of {len(problems)} cannot be evaluated[/red] (the sizes column says why)")
+        raise typer.Exit(1)
 
 
 @app.command("eval")
