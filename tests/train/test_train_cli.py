@@ -74,6 +74,11 @@ def test_export_sft_command(tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["completion"] for r in rows] == ["```python\nA\n```"]
+    none = runner.invoke(app, ["export-sft", str(traj), "--out", str(out), "--min-speedup", "9.0"])
+    assert none.exit_code == 1 and "no turn passed the filters" in _said(none)
+    (empty := tmp_path / "empty.jsonl").write_text("")
+    nothing = runner.invoke(app, ["export-sft", str(empty), "--out", str(out)])
+    assert nothing.exit_code == 1 and "the trajectory files hold no turns" in _said(nothing)
 
 
 def test_bad_settings_name_the_setting_and_exit_2(tmp_path):

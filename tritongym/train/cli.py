@@ -132,6 +132,10 @@ def export_sft_command(
     err.print(
         f"{counts['written']} pairs of {counts['read']} turns written to {out} ({counts['duplicates']} duplicates)"
     )
+    if not counts["written"]:  # an empty dataset is no SFT data: say why and fail, as sft would on it
+        why = "the trajectory files hold no turns" if not counts["read"] else "no turn passed the filters"
+        err.print(f"[red]{why}[/red]: nothing to train on")
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
