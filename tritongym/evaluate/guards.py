@@ -351,6 +351,14 @@ function it calls, reaches host code (a plain Python function, NumPy's) or reach
 the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace read as a dict,
 ``exec``: red team 8 #5): the launch is not the candidate's own. The braces hold why."""
 BYPASS = "(interpreted grid run without its kernel's run)"
+STANDARD_STREAMS = (sys.stdout, sys.stderr)
+"""The process's own standard output and error as its guards were imported (a runner's are pipes the
+judge drains), where every interpreted grid prints (``LaunchMonitor._wrap_executor``). A GPU kernel's
+``tl.device_print`` (and ``print`` in a kernel, which Triton's compiler makes one) is CUDA's ``printf``
+to the process's standard output, which forward cannot read back; the interpreter prints them with
+Python's ``print``, to ``sys.stdout`` as forward set it, so that forward captured a kernel's print of
+its input (``contextlib.redirect_stdout``) and computed on the host from the text with no read of device
+memory counted (red team 21 #2)."""
 """How a grid that Triton's interpreter ran outside every kernel's ``run`` (a ``GridExecutor`` the
 candidate made and called itself) is named among forward's PyTorch compute: its kernel is unknown,
 so it is never the candidate's own launch."""
@@ -1221,7 +1229,11 @@ class LaunchMonitor:
                 monitor.foreign[f"{name} {BYPASS}"] += 1
             monitor._check_interpreter(monitor._interpreter)  # host code in this grid's operations
             try:
-                with races.recorded(name):  # programs that share memory without atomics: wrong on a GPU
+                with (
+                    races.recorded(name),  # programs that share memory without atomics: wrong on a GPU
+                    contextlib.redirect_stdout(STANDARD_STREAMS[0]),  # what a kernel prints: not forward's to read
+                    contextlib.redirect_stderr(STANDARD_STREAMS[1]),
+                ):
                     return original(executor, *args, **kwargs)
             except races.DataRace as race:
                 monitor.race = monitor.race or race
