@@ -111,3 +111,46 @@ def test_an_answer_cached_by_shape_launches_nothing_later(judge):
     result = run(judge, "03_row_sum", "cached_by_shape.py")
     assert result.verdict is Verdict.HACK_NO_TRITON, result.feedback
     assert "Trial 2" in result.feedback
+
+
+def test_a_kernels_frames_are_not_forwards_to_read(judge):
+    """#13: forward makes warnings errors, so NumPy's divide-by-zero warning under the interpreter raises out
+    of a kernel that loaded a row; forward read the row from the kernel's frame (the error's cause's
+    traceback), summed it on the host and handed the sum to a store kernel as a scalar (``ok`` under
+    ``forbid``). The frames an error leaves a grid through keep no locals now: the kernel's error is
+    forward's, as it would be of a kernel that fails."""
+    result = run(judge, "03_row_sum", "values_from_a_failed_kernels_frames.py")
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
+    assert "divide by zero" in result.feedback
+
+
+def test_forget_frames_drops_the_locals_of_an_errors_whole_chain():
+    """The frames of an error raised out of a grid, and of its causes and contexts, keep their code and
+    lines but no locals; a frame still running keeps its own."""
+    from tritongym.evaluate.guards import forget_frames
+
+    def kernel(block):
+        return block / 0
+
+    def launch():
+        try:
+            kernel([1.0, 2.0])
+        except TypeError as inner:
+            raise RuntimeError("launch failed") from inner
+
+    try:
+        launch()
+    except RuntimeError as error:
+        mine = "still here"
+        forget_frames(error)
+        frames = []
+        for each in (error, error.__cause__):
+            tb = each.__traceback__
+            while tb is not None:
+                frames.append((tb.tb_frame.f_code.co_name, tb.tb_lineno, dict(tb.tb_frame.f_locals)))
+                tb = tb.tb_next
+    names = [name for name, _, _ in frames]
+    assert "kernel" in names and "launch" in names
+    assert all(not local for name, _, local in frames if name in ("kernel", "launch"))
+    assert all(line > 0 for _, line, _ in frames)
+    assert mine == "still here"

@@ -39,6 +39,7 @@ import inspect
 import os
 import secrets
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -351,6 +352,24 @@ function it calls, reaches host code (a plain Python function, NumPy's) or reach
 the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace read as a dict,
 ``exec``: red team 8 #5): the launch is not the candidate's own. The braces hold why."""
 BYPASS = "(interpreted grid run without its kernel's run)"
+def forget_frames(error: BaseException) -> None:
+    """Drop the local variables of the frames an error raised out of an interpreted grid passed through
+    (its traceback's, and its causes' and contexts'), keeping their code and lines (the feedback's
+    location). They are the kernel's state: the interpreter's tensors hold the values it loaded as NumPy
+    arrays, and a forward that caught the error read them there (red team 21 #13: NumPy's divide-by-zero
+    warning, made an error by ``warnings.simplefilter("error")``, raised out of a kernel that had loaded
+    a row). A GPU kernel has no Python frames, and a warning is not an error there. The frames still
+    running (the launch's callers) keep theirs."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        pending += [current.__cause__, current.__context__]
+
+
 STANDARD_STREAMS = (sys.stdout, sys.stderr)
 """The process's own standard output and error as its guards were imported (a runner's are pipes the
 judge drains), where every interpreted grid prints (``LaunchMonitor._wrap_executor``). A GPU kernel's
@@ -1237,6 +1256,10 @@ class LaunchMonitor:
                     return original(executor, *args, **kwargs)
             except races.DataRace as race:
                 monitor.race = monitor.race or race
+                forget_frames(race)
+                raise
+            except BaseException as error:
+                forget_frames(error)
                 raise
             finally:
                 monitor._check_interpreter(monitor._interpreter)
