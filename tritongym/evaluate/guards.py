@@ -352,6 +352,8 @@ function it calls, reaches host code (a plain Python function, NumPy's) or reach
 the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace read as a dict,
 ``exec``: red team 8 #5): the launch is not the candidate's own. The braces hold why."""
 BYPASS = "(interpreted grid run without its kernel's run)"
+
+
 def forget_frames(error: BaseException) -> None:
     """Drop the local variables of the frames an error raised out of an interpreted grid passed through
     (its traceback's, and its causes' and contexts'), keeping their code and lines (the feedback's
