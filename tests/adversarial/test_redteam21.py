@@ -114,14 +114,26 @@ def test_an_answer_cached_by_shape_launches_nothing_later(judge):
 
 
 def test_a_kernels_frames_are_not_forwards_to_read(judge):
-    """#13: forward makes warnings errors, so NumPy's divide-by-zero warning under the interpreter raises out
+    """#13: forward makes warnings errors, so NumPy's divide-by-zero warning under the interpreter raised out
     of a kernel that loaded a row; forward read the row from the kernel's frame (the error's cause's
     traceback), summed it on the host and handed the sum to a store kernel as a scalar (``ok`` under
-    ``forbid``). The frames an error leaves a grid through keep no locals now: the kernel's error is
-    forward's, as it would be of a kernel that fails."""
+    ``forbid``). A kernel's arithmetic warns of nothing now (``no_host_hooks``), as on a GPU: nothing is
+    raised, nothing read, the output never written."""
     result = run(judge, "03_row_sum", "values_from_a_failed_kernels_frames.py")
-    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
-    assert "divide by zero" in result.feedback
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert "got nan" in result.feedback
+
+
+@pytest.mark.parametrize("name", ["values_from_numpys_error_callback.py", "values_from_a_finalizer_inside_a_kernel.py"])
+def test_no_host_code_of_forwards_runs_inside_a_kernel(judge, name):
+    """#14: NumPy's floating-point error callback (``np.errstate(call=...)``) and #15: the ``__del__`` of
+    forward's cyclic garbage, run by the collector wherever the interpreter's allocations trigger it, ran
+    inside a kernel that loaded a row and read it from the kernel's frame (``tb_frame.f_back`` of an error
+    they raised and caught), for forward to sum on the host (``ok`` under ``forbid``). While an interpreted
+    grid runs, NumPy reports no floating-point error, warnings are ignored and the collector is paused."""
+    result = run(judge, "03_row_sum", name)
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert "got nan" in result.feedback
 
 
 def test_forget_frames_drops_the_locals_of_an_errors_whole_chain():

@@ -372,6 +372,33 @@ def forget_frames(error: BaseException) -> None:
         pending += [current.__cause__, current.__context__]
 
 
+@contextlib.contextmanager
+def no_host_hooks():
+    """While an interpreted grid runs: no hook of the process calls Python (forward's) from inside it.
+    A GPU kernel calls no host code, but under the interpreter the kernel is Python, and code that runs
+    while it runs reads its frames (``tb_frame.f_back`` of an error it raises and catches itself: no
+    forbidden name), whose locals hold what the kernel loaded as NumPy arrays (red team 21 #14, #15):
+    NumPy's floating-point error handling (a callback set by ``np.errstate(call=...)``; a warning, which
+    ``warnings``' hooks show) is off, as a GPU's arithmetic reports nothing; Python's warnings are
+    ignored; and the garbage collector, which runs the ``__del__`` of forward's cyclic garbage wherever
+    the interpreter's allocations trigger it, is paused (reference counting still frees the grid's own
+    objects)."""
+    import gc
+    import warnings
+
+    import numpy as np
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 STANDARD_STREAMS = (sys.stdout, sys.stderr)
 """The process's own standard output and error as its guards were imported (a runner's are pipes the
 judge drains), where every interpreted grid prints (``LaunchMonitor._wrap_executor``). A GPU kernel's
@@ -1254,6 +1281,7 @@ class LaunchMonitor:
                     races.recorded(name),  # programs that share memory without atomics: wrong on a GPU
                     contextlib.redirect_stdout(STANDARD_STREAMS[0]),  # what a kernel prints: not forward's to read
                     contextlib.redirect_stderr(STANDARD_STREAMS[1]),
+                    no_host_hooks(),  # nothing of forward's runs inside the kernel, as on a GPU
                 ):
                     return original(executor, *args, **kwargs)
             except races.DataRace as race:
