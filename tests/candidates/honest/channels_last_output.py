@@ -10,9 +10,7 @@ import triton.language as tl
 
 
 @triton.jit
-def bn_nhwc_kernel(
-    x_ptr, y_ptr, mean_ptr, var_ptr, w_ptr, b_ptr, n_pix, C, eps, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr
-):
+def bn_nhwc_kernel(x_ptr, y_ptr, mean_ptr, var_ptr, w_ptr, b_ptr, n_pix, C, eps, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
     p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)
     c = tl.arange(0, BLOCK_C)
     cm = c < C
@@ -34,17 +32,6 @@ class ModelNew(nn.Module):
         y = torch.empty_like(x)  # channels_last too
         n_pix = N * H * W
         bn = self.bn
-        bn_nhwc_kernel[(triton.cdiv(n_pix, 32),)](
-            x,
-            y,
-            bn.running_mean,
-            bn.running_var,
-            bn.weight,
-            bn.bias,
-            n_pix,
-            C,
-            bn.eps,
-            BLOCK_P=32,
-            BLOCK_C=triton.next_power_of_2(C),
-        )
+        bn_nhwc_kernel[(triton.cdiv(n_pix, 32),)](x, y, bn.running_mean, bn.running_var, bn.weight, bn.bias, n_pix, C, bn.eps,
+                                                  BLOCK_P=32, BLOCK_C=triton.next_power_of_2(C))
         return y

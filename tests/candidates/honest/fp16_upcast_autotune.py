@@ -9,9 +9,7 @@ import triton
 import triton.language as tl
 
 
-@triton.autotune(
-    configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)], key=["n_cols"], restore_value=["out_ptr"]
-)
+@triton.autotune(configs=[triton.Config({}, num_warps=4), triton.Config({}, num_warps=8)], key=["n_cols"], restore_value=["out_ptr"])
 @triton.jit
 def rms_kernel(x_ptr, w_ptr, out_ptr, n_cols, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)

@@ -20,9 +20,7 @@ def transpose_kernel(src, dst, R, C, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def gemm_kernel(
-    x_ptr, wt_ptr, b_ptr, y_ptr, M, N, K, mult, slope, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
-):
+def gemm_kernel(x_ptr, wt_ptr, b_ptr, y_ptr, M, N, K, mult, slope, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
@@ -32,11 +30,7 @@ def gemm_kernel(
         b = tl.load(wt_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision="ieee")
     acc = (acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0)[None, :]) * mult
-    tl.store(
-        y_ptr + rm[:, None] * N + rn[None, :],
-        tl.where(acc > 0, acc, acc * slope),
-        mask=(rm[:, None] < M) & (rn[None, :] < N),
-    )
+    tl.store(y_ptr + rm[:, None] * N + rn[None, :], tl.where(acc > 0, acc, acc * slope), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 class ModelNew(nn.Module):
@@ -47,16 +41,12 @@ class ModelNew(nn.Module):
         self.negative_slope = negative_slope
         w = self.gemm.weight.detach()
         wt = torch.empty((in_features, out_features), dtype=w.dtype, device=w.device)
-        transpose_kernel[(triton.cdiv(out_features, 16), triton.cdiv(in_features, 16))](
-            w, wt, out_features, in_features, BLOCK=16
-        )
+        transpose_kernel[(triton.cdiv(out_features, 16), triton.cdiv(in_features, 16))](w, wt, out_features, in_features, BLOCK=16)
         self.register_buffer("weight_t", wt)
 
     def forward(self, x):
         M, K = x.shape
         N = self.gemm.out_features
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        gemm_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](
-            x, self.weight_t, self.gemm.bias, y, M, N, K, self.multiplier, self.negative_slope, BM=16, BN=16, BK=16
-        )
+        gemm_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](x, self.weight_t, self.gemm.bias, y, M, N, K, self.multiplier, self.negative_slope, BM=16, BN=16, BK=16)
         return y

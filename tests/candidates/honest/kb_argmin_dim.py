@@ -9,9 +9,7 @@ import triton.language as tl
 
 
 @triton.jit
-def argmin_dim1_kernel(
-    x_ptr, out_ptr, D1, D2, stride_b, stride_r, stride_c, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr
-):
+def argmin_dim1_kernel(x_ptr, out_ptr, D1, D2, stride_b, stride_r, stride_c, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     b = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     rows = tl.arange(0, BLOCK_R)

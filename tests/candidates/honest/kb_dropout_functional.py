@@ -43,9 +43,7 @@ class ModelNew(nn.Module):
         M, K = x.shape
         N = self.matmul.out_features
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        linear_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](
-            x, self.matmul.weight, self.matmul.bias, y, M, N, K, BM=16, BN=16, BK=16
-        )
+        linear_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 16))](x, self.matmul.weight, self.matmul.bias, y, M, N, K, BM=16, BN=16, BK=16)
         y = F.dropout(y, p=self.dropout_p, training=self.training)
         out = torch.empty_like(y)
         softmax_kernel[(M,)](y, out, N, BLOCK=triton.next_power_of_2(N))

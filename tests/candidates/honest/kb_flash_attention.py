@@ -34,12 +34,8 @@ def flash_attn_fwd(
     for start_n in range(0, N_CTX, BLOCK_N):
         cols = start_n + offs_n
         kv_mask = (cols[:, None] < N_CTX) & d_mask
-        k = tl.load(
-            K + b * stride_kb + h * stride_kh + cols[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0
-        )
-        v = tl.load(
-            V + b * stride_vb + h * stride_vh + cols[:, None] * stride_vn + offs_d[None, :], mask=kv_mask, other=0.0
-        )
+        k = tl.load(K + b * stride_kb + h * stride_kh + cols[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
+        v = tl.load(V + b * stride_vb + h * stride_vh + cols[:, None] * stride_vn + offs_d[None, :], mask=kv_mask, other=0.0)
         qk = tl.dot(q, tl.trans(k), input_precision="ieee") * qk_scale
         qk = tl.where(cols[None, :] < N_CTX, qk, float("-inf"))
         m_ij = tl.maximum(m_i, tl.max(qk, 1))

@@ -28,7 +28,5 @@ class ModelNew(nn.Module):
     def forward(self, x):
         x = self.conv(x)
         n = x.numel()
-        relu_bias_inplace_kernel[(triton.cdiv(n, 256),)](
-            x, self.bias, n, x.shape[1], x.shape[2] * x.shape[3], BLOCK=256
-        )
+        relu_bias_inplace_kernel[(triton.cdiv(n, 256),)](x, self.bias, n, x.shape[1], x.shape[2] * x.shape[3], BLOCK=256)
         return x

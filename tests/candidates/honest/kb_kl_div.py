@@ -28,7 +28,5 @@ class ModelNew(nn.Module):
     def forward(self, predictions, targets):
         B, D = predictions.shape
         partial = torch.empty(B, device=predictions.device, dtype=torch.float32)
-        kl_rows_kernel[(B,)](
-            predictions.contiguous(), targets.contiguous(), partial, D, BLOCK=triton.next_power_of_2(D)
-        )
+        kl_rows_kernel[(B,)](predictions.contiguous(), targets.contiguous(), partial, D, BLOCK=triton.next_power_of_2(D))
         return partial.sum() / B

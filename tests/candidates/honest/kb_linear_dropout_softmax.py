@@ -35,5 +35,7 @@ class ModelNew(nn.Module):
             x = self.dropout(x)
         n_rows, n_cols = x.shape
         out = torch.empty_like(x)
-        softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0), BLOCK_SIZE=triton.next_power_of_2(n_cols))
+        softmax_kernel[(n_rows,)](
+            x, out, n_cols, x.stride(0), out.stride(0), BLOCK_SIZE=triton.next_power_of_2(n_cols)
+        )
         return out

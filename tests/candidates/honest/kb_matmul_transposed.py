@@ -19,12 +19,8 @@ def matmul_tt_kernel(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in tl.range(0, K, BLOCK_K):
         rk = k0 + tl.arange(0, BLOCK_K)
-        a_km = tl.load(
-            a_ptr + rk[:, None] * s_ak + rm[None, :] * s_am, mask=(rk[:, None] < K) & (rm[None, :] < M), other=0.0
-        )
-        b_nk = tl.load(
-            b_ptr + rn[:, None] * s_bn + rk[None, :] * s_bk, mask=(rn[:, None] < N) & (rk[None, :] < K), other=0.0
-        )
+        a_km = tl.load(a_ptr + rk[:, None] * s_ak + rm[None, :] * s_am, mask=(rk[:, None] < K) & (rm[None, :] < M), other=0.0)
+        b_nk = tl.load(b_ptr + rn[:, None] * s_bn + rk[None, :] * s_bk, mask=(rn[:, None] < N) & (rk[None, :] < K), other=0.0)
         acc = tl.dot(tl.trans(a_km), tl.trans(b_nk), acc, input_precision="ieee")
     tl.store(c_ptr + rm[:, None] * s_cm + rn[None, :] * s_cn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 

@@ -33,9 +33,7 @@ def triton_linear(x, linear: nn.Linear, relu: bool):
     N = linear.out_features
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
     grid = (triton.cdiv(M, 16), triton.cdiv(N, 16))
-    linear_act_kernel[grid](
-        x, linear.weight, linear.bias, y, M, N, K, APPLY_RELU=relu, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16
-    )
+    linear_act_kernel[grid](x, linear.weight, linear.bias, y, M, N, K, APPLY_RELU=relu, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     return y
 
 

@@ -13,11 +13,8 @@ def argmin_kernel(x_ptr, out_ptr, D1, D2, BR: tl.constexpr, BC: tl.constexpr):
     b = tl.program_id(0)
     r = tl.arange(0, BR)
     c = tl.arange(0, BC)
-    x = tl.load(
-        x_ptr + b * D1 * D2 + r[:, None] * D2 + c[None, :],
-        mask=(r[:, None] < D1) & (c[None, :] < D2),
-        other=float("inf"),
-    )
+    x = tl.load(x_ptr + b * D1 * D2 + r[:, None] * D2 + c[None, :], mask=(r[:, None] < D1) & (c[None, :] < D2),
+                other=float("inf"))
     xt = tl.permute(x, (1, 0))
     flat = tl.reshape(xt, (BC, BR))
     _, idx = tl.min(flat, axis=1, return_indices=True)

@@ -10,9 +10,7 @@ import triton.language as tl
 
 
 @triton.jit
-def partial_mm_kernel(
-    x_ptr, w_ptr, acc_ptr, M, N, K, k_start, k_end, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
-):
+def partial_mm_kernel(x_ptr, w_ptr, acc_ptr, M, N, K, k_start, k_end, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     acc_ptrs = acc_ptr + rm[:, None] * N + rn[None, :]

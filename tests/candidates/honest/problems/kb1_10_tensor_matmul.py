@@ -2,15 +2,13 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Performs 3D tensor-matrix multiplication.
     """
-
     def __init__(self):
         super(Model, self).__init__()
-
+    
     def forward(self, A, B):
         """
         Performs 3D tensor-matrix multiplication.
@@ -24,18 +22,15 @@ class Model(nn.Module):
         """
         return torch.matmul(A, B)
 
-
 N = 3
 M = 20
 K = 24
 L = 18
 
-
 def get_inputs():
     A = torch.rand(N, M, K)
     B = torch.rand(K, L)
     return [A, B]
-
 
 def get_init_inputs():
     return []  # No special initialization inputs needed

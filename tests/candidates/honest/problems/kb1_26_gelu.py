@@ -2,15 +2,13 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Simple model that performs a GELU activation.
     """
-
     def __init__(self):
         super(Model, self).__init__()
-
+    
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """
         Applies GELU activation to the input tensor.
@@ -23,15 +21,12 @@ class Model(nn.Module):
         """
         return torch.nn.functional.gelu(x)
 
-
 batch_size = 8
 dim = 50
-
 
 def get_inputs():
     x = torch.rand(batch_size, dim)
     return [x]
-
 
 def get_init_inputs():
     return []  # No special initialization inputs needed

@@ -2,12 +2,10 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Simple model that performs Instance Normalization.
     """
-
     def __init__(self, num_features: int):
         """
         Initializes the InstanceNorm layer.
@@ -30,17 +28,14 @@ class Model(nn.Module):
         """
         return self.inorm(x)
 
-
 batch_size = 3
 features = 4
 dim1 = 6
 dim2 = 5
 
-
 def get_inputs():
     x = torch.rand(batch_size, features, dim1, dim2)
     return [x]
-
 
 def get_init_inputs():
     return [features]

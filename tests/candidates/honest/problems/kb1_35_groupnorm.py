@@ -2,12 +2,10 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Simple model that performs Group Normalization.
     """
-
     def __init__(self, num_features: int, num_groups: int):
         """
         Initializes the GroupNorm layer.
@@ -31,18 +29,15 @@ class Model(nn.Module):
         """
         return self.gn(x)
 
-
 batch_size = 3
 features = 8
 num_groups = 4
 dim1 = 6
 dim2 = 5
 
-
 def get_inputs():
     x = torch.rand(batch_size, features, dim1, dim2)
     return [x]
 
-
 def get_init_inputs():
-    return [features, num_groups]  # num_features
+    return [features, num_groups] # num_features

@@ -2,12 +2,10 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Simple model that performs Max Pooling 2D.
     """
-
     def __init__(self, kernel_size: int, stride: int, padding: int, dilation: int):
         """
         Initializes the Max Pooling 2D layer.
@@ -33,7 +31,6 @@ class Model(nn.Module):
         """
         return self.maxpool(x)
 
-
 batch_size = 1
 channels = 2
 height = 7
@@ -43,11 +40,9 @@ stride = 1
 padding = 1
 dilation = 1
 
-
 def get_inputs():
     x = torch.rand(batch_size, channels, height, width)
     return [x]
-
 
 def get_init_inputs():
     return [kernel_size, stride, padding, dilation]

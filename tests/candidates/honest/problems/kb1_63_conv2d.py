@@ -2,7 +2,6 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Performs a standard 2D convolution operation with a square input and square kernel.
@@ -17,30 +16,10 @@ class Model(nn.Module):
         groups (int, optional): Number of blocked connections from input channels to output channels. Defaults to 1.
         bias (bool, optional): If `True`, adds a learnable bias to the output. Defaults to `False`.
     """
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int,
-        stride: int = 1,
-        padding: int = 0,
-        dilation: int = 1,
-        groups: int = 1,
-        bias: bool = False,
-    ):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = False):
         super(Model, self).__init__()
-        self.conv2d = nn.Conv2d(
-            in_channels,
-            out_channels,
-            (kernel_size, kernel_size),
-            stride=stride,
-            padding=padding,
-            dilation=dilation,
-            groups=groups,
-            bias=bias,
-        )
-
+        self.conv2d = nn.Conv2d(in_channels, out_channels, (kernel_size, kernel_size), stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+        
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """
         Performs the 2D convolution.
@@ -53,7 +32,6 @@ class Model(nn.Module):
         """
         return self.conv2d(x)
 
-
 # Test code
 batch_size = 1
 in_channels = 2
@@ -62,11 +40,9 @@ kernel_size = 3
 width = 6
 height = 6
 
-
 def get_inputs():
     x = torch.rand(batch_size, in_channels, height, width)
     return [x]
-
 
 def get_init_inputs():
     return [in_channels, out_channels, kernel_size]  # Provide in_channels, out_channels, kernel_size for initialization

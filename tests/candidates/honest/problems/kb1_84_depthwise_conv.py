@@ -3,7 +3,6 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     Performs a depthwise 2D convolution with asymmetric input and square kernel.
@@ -16,26 +15,9 @@ class Model(nn.Module):
         padding (int, optional): Padding applied to the input. Defaults to 0.
         bias (bool, optional): If `True`, adds a learnable bias to the output. Defaults to `False`.
     """
-
-    def __init__(
-        self,
-        in_channels: int,
-        out_channels: int,
-        kernel_size: int,
-        stride: int = 1,
-        padding: int = 0,
-        bias: bool = False,
-    ):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0, bias: bool = False):
         super(Model, self).__init__()
-        self.conv2d = nn.Conv2d(
-            in_channels,
-            out_channels,
-            kernel_size=(kernel_size, kernel_size),
-            stride=stride,
-            padding=padding,
-            groups=in_channels,
-            bias=bias,
-        )
+        self.conv2d = nn.Conv2d(in_channels, out_channels, kernel_size=(kernel_size, kernel_size), stride=stride, padding=padding, groups=in_channels, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """
@@ -49,7 +31,6 @@ class Model(nn.Module):
         """
         return self.conv2d(x)
 
-
 # Test code
 batch_size = 64
 in_channels = 128
@@ -60,11 +41,9 @@ height_in = 256
 stride = 1
 padding = 0
 
-
 def get_inputs():
     x = torch.rand(batch_size, in_channels, height_in, width_in)
     return [x]
-
 
 def get_init_inputs():
     return [in_channels, out_channels, kernel_size, stride, padding]

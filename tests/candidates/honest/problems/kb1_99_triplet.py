@@ -2,7 +2,6 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     A model that computes Triplet Margin Loss for metric learning tasks.
@@ -10,7 +9,6 @@ class Model(nn.Module):
     Parameters:
         margin (float): The margin between the positive and negative samples.
     """
-
     def __init__(self, margin=1.0):
         super(Model, self).__init__()
         self.loss_fn = torch.nn.TripletMarginLoss(margin=margin)
@@ -18,20 +16,13 @@ class Model(nn.Module):
     def forward(self, anchor, positive, negative):
         return self.loss_fn(anchor, positive, negative)
 
-
 batch_size = 12
 input_shape = (40,)
 dim = 1
 
-
 def get_inputs():
     scale = torch.rand(())
-    return [
-        torch.rand(batch_size, *input_shape) * scale,
-        torch.rand(batch_size, *input_shape),
-        torch.rand(batch_size, *input_shape),
-    ]
-
-
+    return [torch.rand(batch_size, *input_shape)*scale, torch.rand(batch_size, *input_shape), torch.rand(batch_size, *input_shape)]
+    
 def get_init_inputs():
     return [1.0]  # Default margin

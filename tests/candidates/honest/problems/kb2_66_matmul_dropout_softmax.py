@@ -2,12 +2,10 @@
 import torch
 import torch.nn as nn
 
-
 class Model(nn.Module):
     """
     A model that performs matrix multiplication, applies dropout, and then applies softmax.
     """
-
     def __init__(self, in_features, out_features, dropout_p):
         super(Model, self).__init__()
         self.matmul = nn.Linear(in_features, out_features)
@@ -26,16 +24,13 @@ class Model(nn.Module):
         x = torch.softmax(x, dim=1)  # Softmax over features
         return x
 
-
 batch_size = 8
 in_features = 24
 out_features = 20
 dropout_p = 0.2
 
-
 def get_inputs():
     return [torch.rand(batch_size, in_features)]
-
 
 def get_init_inputs():
     return [in_features, out_features, dropout_p]
