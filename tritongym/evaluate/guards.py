@@ -39,6 +39,7 @@ import inspect
 import os
 import secrets
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -351,6 +352,61 @@ function it calls, reaches host code (a plain Python function, NumPy's) or reach
 the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace read as a dict,
 ``exec``: red team 8 #5): the launch is not the candidate's own. The braces hold why."""
 BYPASS = "(interpreted grid run without its kernel's run)"
+
+
+def forget_frames(error: BaseException) -> None:
+    """Drop the local variables of the frames an error raised out of an interpreted grid passed through
+    (its traceback's, and its causes' and contexts'), keeping their code and lines (the feedback's
+    location). They are the kernel's state: the interpreter's tensors hold the values it loaded as NumPy
+    arrays, and a forward that caught the error read them there (red team 21 #13: NumPy's divide-by-zero
+    warning, made an error by ``warnings.simplefilter("error")``, raised out of a kernel that had loaded
+    a row). A GPU kernel has no Python frames, and a warning is not an error there. The frames still
+    running (the launch's callers) keep theirs."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        traceback.clear_frames(current.__traceback__)
+        pending += [current.__cause__, current.__context__]
+
+
+@contextlib.contextmanager
+def no_host_hooks():
+    """While an interpreted grid runs: no hook of the process calls Python (forward's) from inside it.
+    A GPU kernel calls no host code, but under the interpreter the kernel is Python, and code that runs
+    while it runs reads its frames (``tb_frame.f_back`` of an error it raises and catches itself: no
+    forbidden name), whose locals hold what the kernel loaded as NumPy arrays (red team 21 #14, #15):
+    NumPy's floating-point error handling (a callback set by ``np.errstate(call=...)``; a warning, which
+    ``warnings``' hooks show) is off, as a GPU's arithmetic reports nothing; Python's warnings are
+    ignored; and the garbage collector, which runs the ``__del__`` of forward's cyclic garbage wherever
+    the interpreter's allocations trigger it, is paused (reference counting still frees the grid's own
+    objects)."""
+    import gc
+    import warnings
+
+    import numpy as np
+
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+STANDARD_STREAMS = (sys.stdout, sys.stderr)
+"""The process's own standard output and error as its guards were imported (a runner's are pipes the
+judge drains), where every interpreted grid prints (``LaunchMonitor._wrap_executor``). A GPU kernel's
+``tl.device_print`` (and ``print`` in a kernel, which Triton's compiler makes one) is CUDA's ``printf``
+to the process's standard output, which forward cannot read back; the interpreter prints them with
+Python's ``print``, to ``sys.stdout`` as forward set it, so that forward captured a kernel's print of
+its input (``contextlib.redirect_stdout``) and computed on the host from the text with no read of device
+memory counted (red team 21 #2)."""
 """How a grid that Triton's interpreter ran outside every kernel's ``run`` (a ``GridExecutor`` the
 candidate made and called itself) is named among forward's PyTorch compute: its kernel is unknown,
 so it is never the candidate's own launch."""
@@ -1224,11 +1280,20 @@ class LaunchMonitor:
                 monitor.foreign[f"{name} {BYPASS}"] += 1
             monitor._check_interpreter(monitor._interpreter)  # host code in this grid's operations
             try:
-                with races.recorded(name) as accesses:  # programs that share memory without atomics: wrong on a GPU
+                with (
+                    races.recorded(name) as accesses,  # programs that share memory without atomics: wrong on a GPU
+                    contextlib.redirect_stdout(STANDARD_STREAMS[0]),  # what a kernel prints: not forward's to read
+                    contextlib.redirect_stderr(STANDARD_STREAMS[1]),
+                    no_host_hooks(),  # nothing of forward's runs inside the kernel, as on a GPU
+                ):
                     monitor.grids.append(accesses)
                     return original(executor, *args, **kwargs)
             except races.DataRace as race:
                 monitor.race = monitor.race or race
+                forget_frames(race)
+                raise
+            except BaseException as error:
+                forget_frames(error)
                 raise
             finally:
                 monitor._check_interpreter(monitor._interpreter)

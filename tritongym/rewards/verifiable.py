@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import category, reward_coverage, timing_untrusted, trusted_speedup
+from tritongym.rewards.outcome import category, lazy, reward_coverage, timing_untrusted, trusted_speedup
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,14 @@ class VerifiableReward:
 
 @dataclass(frozen=True)
 class TieredReward:
-    """A step function of the speedup for correct kernels, fixed values for the rest."""
+    """A step function of the speedup for correct kernels, fixed values for the rest.
+
+    A tier pays the speed of the candidate's own kernels: a correct result with a finding that part of
+    forward's work ran outside them (``outcome.lazy``: PyTorch compute under the ``penalize`` policy, or
+    host code fed by reads of device memory) earns no tier, and is paid as an untrusted timing is, no
+    more than a slow honest kernel. A token launch beside PyTorch's own answer times as fast as the
+    reference (speedup about 1) and earned the 1.0x tier, above every honest kernel slower than PyTorch
+    (red team 21 #6)."""
 
     tiers: tuple[tuple[float, float], ...] = ((3.0, 1.0), (2.0, 0.8), (1.5, 0.6), (1.2, 0.4), (1.0, 0.2))
     """(minimum speedup, reward) pairs; the first one reached counts, so keep them descending."""
@@ -62,7 +69,8 @@ class TieredReward:
     untimed: float = 0.0
     """Correct, but no speedup was measured (CPU interpreter) or it was flagged implausible. A timing
     the evaluator could not trust (``timing_untrusted``) pays the lower of this and ``slower``: a slow
-    kernel must not gain by keeping the GPU busy until its timing gives up."""
+    kernel must not gain by keeping the GPU busy until its timing gives up; so does a lazy result (the
+    class's docstring)."""
     not_correct: float = -1.0
     """Every verdict of the ``failed`` (did not parse, load, compile or finish) and ``incorrect``
     (raised, or returned a wrong output) categories alike: once its code runs, which of the two a
@@ -80,6 +88,8 @@ class TieredReward:
             return self.hack_penalty
         if kind in (Category.FAILED, Category.INCORRECT):
             return self.not_correct
+        if lazy(result):
+            return min(self.untimed, self.slower)
         speedup = trusted_speedup(result)
         if speedup is None:
             return min(self.untimed, self.slower) if timing_untrusted(result) else self.untimed

@@ -307,6 +307,7 @@ class Runner:
                 alias = aliasing(got, given, self.model) or ""
                 strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
                 answered = message.out_slots and self.output_in_slots(got)
+                sent = None if answered else frozen(got, handed)
         except BaseException as exc:
             replaced = interpreter_tampering(monitor)  # what it replaced may be what failed: that comes first
             if replaced:
@@ -325,7 +326,7 @@ class Runner:
             stray.append(f"forward started {started} thread(s)")
         self.send(
             p.Output(
-                value=None if answered else got,  # the judge reads its output slots
+                value=sent,  # None where the judge reads its output slots
                 out_slots=answered,
                 inputs_after=None if message.in_slots else given,  # the judge reads its input slots
                 launches=monitor.launches,
@@ -349,7 +350,7 @@ class Runner:
         # (Inductor's empty_strided_cpu), must not be handed its memory, the very answer. A GPU poisons
         # its free memory before the hollow forward, and holds no output more than it must
         self.answered = got if self.device.type == "cpu" else None
-        del given, got
+        del given, got, sent
         self.release(size)
 
     def release(self, size: int) -> None:
@@ -418,8 +419,9 @@ class Runner:
             poisoning = OpRecorder(poison_empty=self.device.type == "cpu")
             with LaunchMonitor(self.path, skip=skip, text=self.text), torch.no_grad(), poisoning:
                 got = self.model(*given)
-            self.synchronize()
-            answered = message.out_slots and self.output_in_slots(got)
+                self.synchronize()
+                answered = message.out_slots and self.output_in_slots(got)
+                got = None if answered else frozen(got)
         except BaseException:
             got, answered = None, False
         self.send(p.HollowResult(value=None if answered else got, out_slots=answered, made=len(made.copies)))
@@ -500,6 +502,24 @@ class Runner:
             except Failure as failure:
                 self.fail(failure)
                 return
+
+
+def frozen(got, handed: FirstHanded | None = None):
+    """A copy of forward's output, made while forward's watch is still on: the output the judge compares.
+    Candidate code can run after the watch closed and before the answer is sent (a ``__del__`` the
+    garbage collector calls, a weakref's callback: red team 21 #1), where nothing records what it
+    computes; what it writes into forward's tensors then is not in this copy. Tensors of other types
+    than the socket's (a subclass) are left as they are: the answer refuses them. The copy is glue,
+    not moved work (``handed``'s hook is quiet for it)."""
+    plain = (torch.Tensor, torch.nn.Parameter)
+    quiet = handed.quiet if handed is not None else False
+    if handed is not None:
+        handed.quiet = True
+    try:
+        return map_tensors(got, lambda t: t.detach().clone() if type(t) in plain else t)
+    finally:
+        if handed is not None:
+            handed.quiet = quiet
 
 
 def _bytes(value) -> int:
