@@ -88,7 +88,7 @@ def _candidate(expected, m, gen, device):
         noise = torch.randn(flat.shape, generator=gen).to(torch.float64) * 10.0 ** torch.randint(
             -9, -1, flat.shape, generator=gen
         )
-        flat.copy_((flat.double() * (1 + noise)).to(g.dtype))
+        flat.copy_((flat.double() * (1 + noise).to(flat.device)).to(g.dtype))
     swap = torch.rand(flat.shape, generator=gen) < 0.1
     if swap.any():
         flat[swap.to(device)] = _values(g.dtype, (int(swap.sum()),), gen, device)
