@@ -98,7 +98,7 @@ def count_into(
     floating = e.is_floating_point()
     spare = counts if not floating else rms
     block = BLOCK if e.is_cuda else CPU_BLOCK
-    with numpy.errstate(invalid="ignore"):  # the interpreter's numpy: inf - inf is NaN, as on a GPU
+    with numpy.errstate(invalid="ignore", over="ignore"):  # numpy in the interpreter: IEEE results, as on a GPU
         _kernel(e.is_cuda)[(triton.cdiv(n, block),)](
             e,
             g,
