@@ -8,7 +8,12 @@ NaNs are those of the output's own dtype): an element passes the loose bound whe
 ``|g - e| <= (|e| + rms) * LOOSE_TOLERANCE`` and ``e`` is finite, the precision bound where
 ``|g - e| <= threshold``; either way it passes where it is accepted whatever its error: ``g == e``, both
 NaN, or ``g`` finite where ``e`` is not (speed.check_batch says why). An integer or boolean output passes
-where ``g == e``. Complex outputs are not counted here (speed.check_counts)."""
+where ``g == e`` (both widened to int64). Complex outputs are not counted here (speed.check_counts).
+
+Each failing element adds one to its count by an atomic add (masked: an honest output adds nothing); a
+block reduction (``tl.sum``) cannot run in the interpreter outside ``TRITON_INTERPRET=1``, and
+``tl.reduce`` there calls Python once per element. An output wrong everywhere costs one atomic per element,
+after the clock stopped."""
 
 from __future__ import annotations
 
