@@ -92,7 +92,7 @@ import torch
 
 from tritongym.evaluate import compare, timing
 from tritongym.evaluate.compare import LOOSE_TOLERANCE
-from tritongym.evaluate.judge import machine_lock
+from tritongym.evaluate.judge import machine_lock, timed_check
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
@@ -1030,49 +1030,42 @@ def check_inputs_after(expected: list[list], got: list, rep: int) -> None:
 def check_counts(expected: list[list], got: list, bounds: list | None = None) -> torch.Tensor | None:
     """``check_batch``'s counts, per output (its elements over the loose bound, and over the precision
     bound), as one (outputs, 2) int64 tensor on the outputs' device, never synchronised (None: no
-    output). Compared ``compare.CHUNK_ELEMENTS`` elements at a time (as many calls' outputs as fit,
-    stacked, or a piece of one call's), so that no float64 copy of a whole output is made and a batch of
-    many small calls costs a few kernels, not a few per call. A real floating output is compared in
-    float64 (the reference's upcast once; the candidate's upcast inside the subtraction; equality and
-    NaNs in their own dtype, which the upcast keeps), with in-place steps: about half the memory
-    traffic of one float64 copy per side and operation, which made the check 19 ms of a 60 ms
-    repetition on the bundled problems (BENCHMARKS.md, session 12), with the same counts."""
-    counts = []
+    output). Per group of calls (as many calls' outputs as fit in ``compare.CHUNK_ELEMENTS``, stacked,
+    or one call's alone) a real floating, integer or boolean output is counted by one launch of
+    timed_check.py's Triton kernel (in float64 there, exactly the rule the torch operations had: their
+    49 launches per chunk were half of the check's time, BENCHMARKS.md, session 13); the output's RMS
+    (``_rms``) and the group's largest magnitude (``_largest``) come from torch first. A complex output
+    is still compared with torch operations, a chunk at a time."""
+    if not got:
+        return None
+    counts = torch.zeros((len(got), 2), dtype=torch.int64, device=got[0].device)
     for m, g in enumerate(got):
         bound = bounds[m] if bounds is not None and m < len(bounds) else None
         group = max(1, compare.CHUNK_ELEMENTS // max(g[0].numel(), 1))
-        bad = torch.zeros((), dtype=torch.int64, device=g.device)
-        imprecise = torch.zeros((), dtype=torch.int64, device=g.device)
         rms = _rms([call[m] for call in expected]) if g.is_floating_point() or g.is_complex() else None
+        loose = timed_check.loose_tolerance(g.device, LOOSE_TOLERANCE) if g.is_floating_point() else None
         for first in range(0, len(expected), group):
             last = min(first + group, len(expected))
             # a call alone is not copied (its output may be most of the GPU): reshaped where it can be
             e = torch.stack([expected[k][m] for k in range(first, last)]) if last - first > 1 else expected[first][m]
             e_flat, g_flat = e.reshape(-1), g[first:last].reshape(-1)
             scale = _largest(e_flat) if bound is not None and bound < math.inf else None
+            if not e_flat.is_complex():
+                threshold = scale * (TIMED_SLACK * bound) if scale is not None else None
+                timed_check.count_into(counts[m], e_flat.contiguous(), g_flat.contiguous(), rms, loose, threshold)
+                continue
             for start in range(0, e_flat.numel(), compare.CHUNK_ELEMENTS):
                 ec = e_flat[start : start + compare.CHUNK_ELEMENTS]
                 gc = g_flat[start : start + compare.CHUNK_ELEMENTS]
-                if ec.is_floating_point():
-                    finite = torch.isfinite(ec)
-                    accepted = _accepted(ec, gc, finite)
-                    e64 = ec.double()  # ec itself where it is float64: never written below
-                    error = torch.sub(gc, e64).abs_()
-                    fine = (error <= e64.abs().add_(rms).mul_(LOOSE_TOLERANCE)).logical_and_(finite)
-                    bad += ec.numel() - fine.logical_or_(accepted).sum()
-                    if scale is not None:
-                        imprecise += ec.numel() - (error <= TIMED_SLACK * bound * scale).logical_or_(accepted).sum()
-                elif ec.is_complex():
-                    accepted = _accepted(ec, gc, torch.isfinite(ec))
-                    e64, g64 = ec.to(torch.complex128), gc.to(torch.complex128)  # ``double()`` drops the imaginary part
-                    error = (g64 - e64).abs()
-                    bad += (~(((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) & torch.isfinite(ec)) | accepted)).sum()
-                    if scale is not None:
-                        imprecise += (~((error <= TIMED_SLACK * bound * scale) | accepted)).sum()
-                else:
-                    bad += (ec != gc).sum()
-        counts.append(torch.stack([bad, imprecise]))
-    return torch.stack(counts) if counts else None
+                accepted = _accepted(ec, gc, torch.isfinite(ec))
+                e64, g64 = ec.to(torch.complex128), gc.to(torch.complex128)  # ``double()`` drops the imaginary part
+                error = (g64 - e64).abs()
+                counts[m, 0] += (
+                    ~(((error <= LOOSE_TOLERANCE * (e64.abs() + rms)) & torch.isfinite(ec)) | accepted)
+                ).sum()
+                if scale is not None:
+                    counts[m, 1] += (~((error <= TIMED_SLACK * bound * scale) | accepted)).sum()
+    return counts
 
 
 def _accepted(expected: torch.Tensor, got: torch.Tensor, finite: torch.Tensor) -> torch.Tensor:
