@@ -498,3 +498,16 @@ def test_the_second_sizes_trial_is_allowed_its_own_time():
     assert second.allowance(1.5, first, 180.0) == pytest.approx(SECOND_TRIAL_TIME * ratio * 1.5)
     assert second.allowance(100.0, first, 180.0) == 180.0  # never past twice the timeout
     assert SecondSize(reference=None, trial=trial(16), sizes="").allowance(1.0, first, 180.0) == SECOND_TRIAL_TIME
+
+
+def test_shrunk_notice_is_a_line_per_problem_and_empty_when_none_was_shrunk():
+    from tritongym.problems import load_bundled
+    from tritongym.problems.problem import shrunk_notice
+
+    full = load_bundled()[:3]
+    small = [p.small() for p in full]
+    lines = shrunk_notice(small).splitlines()
+    assert lines[0] == "3 problems at small sizes (--full to keep them):"
+    assert lines[1:] == [f"  {p.name}: {p.size_notice}" for p in small] and all("->" in line for line in lines[1:])
+    assert shrunk_notice(small[:1]) == f"small sizes (--full to keep them): {small[0].name}: {small[0].size_notice}"
+    assert shrunk_notice(full) == ""

@@ -34,6 +34,7 @@ from tritongym.evaluate.evaluator import evaluate, resolve_device
 from tritongym.evaluate.result import EvalResult, Verdict
 from tritongym.paths import writable_file
 from tritongym.problems import Problem, TableColumns, find_problem, load_problems, match_problem
+from tritongym.problems.problem import shrunk_notice
 from tritongym.problems.sizes import parse_size_overrides
 from tritongym.progress import ProgressReport
 from tritongym.solutions.cli import app as solutions_app
@@ -108,10 +109,8 @@ def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:
 
 def _announce_sizes(problems: list[Problem]) -> None:
     """Say which problems run at shrunk sizes, and what changed; nothing when none was shrunk."""
-    shrunk = [p for p in problems if p.shrunk]
-    if shrunk:
-        lines = "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk)
-        err.print(f"[yellow]small sizes (--full to keep them): {lines}[/yellow]", soft_wrap=True)
+    if notice := shrunk_notice(problems):
+        err.print(f"[yellow]{escape(notice)}[/yellow]", soft_wrap=True)
 
 
 def _announce_device(config: EvalConfig) -> tuple[str, bool]:

@@ -33,6 +33,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.paths import writable_dir
 from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem, TableColumns, load_problems
+from tritongym.problems.problem import shrunk_notice
 
 log = logging.getLogger(__name__)
 
@@ -379,8 +380,8 @@ def run_bench(
             len(unsolved),
             ", ".join(unsolved),
         )
-    if shrunk := [p for p in problems if p.shrunk]:
-        log.warning("small sizes (--full to keep them): %s", "; ".join(f"{p.name}: {p.size_notice}" for p in shrunk))
+    if notice := shrunk_notice(problems):
+        log.warning("%s", notice)
     run, kept = prepare_run_dir(out, config, problems)
     cache = {record_key(r): r for r in kept}
     started = time.monotonic()

@@ -160,3 +160,17 @@ class Problem:
         full, now = self.with_sizes(**sizes).sizes, final.sizes
         shrunk = {n: (full[n], now[n]) for n in problem.shrunk if n not in sizes and now[n] != full[n]}
         return replace(final, shrunk=shrunk)
+
+
+def shrunk_notice(problems: list[Problem]) -> str:
+    """What a run says of the problems it shrank: ``""`` where none was; one line for one problem, else a
+    line per problem under a heading (a batch of KernelBench problems would make one line of thousands)."""
+    shrunk = [p for p in problems if p.shrunk]
+    heading = "small sizes (--full to keep them):"
+    if len(shrunk) == 1:
+        return f"{heading} {shrunk[0].name}: {shrunk[0].size_notice}"
+    return (
+        "\n".join([f"{len(shrunk)} problems at {heading}", *(f"  {p.name}: {p.size_notice}" for p in shrunk)])
+        if shrunk
+        else ""
+    )
