@@ -217,3 +217,20 @@ def test_documented_commands_and_their_flags_exist():
         assert named <= options, (page, line, sorted(named - options))
         checked += 1
     assert checked >= 30, checked
+
+
+def test_every_option_of_the_examples_says_what_it_does():
+    """`--help` of an example script explains each of its options (argparse's `help=`)."""
+    import ast
+
+    bare = []
+    for path in sorted(ROOT.glob("examples/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"
+                and not any(k.arg == "help" for k in node.keywords)
+            ):
+                bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bare, f"options without help: {bare}"
