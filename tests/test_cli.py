@@ -55,6 +55,16 @@ def test_problems_list_says_which_files_are_not_problems_and_fails(tmp_path):
     assert "defines no Model, get_inputs, get_init_inputs" in flat and "defines no get_inputs, get_init_inputs" in flat
 
 
+def test_eval_single_candidate_says_when_its_out_file_is_overwritten(tmp_path):
+    out = tmp_path / "one.jsonl"
+    args = ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "syntax_error.py"), "--trials", "1",
+            "--device", DEVICE, "--out", str(out)]  # fmt: skip
+    first = runner.invoke(app, args)
+    assert first.exit_code != 0 and "overwritten" not in first.stderr and out.read_text().count("\n") == 1
+    second = runner.invoke(app, args)
+    assert f"{out} is overwritten" in " ".join(second.stderr.split()) and out.read_text().count("\n") == 1
+
+
 def test_eval_single_candidate_json_and_exit_codes(tmp_path):
     ok = runner.invoke(
         app, ["eval", "--problem", "vector_add", "--candidate", str(CANDIDATES / "correct.py"), "--trials", "2",

@@ -238,6 +238,12 @@ def _resume(out_path: Path, tasks: list[Task]) -> tuple[list[Task], list[tuple[s
     return left, rows
 
 
+def _announce_overwrite(out_path: Path, hint: str = "") -> None:
+    """Say that ``out_path`` is overwritten where it holds something."""
+    if out_path.is_file() and out_path.stat().st_size:
+        err.print(f"[yellow]{escape(f'{out_path} is overwritten{hint}')}[/yellow]")
+
+
 def _run_batch(
     tasks: list[Task],
     config: EvalConfig,
@@ -253,9 +259,8 @@ def _run_batch(
     rows: list[tuple[str, EvalResult]] = []
     if resume and out_path:
         tasks, rows = _resume(out_path, tasks)
-    elif out_path and out_path.is_file() and out_path.stat().st_size:
-        again = " (--resume keeps them and evaluates the rest)" if resume is False else ""
-        err.print(f"[yellow]{escape(f'{out_path} is overwritten{again}')}[/yellow]")
+    elif out_path:
+        _announce_overwrite(out_path, " (--resume keeps them and evaluates the rest)" if resume is False else "")
     total = len(tasks) + len(rows)
     hints: dict[int, str] = {}
     if as_json:
@@ -431,6 +436,8 @@ def eval_command(
         _announce_sizes([task.problem])
     except TritonGymError as exc:
         raise _fail_usage(str(exc)) from None
+    if out_path:
+        _announce_overwrite(out_path)
     result = evaluate(task.problem, task.candidate, config)
     if out_path:
         out_path.write_text(_row(task.label, result) + "\n", encoding="utf-8")
