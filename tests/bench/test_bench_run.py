@@ -4,6 +4,7 @@ an interrupted run without repeating work, and clear errors for bad input."""
 import json
 import socket
 from concurrent.futures import Future
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -85,6 +86,16 @@ def test_cli_rerun_resumes_without_new_work(cli_run):
     assert again.exit_code == 0, again.output
     assert "(0 new)" in again.output
     assert len(list(read_records(out / TRAJECTORIES))) == 4
+
+
+def test_a_run_resumes_from_a_server_at_another_address_but_not_with_other_settings(tmp_path):
+    out = tmp_path / "run"
+    run_bench(replace(CONFIG, base_url="http://127.0.0.1:8000/v1"), out, env=InstantEnv())
+    moved = replace(CONFIG, base_url="http://127.0.0.1:9000/v1")
+    assert run_bench(moved, out, env=InstantEnv()).new_records == 0
+    assert json.loads((out / "run.json").read_text())["base_url"] == "http://127.0.0.1:9000/v1"
+    with pytest.raises(ConfigError, match=r"holds a run with other settings \(temperature: 1.0 -> 0.5\)"):
+        run_bench(replace(moved, temperature=0.5), out, env=InstantEnv())
 
 
 def test_interrupted_run_resumes_where_it_stopped(tmp_path):

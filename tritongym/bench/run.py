@@ -38,6 +38,9 @@ from tritongym.problems.problem import shrunk_notice
 log = logging.getLogger(__name__)
 
 RUN_FILE, TRAJECTORIES = "run.json", "trajectories.jsonl"
+NOT_COMPARED = frozenset({"base_url"})
+"""Settings a resumed run may change: where the server is, not what it serves (a model server restarted
+on another port continues the run; run.json records the latest)."""
 POLICIES = ("openai", "scripted", "hf")
 
 
@@ -172,7 +175,7 @@ def prepare_run_dir(out: Path, config: BenchConfig, problems: list[Problem]) -> 
     if run_file.exists():
         run = json.loads(run_file.read_text(encoding="utf-8"))
         before = {k: run.get(k) for k in settings}
-        changed = sorted(k for k in settings if before[k] != settings[k])
+        changed = sorted(k for k in settings if before[k] != settings[k] and k not in NOT_COMPARED)
         if changed and not _has_records(trajectories):  # nothing recorded yet: nothing to keep, start anew
             log.info("%s recorded no turn yet: it starts anew with these settings", out)
             stamp = datetime.now(UTC)
