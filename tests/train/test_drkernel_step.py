@@ -6,6 +6,7 @@ trainer updates that model.
 """
 
 import json
+import logging
 
 import pytest
 import torch
@@ -42,7 +43,7 @@ def script(messages, call):
     return f"```python\n{solution}```"
 
 
-def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch):
+def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch, caplog):
     (tmp_path / "short.txt").write_text(SHORT)
     config = load_config(
         preset="drkernel",
@@ -76,7 +77,10 @@ def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch):
         return plan
 
     monkeypatch.setattr(step_module, "plan_update", spy)
-    [metrics] = trainer.fit(progress=False)
+    with caplog.at_level(logging.INFO, logger="tritongym.train.trainer"):
+        [metrics] = trainer.fit(progress=False)
+    said = [r.getMessage() for r in caplog.records if r.name == "tritongym.train.trainer"]
+    assert said[0] == "step 1 of 1: sampling, judging, updating"  # said before the step's minutes, not after
 
     rows, plan = captured["rows"], captured["plan"]
     verdicts = {(r.problem, r.sample, r.turn): r.verdict for r in rows.records}

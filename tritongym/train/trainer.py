@@ -173,6 +173,8 @@ class Trainer:
             try:
                 while self.step < total and not stop.requested:
                     step = self.step + 1
+                    bar.update(task, description=f"step {step}: sampling, judging, updating")
+                    log.info("step %d of %d: sampling, judging, updating", step, total)  # a first step takes minutes
                     waited = time.monotonic()
                     rollout = pending.result() if pending is not None else None
                     waited = time.monotonic() - waited
