@@ -241,7 +241,7 @@ def _resume(out_path: Path, tasks: list[Task]) -> tuple[list[Task], list[tuple[s
 def _announce_overwrite(out_path: Path, hint: str = "") -> None:
     """Say that ``out_path`` is overwritten where it holds something."""
     if out_path.is_file() and out_path.stat().st_size:
-        err.print(f"[yellow]{escape(f'{out_path} is overwritten{hint}')}[/yellow]")
+        err.print(f"[yellow]{escape(f'{out_path} is overwritten{hint}')}[/yellow]", soft_wrap=True)
 
 
 def _run_batch(
