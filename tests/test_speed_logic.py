@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tritongym.evaluate import timing
-from tritongym.evaluate.judge import speed, work_queues
+from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 
@@ -269,17 +269,14 @@ def test_a_batch_is_as_long_as_each_side_can_queue_behind_a_hold():
     assert speed.queue_calls(1, 1, 10**6, 0, False) == 1
 
 
-def test_the_queued_operations_scale_with_the_launch_queue(monkeypatch):
+def test_the_queued_operations_scale_with_the_launch_queue():
     # every GPU judge, twin and runner gets the driver's queue four times longer (work_queues)
     assert speed.queued_ops("4x") == 4 * speed.QUEUED_OPS
     assert speed.queued_ops("2x") == 2 * speed.QUEUED_OPS
     assert speed.queued_ops("0.5x") == speed.QUEUED_OPS // 2  # the driver's shorter queue
     for default in (None, "", "4", "fourx", "0x", "-2x", "nanx", "1e9x"):
         assert speed.queued_ops(default) == speed.QUEUED_OPS, default
-    monkeypatch.setenv(work_queues.LAUNCH_QUEUE_SCALE_ENV, "4x")
-    assert speed.queue_calls(2, 1, 1, 1, False) == 4 * speed.QUEUED_OPS // 3
-    monkeypatch.delenv(work_queues.LAUNCH_QUEUE_SCALE_ENV)
-    assert speed.queue_calls(2, 1, 1, 1, False) == speed.QUEUED_OPS // 3
+    assert speed.queue_calls(2, 1, 1, 1, False, speed.queued_ops("4x")) == 4 * speed.QUEUED_OPS // 3
 
 
 def test_the_references_queued_operations_are_counted_as_pytorch_dispatches_them():
