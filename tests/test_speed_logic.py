@@ -269,6 +269,16 @@ def test_a_batch_is_as_long_as_each_side_can_queue_behind_a_hold():
     assert speed.queue_calls(1, 1, 10**6, 0, False) == 1
 
 
+def test_the_queued_operations_scale_with_the_launch_queue():
+    # every GPU judge, twin and runner gets the driver's queue four times longer (work_queues)
+    assert speed.queued_ops("4x") == 4 * speed.QUEUED_OPS
+    assert speed.queued_ops("2x") == 2 * speed.QUEUED_OPS
+    assert speed.queued_ops("0.5x") == speed.QUEUED_OPS // 2  # the driver's shorter queue
+    for default in (None, "", "4", "fourx", "0x", "-2x", "nanx", "1e9x"):
+        assert speed.queued_ops(default) == speed.QUEUED_OPS, default
+    assert speed.queue_calls(2, 1, 1, 1, False, speed.queued_ops("4x")) == 4 * speed.QUEUED_OPS // 3
+
+
 def test_the_references_queued_operations_are_counted_as_pytorch_dispatches_them():
     assert speed.forward_ops(lambda x: (x * 2).view(-1).sum(), [torch.ones(2, 2)]) == 2  # a view launches nothing
     assert speed.forward_ops(lambda x: torch.empty_like(x).copy_(x).relu(), [torch.ones(3)]) == 2

@@ -100,6 +100,7 @@ from tritongym.evaluate.judge.protocol import dense
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
 from tritongym.evaluate.judge.tree import clone, tensor_leaves
 from tritongym.evaluate.judge.twin import TwinGone, ensure_twin, wait_for
+from tritongym.evaluate.judge.work_queues import LAUNCH_QUEUE_SCALE_ENV
 from tritongym.evaluate.result import Verdict
 
 TARGET_BATCH_S = 0.01
@@ -134,16 +135,18 @@ the judge's brackets start, so work it leaves on the GPU cannot aim between the 
 MAX_GROWN_BATCH = 4096
 """Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
 QUEUED_OPS = 512
-"""Most GPU operations (kernels, copies) one process queues on its stream for one bracket's batch
-(``queue_calls``). A CUDA stream holds about a thousand pending operations at the driver's default
-(one-element launches on an H200; every GPU judge and runner gets four times that:
+"""Most GPU operations (kernels, copies) one process queues on its stream for one bracket's first batch
+(``queue_calls``); a batch lengthened for a fast candidate's signal (``grown_count``) may queue as many
+as the launch queue holds (``queued_ops``: this times the queue's scale), at the cost of the host's time
+to queue them in every hold. A CUDA stream holds about a thousand pending operations at the driver's
+default (one-element launches on an H200; every GPU judge and runner gets four times that:
 work_queues.LAUNCH_QUEUE_SCALE_ENV); past that the host blocks in every launch until the GPU has run
-one, so no hold is long enough for the batch: every bracket is late, at ``MAX_HOLD_S`` counted with
-the host's time in it (a single forward of more operations too: an A/A of 1,202 PyTorch launches a
-forward read 0.39-0.43 at the default, BENCHMARKS.md). On an H200 the honest
-corpus's small problems (a few microseconds a call, batches grown to thousands of calls) were timed
-at their host's launch rate or had most repetitions contended ("slow: hand-off"); with this bound,
-none of 42 had a late bracket or a contended repetition (BENCHMARKS.md)."""
+one, so no hold is long enough for the batch: every bracket is late, at ``MAX_HOLD_S`` counted with the
+host's time in it (a single forward of more operations too: an A/A of 1,202 PyTorch launches a forward
+read 0.39-0.43 at the default, BENCHMARKS.md). On an H200 the honest corpus's small problems (a few
+microseconds a call, batches grown to thousands of calls) were timed at their host's launch rate or had
+most repetitions contended ("slow: hand-off"); with this bound, none of 42 had a late bracket or a
+contended repetition (BENCHMARKS.md)."""
 LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
 """Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
 candidate's (or the twin's empty bracket in its place: one kind, so that the bracket subtracted from
@@ -1220,16 +1223,27 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
                       runner_hand_off)  # fmt: skip
 
 
-def queue_calls(in_leaves: int, out_leaves: int, reference_ops: int, candidate_ops: int, persistent: bool) -> int:
-    """Calls per batch whose GPU operations each side can queue on its stream behind a hold
-    (``QUEUED_OPS``): per call, the judge's copies into the slots (the input sets into the input
-    slots, the twin's empty bracket's outputs into the output slots), the reference's operations
-    (and its output copies, where it returns memory of its own), the candidate's (its launches and
-    PyTorch ops as its runner reported them in the trials: its word, which sets only its own batch's
-    length) and its runner's copies into the output slots. At least 1."""
+def queued_ops(scale: str | None) -> int:
+    """``QUEUED_OPS`` times the launch queue's scale (``"4x"``, as work_queues.LAUNCH_QUEUE_SCALE_ENV
+    gives it to every GPU judge and runner; the driver's default where None or not a scale)."""
+    try:
+        factor = float(scale.removesuffix("x")) if scale and scale.endswith("x") else 1.0
+    except ValueError:
+        factor = 1.0
+    return max(1, int(QUEUED_OPS * factor)) if 0 < factor <= 64 else QUEUED_OPS
+
+
+def queue_calls(in_leaves: int, out_leaves: int, reference_ops: int, candidate_ops: int, persistent: bool,
+                queued: int = QUEUED_OPS) -> int:  # fmt: skip
+    """Calls per batch whose GPU operations each side can queue on its stream behind a hold, ``queued``
+    of them at most: per call, the judge's copies into the slots (the input sets into the input slots,
+    the twin's empty bracket's outputs into the output slots), the reference's operations (and its
+    output copies, where it returns memory of its own), the candidate's (its launches and PyTorch ops
+    as its runner reported them in the trials: its word, which sets only its own batch's length) and
+    its runner's copies into the output slots. At least 1."""
     per_call = max(in_leaves + out_leaves, reference_ops + (out_leaves if persistent else 0),
                    candidate_ops + out_leaves, 1)  # fmt: skip
-    return max(1, QUEUED_OPS // per_call)
+    return max(1, queued // per_call)
 
 
 def forward_ops(model, inputs: list) -> int:
@@ -1296,7 +1310,7 @@ class Prepared:
     mutates: bool
     persistent: bool
     queue_calls: int = MAX_GROWN_BATCH
-    """Most calls of a batch each side can queue behind a hold (``queue_calls``)."""
+    """Most calls of a grown batch each side can queue behind a hold (``queue_calls`` of ``queued_ops``)."""
 
 
 def prepare_timing(state, reference) -> Prepared:
@@ -1319,10 +1333,11 @@ def prepare_timing(state, reference) -> Prepared:
     persistent = outputs_persist(model, sample_output, sample_inputs)
     footprint = Footprint.of(reference.model, sample_inputs, sample_output, float64=False, mutates=mutates)
     sample_bytes = nbytes(sample_inputs) + nbytes(sample_output)
-    queue = queue_calls(len(tensor_leaves(sample_inputs)), len(tensor_leaves(sample_output)),
-                        forward_ops(reference.model, clone(sample_inputs) if mutates else sample_inputs),
-                        state.forward_ops, persistent)  # fmt: skip
-    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue)
+    ops = (len(tensor_leaves(sample_inputs)), len(tensor_leaves(sample_output)),
+           forward_ops(reference.model, clone(sample_inputs) if mutates else sample_inputs), state.forward_ops,
+           persistent)  # fmt: skip
+    count, one_s = _batch_size(state, model, sample_inputs, footprint, sample_bytes, queue_calls(*ops))
+    queue = queue_calls(*ops, queued_ops(os.environ.get(LAUNCH_QUEUE_SCALE_ENV)))  # a grown batch's bound
     bench = Bench(state, reference, sample_inputs, sample_output, count, mutates, persistent)
     state.shared = SharedInputs(bench.shared_in, bench.shape)  # the input slots the runner maps now
     warm_up(bench, model, PREPARE_REPS)
