@@ -2,7 +2,7 @@
 # Session 14, throughput10, call 1: warm-up (the branch, 12 candidates), then main (build/t10main, the branch's base
 # 1d73a3e) and the branch (build/throughput10), 200 candidates each, 4 sandboxes; --compare; the branch with 6
 # sandboxes; then the branch's A/A with the time left.
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../.."  # run as build/throughput10/call10a.sh: the checkout root
 export PYTHONUNBUFFERED=1 CC=/opt/gcc/bin/gcc
 python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name(0))"
 nproc
