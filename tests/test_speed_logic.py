@@ -99,9 +99,9 @@ def test_a_bracket_queued_in_time_notes_how_long_the_host_took_to_queue_it():
 
 
 def test_the_exclusive_warm_up_starts_from_the_preparations_holds_up_to_a_bound():
-    prepared = {"local": 0.002, "remote": speed.START_HOLD_S, "runner": speed.START_HOLD_S * 1.01, "twin": 0.001}
-    assert speed.start_holds(prepared) == {"local": 0.002, "remote": speed.START_HOLD_S,
-                                           "runner": speed.MIN_HOLD_S, "twin": 0.001}  # fmt: skip
+    prepared = {"local": 0.003, "remote": speed.START_HOLD_S, "runner": speed.MAX_HOLD_S, "twin": speed.MIN_HOLD_S}
+    assert speed.start_holds(prepared) == {"local": 0.003, "remote": speed.START_HOLD_S,
+                                           "runner": speed.START_HOLD_S, "twin": 2 * speed.MIN_HOLD_S}  # fmt: skip
 
 
 def test_holds_are_tightened_to_what_a_repetition_alone_on_the_gpu_needed():
@@ -147,7 +147,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                               persistent=False)  # fmt: skip
     result = speed.time_candidate(state, None, prepared)
     assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
-    assert state.stages["timing_measured_reps"] == 6
+    assert state.stages["timing_measured_reps"] == 6 and state.stages["timing_late_reps"] == 1
     assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
     assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
