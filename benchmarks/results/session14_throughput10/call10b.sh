@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 14, throughput10, call 2: warm-up (the branch at cb699b5, 12 candidates), then main (build/t10main, the branch's base
 # 1d73a3e) and the branch (build/throughput10), 200 candidates each, 4 sandboxes; --compare; the branch with 6
-# and 6 sandboxes; the branch's A/A and contention test; 8 sandboxes with the time left.
+# sandboxes; the branch's A/A and contention test; 8 sandboxes with the time left.
 cd "$(dirname "$0")/../.."  # run as build/throughput10/call10b.sh: the checkout root
 export PYTHONUNBUFFERED=1 CC=/opt/gcc/bin/gcc
 python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name(0))"
@@ -13,7 +13,7 @@ s() { python3 -c "
 import json,sys; d=json.load(open(sys.argv[1])); m=d['sum_stage_seconds']; md=d['median_stage_seconds']
 print(sys.argv[1].split('/')[-1], 's/cand', d['seconds_per_candidate'], 'ready', d['pool_ready_s'], 'after', d['seconds_per_candidate_after_start'], 'excl', d['gpu_exclusive_s'], 'wall', d['wall_s'], 'ci', d['timing']['ci_half_width'], 'contended', d['timing']['contended_reps'], 'unexpected', d['unexpected'], 'verdicts', d['verdicts_by_kind'])
 print('  startup', d['judge_startup_seconds'])
-print('  sums', {k: m.get(k) for k in ('timing','timing_warm_up','timing_holds','timing_check','timing_inputs','timing_brackets','timing_measured_reps','timing_untimed_reps','timing_setup','profiling','gpu_lock_wait','gpu_lock_wait_exclusive','total','sandbox_wall','reference','correctness','import','guards')})
+print('  sums', {k: m.get(k) for k in ('timing','timing_warm_up','timing_holds','timing_check','timing_inputs','timing_brackets','timing_measured_reps','timing_late_reps','timing_untimed_reps','timing_setup','profiling','gpu_lock_wait','gpu_lock_wait_exclusive','total','sandbox_wall','reference','correctness','import','guards')})
 print('  medians', {k: md.get(k) for k in ('timing','timing_warm_up','timing_holds','timing_check','timing_inputs','timing_brackets','timing_setup')})" "$1"; }
 B=build/throughput10
 M=build/t10main
