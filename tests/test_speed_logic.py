@@ -99,9 +99,9 @@ def test_a_bracket_queued_in_time_notes_how_long_the_host_took_to_queue_it():
 
 
 def test_the_exclusive_warm_up_starts_from_the_preparations_holds_up_to_a_bound():
-    prepared = {"local": 0.003, "remote": speed.START_HOLD_S, "runner": speed.MAX_HOLD_S, "twin": speed.MIN_HOLD_S}
+    prepared = {"local": 0.003, "remote": speed.START_HOLD_S, "runner": speed.START_HOLD_S * 1.01, "twin": 0.001}
     assert speed.start_holds(prepared) == {"local": 0.003, "remote": speed.START_HOLD_S,
-                                           "runner": speed.START_HOLD_S, "twin": 2 * speed.MIN_HOLD_S}  # fmt: skip
+                                           "runner": speed.MIN_HOLD_S, "twin": 0.001}  # fmt: skip
 
 
 def test_holds_are_tightened_to_what_a_repetition_alone_on_the_gpu_needed():

@@ -121,10 +121,9 @@ MAX_HOLD_S = 0.1
 """The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
 and its host time counts."""
 START_HOLD_S = 0.02
-"""The longest hold the exclusive warm-up starts from (``start_holds``): the preparation's holds, found
-beside other judges' work, at least doubled from ``MIN_HOLD_S`` and at most this long, so that its first
-repetition alone on the GPU is mostly in time (no late repetition to find them again) without waiting out
-a hold the preparation's first run of the batch grew long."""
+"""The longest of the preparation's holds the exclusive warm-up starts from (``start_holds``): a kind's
+hold found beside other judges' work up to this long is kept for the first repetition alone on the GPU
+(most are then in time: no late repetition to find them again), a longer one starts from ``MIN_HOLD_S``."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 PREPARE_REPS = 1
@@ -1296,11 +1295,9 @@ def warm_up(bench: Bench, model, most: int = WARM_UP_REPS) -> timing.Rep | None:
 
 
 def start_holds(hold_s: dict[str, float]) -> dict[str, float]:
-    """The holds the exclusive warm-up starts from: the preparation's (found beside other judges' work, so
-    mostly long enough alone on the GPU), at least ``2 * MIN_HOLD_S`` (a kind in time at the shortest
-    beside other work, whose GPU time slices delayed the hold's start, may not be alone) and at most
-    ``START_HOLD_S``."""
-    return {kind: min(max(s, 2 * MIN_HOLD_S), START_HOLD_S) for kind, s in hold_s.items()}
+    """The holds the exclusive warm-up starts from: the preparation's, where at most ``START_HOLD_S``
+    (found beside other judges' work, so mostly long enough alone on the GPU), else ``MIN_HOLD_S``."""
+    return {kind: s if s <= START_HOLD_S else MIN_HOLD_S for kind, s in hold_s.items()}
 
 
 def tighten_holds(bench: Bench) -> None:
