@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 14, throughput10, call 2: warm-up (the branch at cb699b5, 12 candidates), then main (build/t10main, the branch's base
+# Session 14, throughput10, call 2: PLANNED, NOT RUN (no device was lent for it). Warm-up (the branch, 12 candidates), then main (build/t10main, the branch's base
 # 1d73a3e) and the branch (build/throughput10), 200 candidates each, 4 sandboxes; --compare; the branch with 6
 # sandboxes; the branch's A/A and contention test; 8 sandboxes with the time left.
 cd "$(dirname "$0")/../.."  # run as build/throughput10/call10b.sh: the checkout root
