@@ -26,7 +26,9 @@ its fork to its Hello, and ``runner_start_<part>`` its parts: ``serve`` the fork
 context, ``warm`` Triton's driver and the profiler, ``hardened`` its confinement; ``runner_end`` its
 end after the job's stages: killed, its files swept, its output read), the seconds the
 GPU was held exclusively (timing and profiling, one candidate at a time) against the wall time, and
-what the timing's precision was: its stop reasons, repetitions, and the speedup's 95% interval
+the batch after the pool's start as its critical path's two parts (``critical_path``: the GPU held
+exclusively per GPU, and the rest of the wall with the shared work it carries and how many judges did
+it at once on average), what the timing's precision was: its stop reasons, repetitions, and the speedup's 95% interval
 half-width relative to the speedup. ``speedups`` lists every candidate's speedup in the batch's order
 (None where it has none): the batch is the same in every run, so two runs (two judges' code) compare
 candidate by candidate (``--compare``: the ratios of the second run's speedups to the first's).
@@ -159,9 +161,32 @@ def run(args: argparse.Namespace) -> dict:
         "sum_stage_seconds": sums,
         "gpu_exclusive_s": round(exclusive, 2),
         "gpu_exclusive_share": round(exclusive / wall, 3),
+        "critical_path": critical_path(wall, ready[-1], exclusive, sums, gpu_count(devices)),
         "timing": timing_precision(results),
         "speedups": [r.speedup for r in results],
     }
+
+
+def gpu_count(devices: str) -> int:
+    """GPUs of a pool's ``devices`` ('cuda:0,1': 2; 'cuda': every visible one); 1 on the CPU (one lane set)."""
+    if devices.startswith("cuda:"):
+        return len(devices.removeprefix("cuda:").split(","))
+    return max(torch.cuda.device_count(), 1) if devices == "cuda" else 1
+
+
+def critical_path(wall: float, ready: float, exclusive: float, sums: dict, gpus: int) -> dict:
+    """The batch after the pool's start as its two parts (BENCHMARKS.md, session 14): the GPU held
+    exclusively (timing and profiling, one candidate at a time on each GPU: ``exclusive_s`` per GPU), while
+    the other judges of its GPU wait for the lock for almost every stage; and the rest of the wall
+    (``without_timing_s``), which carries the jobs' shared work (``shared_work_s``: their judge-seconds
+    less their lock waits and the exclusive part) at ``judges_at_once`` judges on average."""
+    after = wall - ready
+    per_gpu = exclusive / max(gpus, 1)
+    shared = sums.get("total", 0.0) - sums.get("gpu_lock_wait", 0.0) - exclusive
+    without = after - per_gpu
+    return {"after_start_s": round(after, 2), "exclusive_s": round(per_gpu, 2), "without_timing_s": round(without, 2),
+            "shared_work_s": round(shared, 2),
+            "judges_at_once": round(shared / (without * max(gpus, 1)), 2) if without > 0 else None}  # fmt: skip
 
 
 def paired(first: dict, second: dict) -> dict:
@@ -240,6 +265,7 @@ def main() -> None:
     print(json.dumps({k: report[k] for k in shown}))
     print("median stages:", json.dumps(report["median_stage_seconds"]))
     print("summed stages:", json.dumps(report["sum_stage_seconds"]))
+    print("critical path:", json.dumps(report["critical_path"]))
     print("timing:", json.dumps(report["timing"]))
     print("verdicts by kind:", json.dumps(report["verdicts_by_kind"]))
     if report["unexpected"]:

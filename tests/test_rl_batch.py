@@ -37,6 +37,7 @@ def test_a_small_batch_on_the_cpu_gets_the_verdicts_its_kinds_were_made_for(tmp_
     assert 0 < report["pool_ready_s"] < report["wall_s"] and report["seconds_per_candidate_after_start"] > 0
     assert report["sum_stage_seconds"]["total"] >= report["median_stage_seconds"]["total"]
     assert report["gpu_exclusive_s"] == 0 and report["timing"] == {"timed": 0}  # no timing on the CPU
+    assert report["critical_path"]["exclusive_s"] == 0 and report["critical_path"]["shared_work_s"] > 0
     assert {"imports", "zygote", "first_spare"} <= set(report["judge_startup_seconds"])  # no GPU's parts here
     assert "contexts" not in report["judge_startup_seconds"]
     assert report["median_stage_seconds"]["runner_start"] > 0
@@ -75,3 +76,15 @@ def test_two_runs_compare_candidate_by_candidate(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["paired"] == 3
+
+
+def test_the_batch_after_the_start_splits_into_the_exclusive_part_and_the_shared_work_beside_it():
+    # session 13 call 3's run (a452d36): 11.05 s start, 40.62 s exclusive, 335.26 judge-seconds, 160.48 of them waits
+    sums = {"total": 335.26, "gpu_lock_wait": 160.48}
+    path = rl_batch.critical_path(98.58, 11.05, 40.62, sums, 1)
+    assert path == {"after_start_s": 87.53, "exclusive_s": 40.62, "without_timing_s": 46.91, "shared_work_s": 134.16,
+                    "judges_at_once": 2.86}  # fmt: skip
+    two = rl_batch.critical_path(98.58, 11.05, 40.62, sums, 2)  # the exclusive part is each GPU's own
+    assert two["exclusive_s"] == 20.31 and two["judges_at_once"] == round(134.16 / (2 * (87.53 - 20.31)), 2)
+    assert rl_batch.critical_path(10.0, 10.0, 0.0, {}, 1)["judges_at_once"] is None  # nothing after the start
+    assert rl_batch.gpu_count("cuda:0,1") == 2 and rl_batch.gpu_count("cuda:3") == 1 and rl_batch.gpu_count("cpu") == 1

@@ -85,6 +85,56 @@ def test_late_brackets_are_counted_by_the_side_whose_bracket_it_was():
     assert set(bench.hold_s) | {"twin"} <= set(speed.LATE_SIDES)  # every hold's kind has its side
 
 
+def test_a_bracket_queued_in_time_notes_how_long_the_host_took_to_queue_it():
+    bench = bench_with_holds()
+    bench.queued_s = {}
+    bench.opened["remote"] = time.perf_counter() - 0.003
+    assert bench._queued("remote", event(False)) is True
+    assert 0.003 <= bench.queued_s["remote"] < 0.004
+    bench.opened["remote"] = time.perf_counter()  # a quicker one later: the longest is kept
+    bench._queued("remote", event(False))
+    assert bench.queued_s["remote"] >= 0.003
+    bench.opened["local"] = time.perf_counter() - 0.05
+    assert bench._queued("local", event(True)) is False and "local" not in bench.queued_s  # late: grown, not noted
+
+
+def test_the_exclusive_warm_up_starts_from_the_preparations_holds_up_to_a_bound():
+    prepared = {"local": 0.003, "remote": speed.START_HOLD_S, "runner": speed.START_HOLD_S * 1.01, "twin": 0.001}
+    assert speed.start_holds(prepared) == {"local": 0.003, "remote": speed.START_HOLD_S,
+                                           "runner": speed.MIN_HOLD_S, "twin": 0.001}  # fmt: skip
+
+
+def test_holds_are_tightened_to_what_a_repetition_alone_on_the_gpu_needed():
+    # the preparation's holds grew beside other judges' work: kept, the measured repetitions' holds were 38 ms
+    # against 25 (session 12); tightened, each kind's is what growth from the shortest would find
+    bench = SimpleNamespace(hold_s={"local": 0.004, "remote": 0.012, "runner": 0.003, "twin": 0.002},
+                            queued_s={"local": 0.0004, "remote": 0.004, "runner": 0.0012})  # fmt: skip
+    speed.tighten_holds(bench)
+    assert bench.hold_s["local"] == speed.MIN_HOLD_S  # queued within the shortest hold
+    assert bench.hold_s["remote"] == pytest.approx(speed.QUEUE_MARGIN * 0.004)
+    assert bench.hold_s["runner"] == 2 * speed.MIN_HOLD_S  # past the shortest: at least doubled
+    assert bench.hold_s["twin"] == 0.002  # not seen in time: as it was
+    bench.hold_s["remote"], bench.queued_s = 0.005, {"remote": 0.0045}
+    speed.tighten_holds(bench)
+    assert bench.hold_s["remote"] == 0.005  # never longer than the hold it was in time with
+
+
+def test_holds_are_tightened_from_the_warm_ups_repetition_in_time_alone(monkeypatch):
+    # a late repetition's host times (its hold grew from them) are not what the one in time needed
+    noted = [{"remote": 0.009}, {"remote": 0.002}]
+
+    def repetition(bench, model, rep, first, clean):
+        for kind, queued in noted.pop(0).items():  # as Bench._in_time notes them: the longest
+            bench.queued_s[kind] = max(bench.queued_s.get(kind, 0.0), queued)
+        return None if noted else "in time"
+
+    monkeypatch.setattr(speed, "repetition", repetition)
+    bench = SimpleNamespace(untimed=0, queued_s={}, hold_s={"remote": 0.02})
+    assert speed.warm_up(bench, None) == "in time" and bench.untimed == 2
+    speed.tighten_holds(bench)
+    assert bench.hold_s["remote"] == pytest.approx(speed.QUEUE_MARGIN * 0.002)
+
+
 REP = timing.Rep(reference=10e-3, candidate=5e-3, empty=0.1e-3, remote_empty=0.5e-3, hand_off=0.3e-3,
                  runner_hand_off=0.31e-3)  # fmt: skip
 
@@ -97,9 +147,13 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
                             inputs_s=0.0, holds_s=0.0, check_s=0.0, late=0, late_by={}, untimed=0,
                             scratch=torch.empty(8))  # fmt: skip
+    bench.hold_s["remote"] = 0.006  # the preparation's, grown beside other work
     given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
+    holds = []
 
     def repetition(b, model, rep, candidate_first, clean):
+        holds.append(b.hold_s["remote"])
+        b.queued_s = {"remote": 0.002}  # alone on the GPU the host queued the candidate's bracket in 2 ms
         b.holds_s += 0.01
         return given.pop(0)
 
@@ -109,10 +163,12 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                               persistent=False)  # fmt: skip
     result = speed.time_candidate(state, None, prepared)
     assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
-    assert state.stages["timing_measured_reps"] == 6
+    assert state.stages["timing_measured_reps"] == 6 and state.stages["timing_late_reps"] == 1
     assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
     assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
+    # the warm-up started from the preparation's hold, the measured repetitions from the tightened one
+    assert holds == [0.006] + [pytest.approx(speed.QUEUE_MARGIN * 0.002)] * 6
 
 
 CLEAN = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)

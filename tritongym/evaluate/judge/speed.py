@@ -121,6 +121,10 @@ repetition per doubling (a candidate's 4 ms: two, each a whole repetition under 
 MAX_HOLD_S = 0.1
 """The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
 and its host time counts."""
+START_HOLD_S = 0.02
+"""The longest of the preparation's holds the exclusive warm-up starts from (``start_holds``): a kind's
+hold found beside other judges' work up to this long is kept for the first repetition alone on the GPU
+(most are then in time: no late repetition to find them again), a longer one starts from ``MIN_HOLD_S``."""
 WARM_UP_REPS = 12
 """Untimed repetitions at most before timing (until every bracket is queued in time)."""
 PREPARE_REPS = 1
@@ -750,6 +754,9 @@ class Bench:
         self.hold_s = dict.fromkeys(LATE_SIDES, MIN_HOLD_S)
         self.opened: dict[str, float] = {}
         """Kind -> when its last hold was launched (host clock): how long the host took to queue its bracket."""
+        self.queued_s: dict[str, float] = {}
+        """Kind -> the longest the host took to queue a bracket (or company check) of that kind while its hold
+        still ran, since ``warm_up``'s last repetition began (``tighten_holds``)."""
         self.holds_s = 0.0
         """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
         self.late = 0
@@ -819,6 +826,7 @@ class Bench:
     def _queued(self, kind: str, start) -> bool:
         """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
         if not start.query():
+            self._in_time(kind)
             return True
         if self.hold_s[kind] >= MAX_HOLD_S:
             self.late += 1
@@ -827,6 +835,11 @@ class Bench:
             return True  # host-bound: its host time counts
         self._grow(kind)
         return False
+
+    def _in_time(self, kind: str) -> None:
+        """Note the host's time to queue a bracket (or check) of this kind queued in time (``queued_s``)."""
+        if kind in self.opened:
+            self.queued_s[kind] = max(self.queued_s.get(kind, 0.0), time.perf_counter() - self.opened[kind])
 
     def _grow(self, kind: str) -> None:
         """The next hold of a kind whose hold ended before its bracket (or check) was queued: twice as
@@ -932,7 +945,9 @@ class Bench:
         self.opened["twin"] = time.perf_counter()
         handed, back = self._hand_to_twin()
         in_time = not handed.query()
-        if not in_time:
+        if in_time:
+            self._in_time("twin")
+        else:
             self._grow("twin")
         self._poll(self.twin.done)
         back.record()
@@ -1286,10 +1301,29 @@ def warm_up(bench: Bench, model, most: int = WARM_UP_REPS) -> timing.Rep | None:
     ``most``: the first one queued in time (None: none was). Each is counted in ``bench.untimed``."""
     for _ in range(most):
         bench.untimed += 1
+        bench.queued_s = {}
         rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
         if rep is not None:
             return rep
     return None
+
+
+def start_holds(hold_s: dict[str, float]) -> dict[str, float]:
+    """The holds the exclusive warm-up starts from: the preparation's, where at most ``START_HOLD_S``
+    (found beside other judges' work, so mostly long enough alone on the GPU), else ``MIN_HOLD_S``."""
+    return {kind: s if s <= START_HOLD_S else MIN_HOLD_S for kind, s in hold_s.items()}
+
+
+def tighten_holds(bench: Bench) -> None:
+    """After a repetition queued in time alone on the GPU, each kind's hold as the shortest hold's growth
+    would have found it from that repetition's host times (``queued_s``): ``MIN_HOLD_S`` where the host
+    queued within it, else at least doubled and ``QUEUE_MARGIN`` times the host's longest time; never
+    longer than the hold it was in time with. The preparation's holds, found beside other judges' work, are
+    longer than the exclusive part needs (BENCHMARKS.md, sessions 9 and 12); a measured repetition that
+    is late after this is repeated, its hold grown (``Bench._grow``)."""
+    for kind, queued in bench.queued_s.items():
+        found = MIN_HOLD_S if queued < MIN_HOLD_S else min(max(2 * MIN_HOLD_S, QUEUE_MARGIN * queued), MAX_HOLD_S)
+        bench.hold_s[kind] = min(bench.hold_s[kind], found)
 
 
 @dataclass
@@ -1350,19 +1384,21 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
     before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
-    start again from the shortest (the preparation's may have grown beside other work), and the first
-    repetition queued in time (untimed) says whether the batch is long enough for the candidate's
+    start from the preparation's (``start_holds``) and are tightened to what the first repetition queued
+    in time alone on the GPU needed (``tighten_holds``: the preparation's grew beside other work); that
+    repetition (untimed) says whether the batch is long enough for the candidate's
     signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
-    bench.hold_s = dict.fromkeys(bench.hold_s, MIN_HOLD_S)  # found again alone on the GPU, as when unprepared
+    bench.hold_s = start_holds(bench.hold_s)  # the first repetition alone mostly in time, then tightened
     warming, untimed, grown = time.perf_counter(), bench.untimed, 0
     inputs_s = bench.inputs_s = 0.0  # the exclusive part's alone
     first = warm_up(bench, model)
     untimed = bench.untimed - untimed
     if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
+        tighten_holds(bench)
         limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
                     max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
         wanted = grown_count(first, count, ctx.hand_off_s, limit)
@@ -1401,6 +1437,7 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
         elif spent >= ceiling:
             stopped = "ceiling"
     state.stages["timing_measured_reps"] = n
+    state.stages["timing_late_reps"] = n - len(reps)  # of them, not queued in time (repeated, holds grown)
     state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
     # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
     state.stages["timing_holds"] = round(bench.holds_s, 4)
