@@ -8,10 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from helpers import small_problem
+from tritongym.agent.episodes import TurnOutcome
+from tritongym.agent.extract import extract
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
+from tritongym.evaluate.result import Finding
+from tritongym.problems import find_problem
+from tritongym.rewards import FormatReward, KernelCoderFormatReward, KernelCoderReward, TieredReward, VerifiableReward
+from tritongym.train.config import RewardSection
+from tritongym.train.rollout import build_reward
 
 HERE = Path(__file__).parent / "redteam23"
+FENCE = "```"
 
 
 def config(**overrides) -> EvalConfig:
@@ -38,3 +48,86 @@ def test_an_honest_kernel_beside_a_refused_audit_hook_is_correct(judge):
     result = run(judge, "01_vector_add", "audit_hook_counts_events.py")
     assert result.verdict is Verdict.OK, result.feedback
     assert "audit events seen: 0" in result.stdout
+
+
+def ok_result(speedup: float | None = None, coverage: float | None = None, *findings: str) -> EvalResult:
+    result = EvalResult(problem="p", verdict=Verdict.OK, feedback="", correct=True, speedup=speedup, coverage=coverage)
+    result.findings.extend(Finding(check, f"{check} in forward") for check in findings)
+    return result
+
+
+@pytest.mark.parametrize("text", ["", "I cannot write this kernel.", "<think>\nhard\n</think>\nNo answer."])
+def test_an_answer_without_code_is_paid_as_the_reward_pays_a_failure(text):
+    """#2: the trainer paid an answer with no extractable program ``reward.no_code``, 0.0 by default,
+    whatever the reward: under ``tiered`` that is more than every failed attempt (-1), every hack (-1)
+    and every correct kernel slower than PyTorch (-0.1), and as much as a correct kernel on the CPU
+    (untimed, 0.0). A policy learned that writing nothing beats trying. The answer without code is now
+    paid what the reward itself pays it (``NO_CODE_OUTCOME``: the ``failed`` category), unless the
+    config names a value."""
+    problem = find_problem("01_vector_add")
+    outcome = TurnOutcome(problem, text, extract(text, problem.solution_class).code, None)
+    assert outcome.code is None and RewardSection().no_code is None
+    tiered = TieredReward()
+    assert build_reward("tiered").fn(outcome) == tiered.not_correct
+    assert build_reward("tiered", {"not_correct": -0.7}).fn(outcome) == -0.7
+    assert build_reward("verifiable").fn(outcome) == VerifiableReward().failure
+    assert build_reward("verifiable", {"failure": -0.2}).fn(outcome) == -0.2
+    assert build_reward("tiered", no_code=0.25).fn(outcome) == 0.25  # a value the config names is paid
+    honest = TurnOutcome(problem, "code", "code", ok_result())  # correct, untimed (the CPU)
+    assert build_reward("tiered").fn(honest) == tiered.untimed > build_reward("tiered").fn(outcome)
+
+
+def test_pytorchs_speed_beside_a_token_kernel_earns_no_speed_reward():
+    """#3: under the default ``penalize``, a correct result with a ``torch_compute`` (or ``host_read``)
+    finding is lazy: PyTorch (or the host) did the work its speedup measures. TieredReward pays it no
+    tier (red team 21 #6), but VerifiableReward, the default reward of the trainer, the TRL and verl
+    integrations, still paid its speed: PyTorch's own formulation twice as fast as the reference, a token
+    launch beside it (measured coverage 0.02), earned 0.5 + 0.5 x 2 + 0.5 x 0.02 = 1.51, above every
+    honest Triton kernel slower than the reference (1.0 + 0.5 x speedup). A lazy result's speedup is not
+    its kernels' speed: it earns no speed reward (coverage still pays the share its kernels did)."""
+    reward = VerifiableReward()
+    for check in ("torch_compute", "host_read"):
+        lazy = ok_result(2.0, 0.02, check)
+        assert reward(lazy) == pytest.approx(0.5 + 0.5 * 0.02)
+    honest_slow = ok_result(0.3, 1.0)
+    assert reward(honest_slow) == pytest.approx(0.5 + 0.5 * 0.3 + 0.5)
+    assert reward(honest_slow) > reward(ok_result(3.0, 0.02, "torch_compute"))
+    partial = ok_result(1.5, 0.6, "torch_compute")  # an honest partial kernel (its epilogue in Triton)
+    assert reward(partial) == pytest.approx(0.5 + 0.5 * 0.6)  # paid the share its own kernels did
+
+
+EMPTY_FENCES = [
+    f"<think>\nsoftmax by rows\n</think>\n{FENCE}python\n{FENCE}\n",
+    f"<think>\nsoftmax by rows\n</think>\n{FENCE}python\n   \n\n{FENCE}\n",
+    f"<think>\nsoftmax by rows\n</think>\n<answer>\n{FENCE}\n{FENCE}\n</answer>\n",
+]
+
+
+@pytest.mark.parametrize("text", EMPTY_FENCES)
+def test_an_empty_fence_is_no_code_for_the_format_rewards(text):
+    """#4: the format rewards paid a fence with nothing in it as code: ``KernelCoderFormatReward`` 1.0
+    ("reasoning then code") where reasoning alone is 0.5, and ``FormatReward`` 1.0 ("a reasoning block
+    followed by exactly one fenced code block"). The kernel-coder recipe paid the empty fence 1.0 for a
+    turn recorded as ``no_code``: twice what the same reasoning earns without it. A fence whose body is
+    blank is no code block for either."""
+    softmax = find_problem("04_softmax")
+    assert extract(text, softmax.solution_class, "answer").code is None
+    assert KernelCoderFormatReward()(text) == 0.5  # reasoning without code
+    assert KernelCoderReward()(text, softmax.solution) == pytest.approx(0.5)
+    assert build_reward("kernel-coder").fn(TurnOutcome(softmax, text, None, None)) == pytest.approx(0.5)
+    assert FormatReward()(text) == 0.0  # no code block
+
+
+def test_an_honest_answer_is_still_paid_its_format():
+    """#4's honest counterpart: reasoning then the program (1.0 on both format rewards); a draft before it
+    inside the reasoning and an empty fence beside it change nothing."""
+    softmax = find_problem("04_softmax")
+    program = softmax.solution.strip()
+    honest = f"<think>\none program per row\n</think>\n{FENCE}python\n{program}\n{FENCE}\n"
+    assert KernelCoderFormatReward()(honest) == 1.0
+    assert FormatReward()(honest) == 1.0
+    assert KernelCoderReward()(honest, softmax.solution) == pytest.approx(2.0)
+    beside = honest + f"{FENCE}\n\n{FENCE}\n"
+    assert FormatReward()(beside) == 1.0 and KernelCoderFormatReward()(beside) == 1.0
+    unreasoned = f"{FENCE}python\n{program}\n{FENCE}\n"
+    assert FormatReward()(unreasoned) == 0.5 and KernelCoderFormatReward()(unreasoned) == 0.0
