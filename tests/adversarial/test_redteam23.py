@@ -131,3 +131,25 @@ def test_an_honest_answer_is_still_paid_its_format():
     assert FormatReward()(beside) == 1.0 and KernelCoderFormatReward()(beside) == 1.0
     unreasoned = f"{FENCE}python\n{program}\n{FENCE}\n"
     assert FormatReward()(unreasoned) == 0.5 and KernelCoderFormatReward()(unreasoned) == 0.0
+
+
+def test_the_prompt_never_shows_the_problems_own_solution_as_its_example():
+    """#5: the one-shot example of every prompt is the bundled 01_vector_add and its Triton solution, so
+    the prompt of 01_vector_add itself held its own answer: a policy copying the example was correct (a
+    benchmark item counted correct for copying, pass@k of it measuring nothing) and, under the
+    kernel-coder reward, paid similarity 1.0. The example is now another bundled problem where the
+    problem is the example (by name or by source)."""
+    from tritongym.agent.prompts import Prompts
+    from tritongym.problems import Problem
+
+    prompts = Prompts("kernelbench")  # the kernel-coder template shows no example
+    vector_add = find_problem("01_vector_add")
+    solution = vector_add.solution.strip()
+    [text] = [m["content"] for m in prompts.initial(vector_add) if m["role"] == "user"]
+    assert solution not in text
+    renamed = Problem(name="my_add", source=vector_add.source, entry_point=vector_add.entry_point)
+    assert solution not in "".join(m["content"] for m in prompts.initial(renamed))
+    for name in ("02_silu", "04_softmax"):  # every other problem keeps the example it had
+        assert solution in "".join(m["content"] for m in prompts.initial(find_problem(name)))
+    silu = find_problem("02_silu").solution.strip()
+    assert silu in text and silu not in "".join(m["content"] for m in prompts.initial(find_problem("02_silu")))
