@@ -153,3 +153,33 @@ def test_the_prompt_never_shows_the_problems_own_solution_as_its_example():
         assert solution in "".join(m["content"] for m in prompts.initial(find_problem(name)))
     silu = find_problem("02_silu").solution.strip()
     assert silu in text and silu not in "".join(m["content"] for m in prompts.initial(find_problem("02_silu")))
+
+
+RACY = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass  # right on half of its evaluations\n"
+
+
+def test_a_program_evaluated_again_in_one_rollout_is_paid_its_worst_draw():
+    """#6: a rollout's reward (TRL's tool environment, verl's agent loop: ``rollout_reward``) was its best
+    evaluation's, and each evaluation of the same text is a fresh draw of the judge's randomness (red
+    team 5 #5 made it so): a policy submitting one program ``max_evaluations`` times in one message (TRL
+    runs a message's calls concurrently, at no cost to it) was paid the luckiest draw: a kernel right
+    on half of its evaluations (a race) paid ``ok`` 15 times in 16 at four calls, a timing's luckiest
+    tier. A program's reward is now its worst draw in the rollout (compared by its syntax tree:
+    whitespace and comments make no other program); the best is taken over programs."""
+    from tritongym.integrations.scoring import Score, rollout_reward
+
+    tiered = TieredReward()
+    restyled = RACY.replace("    pass  #", "    pass   # a comment and spacing of its own;")
+    draws = [
+        Score(tiered.not_correct, "mismatch", RACY),
+        Score(0.4, "ok", RACY),
+        Score(1.0, "ok", restyled),
+    ]
+    assert rollout_reward(draws, "best") == tiered.not_correct
+    assert rollout_reward(draws, "last") == 1.0  # the last evaluation, as before
+    # honest: a failed draft, then the fixed program (evaluated twice: its lower timing)
+    fixed = RACY.replace("pass  # right on half of its evaluations", "def forward(self, x):\n        return x")
+    honest = [Score(tiered.not_correct, "mismatch", RACY), Score(0.8, "ok", fixed), Score(0.6, "ok", fixed)]
+    assert rollout_reward(honest, "best") == 0.6
+    unparsed = [Score(-1.0, "syntax_error", "class ModelNew(:"), Score(None, "infrastructure_error", RACY)]
+    assert rollout_reward(unparsed, "best") == -1.0  # an infrastructure error is no draw
