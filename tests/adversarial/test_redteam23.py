@@ -183,3 +183,37 @@ def test_a_program_evaluated_again_in_one_rollout_is_paid_its_worst_draw():
     assert rollout_reward(honest, "best") == 0.6
     unparsed = [Score(-1.0, "syntax_error", "class ModelNew(:"), Score(None, "infrastructure_error", RACY)]
     assert rollout_reward(unparsed, "best") == -1.0  # an infrastructure error is no draw
+
+
+def test_export_sft_keeps_no_lazy_turn_and_no_flagged_speedup(tmp_path):
+    """#7: ``export-sft`` (trajectories -> SFT demonstrations, ``--verdict ok`` by default) wrote every
+    ``ok`` turn: a lazy one too (PyTorch's answer beside a token launch, ``ok`` with a ``torch_compute``
+    finding under the default ``penalize``; every reward pays it as lazy), so fine-tuning on a run's
+    correct turns taught the hack as a demonstration. And ``--min-speedup`` read the raw speedup: a
+    timing the judge flagged as beyond the device's roofline (``implausible_speedup``: evaded, not
+    beaten; no reward pays it) passed any threshold. A lazy turn is no demonstration, and the thresholds
+    read the speedup the rewards trust."""
+    from tritongym.agent.records import TurnRecord, write_records
+    from tritongym.train.sft import export_sft
+
+    def record(problem, completion, speedup, *checks, sample=0):
+        findings = [{"check": c, "message": f"{c} in forward"} for c in checks]
+        result = {"verdict": "ok", "correct": True, "speedup": speedup, "coverage": None, "findings": findings}
+        messages = [{"role": "user", "content": f"write {problem}"}]
+        return TurnRecord("run", problem, sample, 0, messages, completion, "ok", result=result, reward=0.0)
+
+    trajectories = tmp_path / "traj.jsonl"
+    write_records(
+        trajectories,
+        [
+            record("03_row_sum", "einsum beside a token launch", 1.0, "torch_compute"),
+            record("03_row_sum", "host sums copied by a kernel", 0.5, "host_read", sample=1),
+            record("04_softmax", "a timing evaded", 40.0, "implausible_speedup"),
+            record("01_vector_add", "an honest kernel", 1.3),
+        ],
+    )
+    counts = export_sft(trajectories, tmp_path / "sft.jsonl")
+    assert counts["written"] == 2 and counts["lazy"] == 2
+    assert export_sft(trajectories, tmp_path / "fast.jsonl", min_speedup=1.2)["written"] == 1  # the honest one
+    rows = (tmp_path / "fast.jsonl").read_text()
+    assert "an honest kernel" in rows and "evaded" not in rows
