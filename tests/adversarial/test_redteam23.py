@@ -217,3 +217,24 @@ def test_export_sft_keeps_no_lazy_turn_and_no_flagged_speedup(tmp_path):
     assert export_sft(trajectories, tmp_path / "fast.jsonl", min_speedup=1.2)["written"] == 1  # the honest one
     rows = (tmp_path / "fast.jsonl").read_text()
     assert "an honest kernel" in rows and "evaded" not in rows
+
+
+def test_a_lazy_attempt_is_never_fast_in_the_bench():
+    """#8: the benchmark's fast_p, fast_p@k, geometric-mean speedup and "best" turn read every correct
+    attempt's speedup, a lazy one's too (``ok`` with a ``torch_compute`` finding under the default
+    ``penalize``): PyTorch's own formulation 1.5x faster than the reference beside a token launch counted
+    as a fast kernel (fast_1.2), was the geometric mean, and was the episode's best turn over an honest
+    kernel at 1.1x. A lazy attempt's speedup is PyTorch's: it counts for fast_0 (correct), never as fast."""
+    from tritongym.agent.records import TurnRecord
+    from tritongym.bench.metrics import attempt, best, fast_p, geomean_speedup
+
+    def turn(number, speedup, *checks):
+        findings = [{"check": c, "message": c} for c in checks]
+        result = {"verdict": "ok", "correct": True, "compiled": True, "speedup": speedup, "findings": findings}
+        return attempt(TurnRecord("run", "03_row_sum", 0, number, [], "", "ok", result=result))
+
+    lazy, honest = turn(0, 1.5, "torch_compute"), turn(1, 1.1)
+    assert fast_p([lazy], 1.2) == 0.0 and fast_p([lazy], 0.0) == 1.0
+    assert geomean_speedup([lazy, honest]) == pytest.approx(1.1)
+    assert best([lazy, honest]) == honest
+    assert fast_p([honest], 1.0) == 1.0  # honest: still fast
