@@ -238,3 +238,35 @@ def test_a_lazy_attempt_is_never_fast_in_the_bench():
     assert geomean_speedup([lazy, honest]) == pytest.approx(1.1)
     assert best([lazy, honest]) == honest
     assert fast_p([honest], 1.0) == 1.0  # honest: still fast
+
+
+def test_prs_keeps_no_lazy_turn_for_its_pytorch_speed():
+    """#9: PRS (``filters.prs_keep_if_speedup``) keeps a correct turn at least that fast whatever its
+    coverage, and read the raw speedup: a lazy turn (PyTorch's answer beside a token launch) as fast as
+    PyTorch, or a timing flagged beyond the roofline, was kept and trained on, the very turns PRS is
+    there to reject. The rows' speedup is now the one the rewards trust, and none for a lazy turn."""
+    import torch
+
+    from tritongym.agent.episodes import Episode
+    from tritongym.agent.records import TurnRecord
+    from tritongym.rl.filters import profiling_rejection
+    from tritongym.train.batch import build_rows
+
+    problem = find_problem("03_row_sum")
+
+    def record(sample, speedup, checks=(), coverage=None):
+        result = {"verdict": "ok", "correct": True, "coverage": coverage, "speedup": speedup,
+                  "findings": [{"check": c, "message": "m"} for c in checks]}  # fmt: skip
+        return TurnRecord(
+            "r", problem.name, sample, 0, [{"role": "user", "content": "x"}], "ab", "ok", result=result,
+            reward=0.0, prompt_token_ids=[1, 2], token_ids=[5], logprobs=[-1.0],
+        )  # fmt: skip
+
+    turns = [record(0, 2.0, ["torch_compute"]), record(1, 40.0, ["implausible_speedup"], coverage=0.05),
+             record(2, 2.0, coverage=0.05), record(3, 0.5, coverage=0.9)]  # fmt: skip
+    rows = build_rows([Episode(problem, t.sample, [t]) for t in turns], pad_id=0)
+    keep = profiling_rejection(
+        rows.correct, rows.coverage, speedup=rows.speedup, keep_if_speedup=1.5,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert keep.tolist() == [False, False, True, True]  # honest: fast at low coverage, slow at full
