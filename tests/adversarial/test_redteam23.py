@@ -270,3 +270,32 @@ def test_prs_keeps_no_lazy_turn_for_its_pytorch_speed():
         generator=torch.Generator().manual_seed(0),
     )  # fmt: skip
     assert keep.tolist() == [False, False, True, True]  # honest: fast at low coverage, slow at full
+
+
+def test_a_spinning_kernel_beside_pytorchs_work_earns_no_coverage():
+    """#10 (GPU by reading, the rewards by their inputs): coverage is the share of forward's GPU time in
+    the candidate's own launches, by launch identity and time. A lazy candidate (``einsum`` does the
+    work, ``torch_compute`` under ``penalize``) that launches a kernel of its own spinning for 19 times
+    PyTorch's time reads coverage 0.95 at speedup 0.05 (the reference as fast as PyTorch's op): PR paid
+    it 0.475 (and, with #3's fix, nothing took it back) and PRS kept it, the very sample PRS exists to
+    reject. A lazy result's credited coverage is now at most the share of the reference's time its
+    non-own work leaves (``1 - (1 - coverage) / speedup``): PyTorch's op alone takes the reference's
+    whole time, so the spin earns nothing. An honest partial kernel (its epilogue in Triton beside
+    PyTorch's matmul) keeps its measured share."""
+    import torch
+
+    from tritongym.rewards.outcome import reward_coverage
+    from tritongym.rl.filters import profiling_rejection
+
+    spinning = ok_result(0.05, 0.95, "torch_compute")
+    assert reward_coverage(spinning) == pytest.approx(0.0)
+    assert VerifiableReward()(spinning) == pytest.approx(0.5)
+    keep = profiling_rejection(
+        torch.tensor([True]), torch.tensor([reward_coverage(spinning)]), generator=torch.Generator().manual_seed(0)
+    )
+    assert not keep.item()
+    partial = ok_result(1.5, 0.6, "torch_compute")  # honest: PyTorch's matmul, a Triton epilogue, fast
+    assert reward_coverage(partial) == pytest.approx(0.6)
+    untimed = ok_result(None, 0.95, "torch_compute")  # profiled, not timed: the measured share
+    assert reward_coverage(untimed) == pytest.approx(0.95)
+    assert reward_coverage(ok_result(0.05, 0.95)) == pytest.approx(0.95)  # not lazy: as measured
