@@ -299,3 +299,24 @@ def test_a_spinning_kernel_beside_pytorchs_work_earns_no_coverage():
     untimed = ok_result(None, 0.95, "torch_compute")  # profiled, not timed: the measured share
     assert reward_coverage(untimed) == pytest.approx(0.95)
     assert reward_coverage(ok_result(0.05, 0.95)) == pytest.approx(0.95)  # not lazy: as measured
+
+
+@pytest.mark.xfail(strict=True, reason="open (README, #6): a renamed program is another program to the rollout")
+def test_a_renamed_program_evaluated_again_is_paid_its_worst_draw():
+    """#6's open part: the same racy program with one variable renamed is, to ``program_key``, another
+    program, so the best of its two draws is paid. Telling such programs apart needs an equivalence of
+    programs no syntax check has; the judge's race detection is what decides a race."""
+    from tritongym.integrations.scoring import Score, rollout_reward
+
+    renamed = RACY.replace("class ModelNew(torch.nn.Module):", "class ModelNew(torch.nn.Module):\n    tag = 1")
+    draws = [Score(-1.0, "mismatch", RACY), Score(0.4, "ok", renamed)]
+    assert rollout_reward(draws, "best") == -1.0
+
+
+@pytest.mark.xfail(strict=True, reason="open (README, #10): profiled but not timed, coverage has no bound")
+def test_a_spinning_kernel_profiled_but_not_timed_earns_no_coverage():
+    """#10's open part: where a candidate is profiled but not timed (``profile`` on, ``timing`` off), no
+    speedup bounds the credited share, and a spin beside PyTorch's work is paid its measured coverage."""
+    from tritongym.rewards.outcome import reward_coverage
+
+    assert reward_coverage(ok_result(None, 0.95, "torch_compute")) == pytest.approx(0.0)
