@@ -36,13 +36,14 @@ def test_a_reference_copied_into_the_reasoning_beside_a_hollow_answer_earns_no_s
     assert extract(text, softmax.solution_class, "answer").code is None  # nothing is submitted
     reward = build_reward("kernel-coder")
     assert not reward.needs_env
-    assert reward.fn(TurnOutcome(softmax, text, None, None)) == pytest.approx(1.0)  # the format alone
-    assert KernelCoderReward()(text, softmax.solution) == pytest.approx(1.0)
+    # the format alone: reasoning without code, the empty answer block no code (red team 23 #4)
+    assert reward.fn(TurnOutcome(softmax, text, None, None)) == pytest.approx(0.5)
+    assert KernelCoderReward()(text, softmax.solution) == pytest.approx(0.5)
 
     # the copy after the reasoning, the answer still hollow: the trainer scores the extracted program
     moved = text.replace("</think>\n", "").replace("One program per row", "</think>\nOne program per row")
     assert extract(moved, softmax.solution_class, "answer").code is None
-    assert reward.fn(TurnOutcome(softmax, moved, None, None)) == pytest.approx(1.0)
+    assert reward.fn(TurnOutcome(softmax, moved, None, None)) == pytest.approx(0.5)
 
     # an honest answer is still paid its similarity, on both paths
     program = softmax.solution.strip()

@@ -56,7 +56,7 @@ def test_export_then_sft_lowers_the_completion_loss(tmp_path, tokenizer):
     write_records(trajectories, records)
     out = tmp_path / "sft.jsonl"
     counts = export_sft(trajectories, out)
-    assert counts == {"read": 6, "written": 3, "duplicates": 1}
+    assert counts == {"read": 6, "written": 3, "duplicates": 1, "lazy": 0}
     assert export_sft(trajectories, tmp_path / "fast.jsonl", min_speedup=1.0)["written"] == 1
     assert export_sft(trajectories, tmp_path / "cov.jsonl", min_coverage=0.5)["written"] == 2
     assert export_sft(trajectories, tmp_path / "all.jsonl", verdicts=("ok", "mismatch"))["written"] == 4

@@ -33,6 +33,10 @@ PLACEHOLDERS = (
 )
 EXAMPLE_PROBLEM = "01_vector_add"
 """The bundled problem whose reference and Triton solution form the one-shot example."""
+SPARE_EXAMPLE_PROBLEM = "02_silu"
+"""The example of the example problem itself (its name, or its source under another name): the prompt of
+01_vector_add showed its own solution, so copying the example was correct and earned the kernel-coder
+reward's whole similarity (red team 23 #5)."""
 
 _SECTION = re.compile(r"^=== *([a-z]+) *===[ \t]*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{\{ *([a-z_]+) *\}\}")
@@ -97,11 +101,19 @@ def fill(text: str, values: dict[str, str]) -> str:
 
 
 @cache
-def _example() -> tuple[str, str]:
+def _example(name: str) -> tuple[str, str]:
     from tritongym.problems import find_problem
 
-    problem = find_problem(EXAMPLE_PROBLEM)
+    problem = find_problem(name)
     return problem.source.strip(), (problem.solution or "").strip()
+
+
+def _example_for(problem: Problem) -> tuple[str, str]:
+    """The one-shot example of ``problem``'s prompt: never the problem itself."""
+    example = _example(EXAMPLE_PROBLEM)
+    if problem.name == EXAMPLE_PROBLEM or problem.source.strip() == example[0]:
+        return _example(SPARE_EXAMPLE_PROBLEM)
+    return example
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,7 @@ class Prompts:
         object.__setattr__(self, "_later", later)
 
     def _values(self, problem: Problem, feedback: str = "") -> dict[str, str]:
-        example_architecture, example_solution = _example()
+        example_architecture, example_solution = _example_for(problem)
         return {
             "architecture": problem.source.strip(),
             "entry_point": problem.entry_point,

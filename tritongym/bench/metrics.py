@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from tritongym.agent.records import NO_CODE, TurnRecord
 from tritongym.evaluate.result import Category
-from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP, TIMING_UNTRUSTED
+from tritongym.rewards.outcome import IMPLAUSIBLE_SPEEDUP, TIMING_UNTRUSTED, lazy
 from tritongym.rewards.outcome import category as outcome_category
 
 P_VALUES: tuple[float, ...] = (0.0, 1.0, 1.2, 1.5, 2.0, 3.0)
@@ -55,8 +55,9 @@ class Attempt:
     """The measured speedup; None where not timed (CPU) or not correct."""
     speedup_flagged: bool = False
     """The evaluator flagged the speedup as physically implausible, or timed the candidate but could not
-    trust the timing (no speedup): it never counts as fast, and a correct attempt with it is decided
-    (not fast), not unmeasured."""
+    trust the timing (no speedup), or the result is lazy (``outcome.lazy``: its speedup is PyTorch's or
+    the host's, not its kernels'; red team 23 #8): it never counts as fast, and a correct attempt with
+    it is decided (not fast), not unmeasured."""
     coverage: float | None = None
     compiled: bool = False
     """``EvalResult.compiled``: the candidate loaded and its kernels ran (no_code never compiled)."""
@@ -86,7 +87,7 @@ def attempt(record: TurnRecord) -> Attempt:
     """The metric-relevant facts of one record."""
     result = record.result or {}
     findings = result.get("findings") or []
-    flagged = any(
+    flagged = lazy(result) or any(
         isinstance(f, Mapping) and f.get("check") in (IMPLAUSIBLE_SPEEDUP, TIMING_UNTRUSTED) for f in findings
     )
     return Attempt(

@@ -399,6 +399,24 @@ def no_host_hooks():
             gc.enable()
 
 
+def _refuse_audit_hook(event: str, args: tuple) -> None:
+    if event == "sys.addaudithook":
+        raise RuntimeError("a runner adds no audit hook")
+
+
+def refuse_audit_hooks() -> None:
+    """From now on, no audit hook can be added to this process (red team 23 #1): the runner's own hook,
+    added before the candidate's import, refuses every later ``sys.addaudithook`` (Python then adds
+    nothing and the call returns as if it had). An audit hook runs wherever Python raises an audited
+    event, and under the interpreter events are raised inside a running kernel (``sys._getframe``,
+    ``builtins.id``, ``object.__getattr__``): a candidate's hook walked up from there to the kernel's
+    frame and read the values it loaded, as :func:`no_host_hooks` keeps every other hook from doing. A
+    GPU kernel raises no event; outside the kernels a hook would see the runner's own objects (every
+    ``id()`` of them) and frames. Hooks cannot be removed, so this one stays for the runner's life; it
+    costs a Python call per audited event (a fraction of a microsecond), on the host only."""
+    sys.addaudithook(_refuse_audit_hook)
+
+
 STANDARD_STREAMS = (sys.stdout, sys.stderr)
 """The process's own standard output and error as its guards were imported (a runner's are pipes the
 judge drains), where every interpreted grid prints (``LaunchMonitor._wrap_executor``). A GPU kernel's

@@ -10,6 +10,7 @@ so it is the runner's word, not a check the candidate cannot evade (docs/environ
 from __future__ import annotations
 
 import functools
+import operator
 import sys
 import threading
 import types
@@ -184,6 +185,7 @@ _CACHES = frozenset({"__warningregistry__", "__slotnames__"})
 a class's slot names, cached by ``copy`` the first time one of its objects is copied."""
 _interpreter_baseline: dict[str, tuple[tuple, tuple]] = {}
 """``interpreter_ids()`` of the runner before its candidate was imported (ProcessState)."""
+_ABSENT = object()
 _language_allowed: dict[tuple[str, str], set] = {}
 """For each attribute of ``triton.language`` that the interpreter replaces while a kernel runs (and
 does not always put back: a kernel calling a JIT function of the language leaves ``triton.language
@@ -329,14 +331,20 @@ def _entries(obj: object, kind: str) -> dict:
 
 def interpreter_ids() -> dict[str, tuple[tuple, tuple]]:
     """A snapshot of Triton's interpreter and language modules and their classes, NumPy, what an
-    interpreted grid reaches and the judge's libdevice table: per part, its names and their values' ids
-    (compared by ``interpreter_changes``); empty where the interpreter is not loaded. About 7,000
-    values in 0.7 ms (red team 13: a dictionary per value took 5 ms, at each grid's start and end)."""
+    interpreted grid reaches and the judge's libdevice table: per part, its names and their values
+    (held, compared by identity in ``interpreter_changes``); empty where the interpreter is not loaded.
+    About 7,000 values in 0.7 ms (red team 13: a dictionary per value took 5 ms, at each grid's start
+    and end). No ``id()``: each call raises an audit event, which the runner's own audit hook (guards.
+    refuse_audit_hooks) is called for, and ``operator.is_`` compares without running any ``__eq__``."""
     snapshot = {}
     for part, obj, kind in _found():
         entries = _entries(obj, kind)
-        snapshot[part] = (tuple(entries), tuple(map(id, entries.values())))
+        snapshot[part] = (tuple(entries), tuple(entries.values()))
     return snapshot
+
+
+def _same(now: tuple, before: tuple) -> bool:
+    return len(now) == len(before) and all(map(operator.is_, now, before))
 
 
 def _ignored(part: str, kind: str, name: str, now: dict, before: dict) -> bool:
@@ -372,13 +380,14 @@ def interpreter_changes(expected: dict | None = None) -> list[str]:
         if part not in expected:
             continue
         entries = _entries(obj, kind)
-        names, ids = tuple(entries), tuple(map(id, entries.values()))
-        if (names, ids) == expected[part]:
+        names, values = tuple(entries), tuple(entries.values())
+        if names == expected[part][0] and _same(values, expected[part][1]):
             continue
         before = dict(zip(*expected[part], strict=True))
-        now_ids = dict(zip(names, ids, strict=True))
-        for name in before.keys() | now_ids.keys():
-            if before.get(name) != now_ids.get(name) and not _ignored(part, kind, name, entries, before):
+        for name in before.keys() | entries.keys():
+            if before.get(name, _ABSENT) is not entries.get(name, _ABSENT) and not _ignored(
+                part, kind, name, entries, before
+            ):
                 changed.append(f"{part}.{name}")
     return sorted(changed)
 

@@ -11,6 +11,7 @@ them (a format bonus is not paid on a sample whose kernel could not be judged).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
@@ -126,6 +127,17 @@ class Score:
         return self.verdict == Verdict.INFRASTRUCTURE_ERROR.value
 
 
+def program_key(code: object) -> object:
+    """What tells two submitted programs apart: the syntax tree (whitespace, comments and layout make no
+    other program), the text where it does not parse, None for no program."""
+    if not isinstance(code, str):
+        return None
+    try:
+        return ast.dump(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code
+
+
 def rollout_reward(scores: Sequence[Score], reward_of: str = "best") -> float | None:
     """The reward of a rollout that evaluated several answers (turns of an episode, or tool calls):
     its best (``best``) or last (``last``) evaluation's; None where that one was an infrastructure
@@ -133,14 +145,21 @@ def rollout_reward(scores: Sequence[Score], reward_of: str = "best") -> float | 
     category) is paid the lowest of those hacks' rewards, whatever its other evaluations earned: a
     hack followed by a correct answer would otherwise be paid the correct one's, so that the hack
     penalty never reached a rollout that also got something right (red team 5 #6), and a policy
-    loses nothing by trying a cheat first."""
+    loses nothing by trying a cheat first. Under ``best``, a program evaluated more than once counts
+    its worst evaluation (``program_key``): each evaluation is a fresh draw of the judge's randomness
+    (inputs, second size, timing), and the best of several draws of one program paid its luck, a race
+    right on half of its evaluations ``ok`` 15 times in 16 at four calls (red team 23 #6)."""
     hacks = [s.reward for s in scores if s.reward is not None and is_hack(s.verdict)]
     if hacks:
         return min(hacks)
     if reward_of == "last":
         return scores[-1].reward if scores else None
-    rewards = [s.reward for s in scores if s.reward is not None]
-    return max(rewards) if rewards else None
+    worst: dict[object, float] = {}
+    for s in scores:
+        if s.reward is not None:
+            key = program_key(s.code)
+            worst[key] = min(worst.get(key, s.reward), s.reward)
+    return max(worst.values()) if worst else None
 
 
 def _failed(problem: Problem, exc: BaseException) -> EvalResult:

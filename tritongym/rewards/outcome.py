@@ -108,9 +108,19 @@ def reward_coverage(result: Any) -> float | None:
     PyTorch op or the host code may have done all of it, as a token launch beside PyTorch's answer
     does). So a lazy kernel earns no coverage reward and PRS rejects it, as low measured coverage
     does on a GPU. None for any other verdict (``no_code`` and ``unevaluated`` included): coverage
-    scores correct results only."""
+    scores correct results only.
+
+    A lazy result's measured coverage is credited at most the share of the reference's time that its
+    work outside its own kernels leaves, ``1 - (1 - coverage) / speedup`` (clamped to [0, 1]), where
+    its speedup is trusted: coverage is by launch identity and time, so a kernel spinning beside
+    PyTorch's work raised it at no cost (red team 23 #10: PyTorch's op doing all the work beside a
+    spin 19 times as long read 0.95, and PRS kept it). PyTorch's own time is in the non-own share; as
+    long as the reference's, it leaves nothing for the kernels to have done."""
     measured = trusted_coverage(result)
     if measured is not None:
+        speedup = trusted_speedup(result)
+        if lazy(result) and speedup is not None and speedup > 0:
+            return min(measured, max(1.0 - (1.0 - measured) / speedup, 0.0))
         return measured
     if verdict(result) != Verdict.OK.value:
         return None

@@ -15,6 +15,12 @@ def code_blocks(text: str) -> list[str]:
     return [m.group(2) for m in _FENCE.finditer(text)]
 
 
+def _code_fences(text: str) -> list[re.Match[str]]:
+    """The fenced blocks of ``text`` that hold code: a fence whose body is blank is none (red team 23 #4:
+    the format rewards paid an empty fence as the answer's code)."""
+    return [m for m in _FENCE.finditer(text) if m.group(2).strip()]
+
+
 def extract_code(text: str) -> str | None:
     """The last fenced code block (models often show a draft first), or None."""
     blocks = code_blocks(text)
@@ -24,7 +30,7 @@ def extract_code(text: str) -> str | None:
 @dataclass(frozen=True)
 class FormatReward:
     """1.0 for a reasoning block followed by exactly one fenced code block; 0.5 for exactly one code
-    block without a reasoning block before it; 0.0 otherwise."""
+    block without a reasoning block before it; 0.0 otherwise. A fence with a blank body is no code block."""
 
     think_open: str = "<think>"
     think_close: str = "</think>"
@@ -32,7 +38,7 @@ class FormatReward:
     partial: float = 0.5
 
     def __call__(self, text: str) -> float:
-        fences = list(_FENCE.finditer(text))
+        fences = _code_fences(text)
         if len(fences) != 1:
             return 0.0
         start = text.find(self.think_open)
@@ -67,9 +73,9 @@ class KernelCoderFormatReward:
     """The Kernel Coder recipe's format reward: 1.0 for reasoning then code, 0.5 for reasoning
     without code, 0.0 otherwise.
 
-    Reasoning is a non-empty ``<think>…</think>`` block; code is a fenced code block that starts
-    after ``</think>`` (code inside the reasoning does not count). Score the whole assistant message,
-    prefill included (a prefilled ``<think>`` is part of the answer's reasoning block).
+    Reasoning is a non-empty ``<think>…</think>`` block; code is a fenced code block with a body that is
+    not blank, that starts after ``</think>`` (code inside the reasoning does not count). Score the whole
+    assistant message, prefill included (a prefilled ``<think>`` is part of the answer's reasoning block).
     """
 
     think_open: str = "<think>"
@@ -81,7 +87,7 @@ class KernelCoderFormatReward:
         if end < 0 or not text[start + len(self.think_open) : end].strip():
             return 0.0
         after = end + len(self.think_close)
-        return 1.0 if any(m.start() >= after for m in _FENCE.finditer(text)) else 0.5
+        return 1.0 if any(m.start() >= after for m in _code_fences(text)) else 0.5
 
 
 def answer_block(text: str, think_open: str = "<think>", think_close: str = "</think>") -> str | None:
@@ -92,7 +98,7 @@ def answer_block(text: str, think_open: str = "<think>", think_close: str = "</t
     if end < 0:
         return None
     after = end + len(think_close)
-    return next((m.group(2) for m in _FENCE.finditer(text) if m.start() >= after), None)
+    return next((m.group(2) for m in _code_fences(text) if m.start() >= after), None)
 
 
 @dataclass(frozen=True)

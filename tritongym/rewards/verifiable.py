@@ -15,13 +15,17 @@ from tritongym.rewards.outcome import category, lazy, reward_coverage, timing_un
 
 @dataclass(frozen=True)
 class VerifiableReward:
-    """r = w_correct * correct + w_speedup * clip(speedup, 0, cap) + w_coverage * coverage * correct."""
+    """r = w_correct * correct + w_speedup * clip(speedup, 0, cap) + w_coverage * coverage * correct; a lazy
+    result earns no speed term (``w_speedup``)."""
 
     w_correct: float = 0.5
     """Weight of being correct."""
     w_speedup: float = 0.5
     """Weight of the (clipped) speedup over the reference; 0 where timing is unavailable, untrusted
-    (``timing_untrusted``: no speedup) or flagged implausible by the roofline check."""
+    (``timing_untrusted``: no speedup) or flagged implausible by the roofline check, and for a lazy
+    result (``outcome.lazy``: a ``torch_compute`` or ``host_read`` finding), whose speedup is PyTorch's
+    or the host's, not its kernels' (red team 23 #3: PyTorch twice as fast as the reference beside a
+    token launch earned 1.5, above every honest kernel slower than the reference)."""
     speedup_cap: float = 3.0
     """Speedups above this earn no more (guards against timing outliers)."""
     w_coverage: float = 0.5
@@ -41,7 +45,7 @@ class VerifiableReward:
             return self.hack_penalty
         if kind is not Category.OK:
             return self.failure
-        speedup = trusted_speedup(result)
+        speedup = None if lazy(result) else trusted_speedup(result)
         coverage = reward_coverage(result)
         reward = self.w_correct
         if speedup is not None:

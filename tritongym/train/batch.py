@@ -16,7 +16,7 @@ from torch import Tensor
 from tritongym.agent.episodes import Episode
 from tritongym.agent.records import TurnRecord
 from tritongym.errors import ConfigError
-from tritongym.rewards.outcome import is_hack, reward_coverage
+from tritongym.rewards.outcome import is_hack, lazy, reward_coverage, trusted_speedup
 
 
 @dataclass
@@ -46,7 +46,9 @@ class Rows:
     """float [B]: the coverage rewards credit (``outcome.reward_coverage``: measured, or on the CPU 0 for a
     correct turn with a ``torch_compute``/``host_read`` finding and 1 for one without); NaN for the rest."""
     speedup: Tensor
-    """float [B]: NaN where not measured."""
+    """float [B]: the speedup the rewards trust (``outcome.trusted_speedup``); NaN where not measured, where
+    flagged beyond the roofline, and for a lazy turn (its speedup is PyTorch's or the host's: PRS's
+    ``keep_if_speedup`` kept such a turn whatever its coverage, red team 23 #9)."""
     hack: Tensor | None = None
     """bool [B]: the turn's verdict was a hack (multi-turn estimators never drop such a turn)."""
     dropped_episodes: int = 0
@@ -57,9 +59,10 @@ class Rows:
         return len(self.records)
 
 
-def _result_value(record: TurnRecord, name: str) -> float:
-    value = (record.result or {}).get(name)
-    return math.nan if value is None else float(value)
+def _speedup(record: TurnRecord) -> float:
+    result = record.result or {}
+    value = None if lazy(result) else trusted_speedup(result)
+    return math.nan if value is None else value
 
 
 def _coverage(record: TurnRecord) -> float:
@@ -112,7 +115,7 @@ def build_rows(episodes: list[Episode], pad_id: int) -> Rows:
         turn=torch.tensor([r.turn for r in records], dtype=torch.long),
         correct=torch.tensor([bool((r.result or {}).get("correct")) for r in records], dtype=torch.bool),
         coverage=torch.tensor([_coverage(r) for r in records], dtype=torch.float32),
-        speedup=torch.tensor([_result_value(r, "speedup") for r in records], dtype=torch.float32),
+        speedup=torch.tensor([_speedup(r) for r in records], dtype=torch.float32),
         hack=torch.tensor([is_hack(r.verdict) for r in records], dtype=torch.bool),
         dropped_episodes=dropped_episodes,
         dropped_turns=dropped_turns,

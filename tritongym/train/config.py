@@ -119,8 +119,9 @@ class RewardSection:
     ``f(problem, text, result) -> float | None`` (attribute ``needs_env = False`` to skip evaluation)."""
     options: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments of the reward class (e.g. ``w_coverage``, ``hack_penalty``)."""
-    no_code: float = 0.0
-    """Reward of an answer with no extractable solution (nothing is evaluated)."""
+    no_code: float | None = None
+    """Reward of an answer with no extractable solution (nothing is evaluated); None: what the reward pays
+    it (a ``failed`` outcome: ``verifiable`` its ``failure``, ``tiered`` its ``not_correct``)."""
 
 
 @dataclass

@@ -24,6 +24,7 @@ from tritongym.evaluate.config import EvalConfig
 from tritongym.policy.base import Policy, SamplingConfig
 from tritongym.problems import Problem
 from tritongym.rewards import KernelCoderReward, TieredReward, VerifiableReward
+from tritongym.rewards.outcome import NO_CODE_OUTCOME
 
 
 @runtime_checkable
@@ -59,14 +60,18 @@ class TrainReward:
     needs_env: bool
 
 
-def build_reward(name: str, options: dict[str, Any] | None = None, no_code: float = 0.0) -> TrainReward:
-    """The reward a config names (see RewardSection.name)."""
+def build_reward(name: str, options: dict[str, Any] | None = None, no_code: float | None = None) -> TrainReward:
+    """The reward a config names (see RewardSection.name). ``no_code``: what an environment reward pays an
+    answer without a program; None, what the reward itself pays it (``NO_CODE_OUTCOME``, a failure): a
+    fixed 0.0 paid nothing under ``tiered`` more than every failed attempt, hack and slow kernel (-1, -1,
+    -0.1), so that writing nothing beat trying (red team 23 #2)."""
     options = dict(options or {})
     if name in ("verifiable", "tiered"):
         scorer = (VerifiableReward if name == "verifiable" else TieredReward)(**options)
+        unanswered = scorer(NO_CODE_OUTCOME) if no_code is None else no_code
 
         def env_reward(outcome: TurnOutcome) -> float | None:
-            return no_code if outcome.result is None else scorer(outcome.result)
+            return unanswered if outcome.result is None else scorer(outcome.result)
 
         return TrainReward(env_reward, needs_env=True)
     if name == "kernel-coder":

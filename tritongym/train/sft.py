@@ -27,6 +27,7 @@ from tritongym.evaluate.result import Verdict
 from tritongym.policy.base import Message
 from tritongym.policy.hf import chat_prompt_ids
 from tritongym.problems import load_table
+from tritongym.rewards.outcome import lazy, trusted_speedup
 from tritongym.train.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from tritongym.train.config import SFTConfig
 from tritongym.train.interrupt import StopAfterStep, TrainingInterrupted
@@ -57,12 +58,16 @@ def export_sft(
     """Write the turns of trajectory JSONL files that pass the filters as SFT pairs (one JSON line
     each: ``messages``, ``completion``, and ``problem``/``verdict``/``speedup``/``coverage`` for
     reference). A turn without a measured speedup (coverage) fails a ``min_speedup``
-    (``min_coverage``) filter. Identical pairs are written once. Returns counts."""
+    (``min_coverage``) filter, and so does a speedup no reward trusts (``outcome.trusted_speedup``: one
+    flagged beyond the roofline). A lazy turn (``outcome.lazy``: PyTorch or the host did part of
+    forward's work) is never written: it is no demonstration of a kernel, and fine-tuning on it taught
+    the hack every reward pays as lazy (red team 23 #7). Identical pairs are written once. Returns
+    counts (``lazy``: the turns left out as lazy)."""
     known = [v.value for v in Verdict] + [NO_CODE, UNEVALUATED]
     if unknown := [v for v in verdicts if v not in known]:
         raise ConfigError(f"unknown verdict(s) {', '.join(unknown)}; a turn's verdict is one of: {', '.join(known)}")
     paths = [Path(p) for p in ([trajectories] if isinstance(trajectories, str | Path) else trajectories)]
-    seen, counts = set(), {"read": 0, "written": 0, "duplicates": 0}
+    seen, counts = set(), {"read": 0, "written": 0, "duplicates": 0, "lazy": 0}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
@@ -75,7 +80,11 @@ def export_sft(
                 speedup, coverage = result.get("speedup"), result.get("coverage")
                 if record.verdict not in verdicts:
                     continue
-                if min_speedup is not None and (speedup is None or speedup < min_speedup):
+                if lazy(result):
+                    counts["lazy"] += 1
+                    continue
+                trusted = trusted_speedup(result)
+                if min_speedup is not None and (trusted is None or trusted < min_speedup):
                     continue
                 if min_coverage is not None and (coverage is None or coverage < min_coverage):
                     continue

@@ -37,6 +37,7 @@ from tritongym.evaluate.guards import (
     count_profiler_switches,
     count_thread_starts,
     poison_free_memory,
+    refuse_audit_hooks,
     thread_starts,
     unrecorded_compute,
 )
@@ -779,6 +780,7 @@ def serve(
             seccomp.confine(os.getpid(), processes=False)
         watchdog(zygote, lifetime)
         prctl(PR_SET_DUMPABLE, 0)  # a sibling runner of the same user may not trace or read this one
+        refuse_audit_hooks()  # no hook of the candidate's runs where Python raises an event (a kernel's frames)
         started["hardened"] = time.monotonic()
         p.send(sock, p.Hello(pid=os.getpid(), started=started))
         Runner(sock, device, lifetime).serve()
