@@ -1015,10 +1015,9 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
         with speed.gpu_lock(ctx.gpu_lock, exclusive=True):
             ctx.copy_bandwidth = timing.copy_bandwidth(device)
             ctx.sleep_rate = speed.sleep_rate()
-            ctx.hand_off_s = twin.calibrate(
-                ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate), int(speed.HOLD_JITTER_S * ctx.sleep_rate)
-            )
-            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
+            holds = speed.Holds(ctx.sleep_rate)  # the brackets' holds (holds.py)
+            ctx.hand_off_s = twin.calibrate(ctx.twin, holds)
+            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, holds)
             torch.cuda.synchronize(device)
         startup.part("calibration")
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)
