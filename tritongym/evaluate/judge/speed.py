@@ -30,7 +30,7 @@ and when to stop.
   leaf (``copy_sets``).
 * Every bracket's work is queued while a hold keeps the judge's stream waiting until the host says
   the bracket is queued (holds.py: a flag in the judge's pinned memory, then a secret random part of
-  ``HOLD_JITTER_S``), so a bracket measures GPU time for both sides alike: neither the host's launch
+  ``holds.HOLD_JITTER_S``), so a bracket measures GPU time for both sides alike: neither the host's launch
   overhead nor the message round trip to the runner is in it. Work that waits for the GPU on the host
   (a ``.item()``, a synchronisation) is in it: the inputs exist only after the hold.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
@@ -694,7 +694,7 @@ class Bench:
     is queued on the host while the hold keeps the GPU waiting, and the host releases the hold once
     it is (for the candidate's bracket: once the runner answered ``BatchQueued``), so the bracket
     measures GPU time, not the host's launch overhead or the message round trip. A hold that timed
-    out (``MAX_HOLD_S``: the host could not queue its bracket in that long) makes its bracket *late*:
+    out (``holds.MAX_HOLD_S``: the host could not queue its bracket in that long) makes its bracket *late*:
     it counts as it is, its host time included (``late``, ``late_by``). A runner that answers
     ``BatchQueued`` early leaves its own launches to be made inside its bracket (its time); one that
     answers late only lengthens the hold, outside the bracket.
