@@ -796,3 +796,25 @@ def test_the_clean_hand_off_is_measured_behind_the_brackets_flag_holds(monkeypat
     local = ["hold", "start", "end", "release", "settle"]
     remote = ["hold", "start", "twin", "release", "poll", "end", "settle"]
     assert log == (local + remote) * 3
+
+
+def test_the_holds_kernel_is_loaded_and_released_at_once(monkeypatch):
+    # run once outside the exclusive lock: released right after its launch, it never waits out its timeout
+    steps, pending = [], []
+
+    class Wait:
+        def __getitem__(self, grid):
+            return lambda flags, index, size, timeout_ns, num_warps: pending.append((flags, index, size, timeout_ns))
+
+    def synchronize():  # the GPU runs the kernel: it sees the flag as the host left it
+        for flags, index, size, timeout_ns in pending:
+            steps.append(("ran", int(flags[index]), timeout_ns))
+            flags[size + index] = holds_module.RELEASED if flags[index] else holds_module.TIMED_OUT
+
+    monkeypatch.setattr(holds_module, "_wait", Wait())
+    monkeypatch.setattr(holds_module.torch.cuda, "_sleep", lambda cycles: steps.append(("sleep", cycles)))
+    monkeypatch.setattr(holds_module.torch.cuda, "synchronize", synchronize)
+    unpinned = torch.zeros  # no pinned memory without CUDA
+    monkeypatch.setattr(holds_module.torch, "zeros", lambda n, dtype=None, pin_memory=False: unpinned(n, dtype=dtype))
+    holds_module.load()
+    assert steps == [("sleep", 0), ("ran", 1, int(holds_module.MAX_HOLD_S * 1e9))]

@@ -1001,7 +1001,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
     ctx = WorkerContext(device=device, **ctx_args)
     if device.type == "cuda":
         from tritongym.evaluate import timing
-        from tritongym.evaluate.judge import twin
+        from tritongym.evaluate.judge import holds, twin
 
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         name = f"tritongym-gpu-{uuid}"  # one for every judge of this user on the machine (machine_lock.py)
@@ -1011,6 +1011,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
         with speed.gpu_lock(ctx.gpu_lock, exclusive=False):
             ctx.twin = twin.Twin(torch.device("cuda", device.index or 0))  # started first, then the judge's context
             ctx.arena = speed.SharedArena(device)
+            holds.load()  # the holds' kernel's first launch, before the exclusive lock
         startup.part("contexts")
         with speed.gpu_lock(ctx.gpu_lock, exclusive=True):
             ctx.copy_bandwidth = timing.copy_bandwidth(device)
