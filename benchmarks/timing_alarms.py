@@ -4,8 +4,9 @@ Honest candidates of real KernelBench problems (level 3's 1_MLP, 4_LeNet5, 35_LS
 candidate of benchmarks/kernelbench_inductor.py) lost their speedup to "most repetitions contended"
 with nothing else on the GPU. This runs such candidates (and bundled A/A ones, benchmarks/timing_aa.py)
 through a real judge (LocalEnv, one sandbox) whose speed.py a ``sitecustomize`` patches to log, for
-every repetition: each bracket's kind, length, input copy, L2 flush and end probe, the SM clock of the
-hold before it (the hold is a sleep of a known number of cycles: cycles over its duration), each
+every repetition: each bracket's kind, length, input copy, L2 flush and end probe, how long its hold
+held the GPU (a flag hold, speed.Holds: its SM clock is not known, ``clock_mhz`` None; logs made with the
+sleep holds before session 14's throughput11 have it), each
 hand-off (to the twin after every bracket, the twin's inside its empty bracket, the runner's) and
 the repetition's contention verdict; per job, the clean values of the judge's start and the same
 workloads measured again before the timing and after it (in the state the forwards leave). Part A,
@@ -18,8 +19,8 @@ has them, with the clock, and behind an idle GPU, to tell the GPU's own state fr
     python benchmarks/timing_alarms.py --honest kb_reduce_dim atomics --problems --skip-in-process \
         --out /tmp/honest.json   # honest candidates (tests/candidates/honest) at their small sizes
 
-Every repetition also logs, for each hold, whether its bracket (or hand-off) was queued before the
-hold ended (``queued``: the ``start`` event's state when the judge checked, the hold then), and for
+Every repetition also logs, for each hold, whether it timed out before its bracket (or hand-off) was
+queued (``queued``, ``start_fired``: the hold's outcome, holds.py), and for
 each hand-off to the twin whether the GPU timed it (``handed`` not fired once the twin had queued
 its wait).
 
@@ -50,7 +51,7 @@ MORE = ("7_GoogleNetInceptionV1", "10_ResNet101", "31_VisionAttention", "33_Vani
 BUNDLED = ("13_row_argmax",)
 
 SITECUSTOMIZE = r"""
-import importlib.abc, importlib.machinery, json, os, secrets, sys, time
+import importlib.abc, importlib.machinery, json, os, sys, time
 
 LOG = os.environ.get("TG_ALARM_LOG")
 CURRENT = {"items": [], "label": None}
@@ -68,58 +69,41 @@ def _patch(speed):
         with open(LOG, "a") as fh:
             fh.write(json.dumps(record) + "\n")
 
+    original_open, original_close = speed.Bench._open, speed.Bench._close
+
     def _open(self, kind, sets):
-        if sets is not None:
-            for t in self.shared_out:
-                speed.slot_bytes(t).fill_(speed.POISON)
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
-        hold = self.hold_s[kind] + speed.HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
         before = torch.cuda.Event(enable_timing=True)
         before.record()
-        cycles = int(hold * self.cycles_per_s)
-        torch.cuda._sleep(cycles)
-        events[0].record()
-        for k, inputs in enumerate(sets or ()):
-            for slot, leaf in zip(self.shared_in, speed.tensor_leaves(inputs), strict=True):
-                slot[k].copy_(leaf)
-        events[1].record()
-        self.scratch.zero_()
-        events[2].record()
-        holds[id(events[0])] = (before, cycles, kind, self.hold_s[kind])
-        return [*events, speed.gpu_timed(events[1])]
+        opened = original_open(self, kind, sets)
+        holds[id(opened)] = before
+        return opened
 
-    original_close = speed.Bench._close
-
-    def _close(self, events, in_time=None):
-        bracket = original_close(self, events, in_time)
-        before, cycles, kind, hold_s = holds.pop(id(events[0]))
-        start, flush_start, flush_end, probe_start, end, flush_timed = events
-        end.synchronize()
-        held = before.elapsed_time(start) / 1e3
+    def _close(self, opened):
+        late = self.late
+        bracket = original_close(self, opened)
+        before = holds.pop(id(opened))
+        start, flush_start, flush_end, probe_start, end = opened.events
         CURRENT["items"].append({
-            "bracket": CURRENT["label"], "kind": kind, "late": bracket is None, "hold_s": hold_s,
-            "held_s": held, "clock_mhz": cycles / max(held, 1e-9) / 1e6,
+            "bracket": CURRENT["label"], "kind": opened.kind, "late": self.late > late,
+            "held_s": before.elapsed_time(start) / 1e3, "clock_mhz": None,  # a flag hold: no known cycle count
             "seconds": start.elapsed_time(end) / 1e3, "copy_s": start.elapsed_time(flush_start) / 1e3,
             "flush_s": flush_start.elapsed_time(flush_end) / 1e3, "probe_s": probe_start.elapsed_time(end) / 1e3,
-            "flush_timed": flush_timed, "probe_timed": None if bracket is None else bool(bracket.probe_s),
-            "t": time.time()})
+            "flush_timed": opened.flush_timed, "probe_timed": bool(bracket.probe_s), "t": time.time()})
         return bracket
 
-    original_hand_to_twin, original_queued = speed.Bench._hand_to_twin, speed.Bench._queued
+    original_hand_to_twin, original_settle = speed.Bench._hand_to_twin, speed.Bench._settle
 
     def _hand_to_twin(self):
         handed, back = original_hand_to_twin(self)
         twin_timed.append(not handed.query())  # the twin's wait queued before the GPU reached handed
         return handed, back
 
-    def _queued(self, kind, start):
-        fired, hold_s = start.query(), self.hold_s[kind]
-        value = original_queued(self, kind, start)
-        CURRENT["items"].append({"queued": kind, "after": CURRENT["label"], "start_fired": fired, "hold_s": hold_s,
-                                 "counted": value})
+    def _settle(self, kind, hold):
+        value = original_settle(self, kind, hold)
+        CURRENT["items"].append({"queued": kind, "after": CURRENT["label"], "start_fired": value, "counted": True})
         return value
 
-    speed.Bench._hand_to_twin, speed.Bench._queued = _hand_to_twin, _queued
+    speed.Bench._hand_to_twin, speed.Bench._settle = _hand_to_twin, _settle
 
     def labelled(name):
         original = getattr(speed.Bench, name)
@@ -143,8 +127,7 @@ def _patch(speed):
     def company_check(self):
         value = original_check(self)
         CURRENT["items"].append({"hand_off": "check", "after": CURRENT["label"], "s": value,
-                                 "gpu_timed": twin_timed[-1] if twin_timed else None,
-                                 "twin_hold_s": self.hold_s["twin"], "t": time.time()})
+                                 "gpu_timed": twin_timed[-1] if twin_timed else None, "t": time.time()})
         return value
 
     speed.Bench._open, speed.Bench._close, speed.Bench.company_check = _open, _close, company_check
@@ -155,17 +138,15 @@ def _patch(speed):
         began = time.time()
         result = original_rep(bench, model, rep, candidate_first, clean)
         write({"rep": rep, "count": bench.count, "candidate_first": candidate_first, "late": bench.late,
-               "t0": began, "t1": time.time(), "queued_in_time": result is not None,
-               "contended": None if result is None else result.contended,
-               "reference": None if result is None else result.reference,
-               "candidate": None if result is None else result.candidate,
+               "t0": began, "t1": time.time(), "queued_in_time": True,  # a late bracket counts (holds.py)
+               "contended": result.contended, "reference": result.reference, "candidate": result.candidate,
                "items": CURRENT["items"]})
         return result
 
     def workloads(ctx):
-        flush, probe = speed.calibrate_workloads(ctx.device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
-        hand_off = twin_module.calibrate(ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate),
-                                         int(speed.HOLD_JITTER_S * ctx.sleep_rate), reps=21)
+        holds = speed.Holds(ctx.sleep_rate)
+        flush, probe = speed.calibrate_workloads(ctx.device, holds)
+        hand_off = twin_module.calibrate(ctx.twin, holds, reps=21)
         return {"flush": flush, "probe": probe, "hand_off": hand_off, "clock_mhz": clock(ctx)}
 
     def clock(ctx):
@@ -329,10 +310,9 @@ def digest(job: dict) -> dict:
         out[label]["probe_gpu_timed_max_us"] = round(
             max((i["probe_s"] for i in items if i.get("probe_timed")), default=0.0) * 1e6, 1
         )
-        out[label]["clock_mhz"] = [
-            round(min(i["clock_mhz"] for i in items)) if items else 0,
-            round(statistics.median(i["clock_mhz"] for i in items)) if items else 0,
-        ]
+        clocks = [i["clock_mhz"] for i in items if i.get("clock_mhz")]  # None behind a flag hold (holds.py)
+        out[label]["clock_mhz"] = [round(min(clocks)) if clocks else 0,
+                                   round(statistics.median(clocks)) if clocks else 0]  # fmt: skip
     for place in ("reference_batch", "candidate_batch", "empty_batch", "runner_hand_off"):
         out[f"check_after_{place}"] = _stats(
             [i["s"] for r in timed for i in r["items"] if i.get("hand_off") == "check" and i["after"] == place]
@@ -435,7 +415,7 @@ def in_process(problem, reps: int = 8) -> dict:
     flush_bytes, probe_bytes = speed.workload_bytes(0)
     scratch = torch.empty(flush_bytes, dtype=torch.int8, device="cuda")
     rate = _sleep_rate()
-    clean_flush, clean_probe = speed.calibrate_workloads(torch.device("cuda"), int(speed.MIN_HOLD_S * rate))
+    clean_flush, clean_probe = speed.calibrate_workloads(torch.device("cuda"), speed.Holds(rate))
     rows = []
 
     probe = scratch[:probe_bytes]

@@ -56,7 +56,7 @@ def _patch(speed):
 
     def runner_empty(bench):
         sets = bench.fresh_inputs()
-        events = bench._open("remote", sets)
+        opened = bench._open("remote", sets)
         for kept, slot in zip(bench.kept, bench.shared_out):
             for k in range(bench.count):
                 slot[k].copy_(kept[-1])
@@ -64,17 +64,15 @@ def _patch(speed):
         handed.record()
         bench.go.record()
         bench.state.ask(p.Batch(0), (p.BatchQueued,))
-        in_time = bench._queued("remote", events[0])
+        bench.holds.release(opened.hold)
         bench._poll(bench.done)
         back.record()
         bench._copy_out()
-        bracket = bench._close(events, in_time)
-        return (bracket.seconds if bracket else None), handed.elapsed_time(back) / 1e3
+        return bench._close(opened).seconds, handed.elapsed_time(back) / 1e3
 
     def repetition(bench, model, rep, candidate_first, clean):
         result = original_rep(bench, model, rep, candidate_first, clean)
-        record = {"rep": rep, "count": bench.count, "candidate_first": candidate_first, "late": bench.late,
-                  "hold_s": dict(bench.hold_s)}
+        record = {"rep": rep, "count": bench.count, "candidate_first": candidate_first, "late": bench.late}
         if result is not None:
             record |= {k: getattr(result, k) for k in ("reference", "candidate", "empty", "remote_empty",
                                                          "hand_off", "contended")}

@@ -5,134 +5,160 @@ import time
 import types
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
 from tritongym.evaluate import timing
+from tritongym.evaluate.judge import holds as holds_module
 from tritongym.evaluate.judge import speed
 from tritongym.evaluate.judge.feedback import Failure, speed_feedback
 
 
-def bench_with_holds():
+class CpuHolds(holds_module.Holds):
+    """The judge's holds without a GPU: the ring is real, the wait kernel's part is played where a hold is
+    settled (timed out where its flag was still clear when the work after it finished, or where
+    ``times_out`` says). ``log`` records every open, release and settle, in order."""
+
+    def __init__(self, times_out=(), log=None):
+        self.ring = holds_module.Ring(np.zeros(2 * holds_module.RING, dtype=np.int32))
+        self.opened, self.held_s, self.times_out = {}, 0.0, list(times_out)
+        self.log = [] if log is None else log
+
+    def open(self):
+        index = self.ring.take()
+        self.opened[index] = time.perf_counter()
+        self.log.append("hold")
+        return index
+
+    def release(self, index):
+        if index in self.opened:
+            self.log.append("release")
+        super().release(index)
+
+    def settle(self, index):
+        timed_out = self.times_out.pop(0) if self.times_out else self.ring.words[index] == 0
+        self.ring.words[self.ring.size + index] = holds_module.TIMED_OUT if timed_out else holds_module.RELEASED
+        self.log.append("settle")
+        return super().settle(index)
+
+
+def bench_with_holds(times_out=(), log=None):
     bench = speed.Bench.__new__(speed.Bench)
-    bench.hold_s = dict.fromkeys(speed.LATE_SIDES, speed.MIN_HOLD_S)
-    bench.late, bench.late_by, bench.opened = 0, {}, {}
+    bench.holds = CpuHolds(times_out, log)
+    bench.late, bench.late_by = 0, {}
     return bench
 
 
-def event(fired: bool):
-    return SimpleNamespace(query=lambda: fired)
+def test_a_hold_word_is_reset_before_use_and_reused_only_once_settled():
+    ring = holds_module.Ring(np.full(2 * 2, 7, dtype=np.int32))
+    first = ring.take()
+    assert list(ring.words) == [0, 7, holds_module.WAITING, 7]  # flag clear, outcome waiting
+    with pytest.raises(RuntimeError, match="before its kernel returned"):
+        ring.settle(first)
+    second = ring.take()
+    with pytest.raises(RuntimeError, match="reused before that hold was settled"):
+        ring.take()  # the ring of two wrapped onto the first, not settled yet
+    ring.release(first)
+    assert ring.words[first] == 1 and ring.words[second] == 0
+    ring.words[ring.size + first] = holds_module.RELEASED
+    assert ring.settle(first) is False
+    assert ring.take() == first and ring.words[first] == 0  # reset for its next hold
+    ring.words[ring.size + second] = holds_module.TIMED_OUT
+    assert ring.settle(second) is True  # the kernel gave up: late
 
 
-def test_a_bracket_queued_before_its_hold_ended_counts_and_keeps_the_hold():
-    bench = bench_with_holds()
-    assert bench._queued("remote", event(False)) is True
-    assert bench.hold_s["remote"] == speed.MIN_HOLD_S and bench.late == 0
-
-
-def test_a_late_bracket_doubles_its_kinds_hold_until_the_longest_then_counts_as_late():
-    bench = bench_with_holds()
-    doublings = 0
-    while not bench._queued("local", event(True)):
-        doublings += 1
-        assert bench.hold_s["local"] == min(speed.MIN_HOLD_S * 2**doublings, speed.MAX_HOLD_S)
-    assert bench.hold_s["local"] == speed.MAX_HOLD_S and bench.late == 1
-    assert bench.hold_s["remote"] == speed.MIN_HOLD_S  # the other kind keeps its own
-    assert bench.late_by == {"reference": 1}  # the doublings before the longest hold are not late ones
-
-
-def test_a_late_bracket_grows_its_hold_past_the_hosts_time_to_queue_it_in_one_step():
-    # doubling alone took one late repetition per doubling (1 -> 2 -> 4 ms for a candidate's batch)
-    bench = bench_with_holds()
-    bench.opened["remote"] = time.perf_counter() - 0.0035  # the host queued for 3.5 ms behind a 1 ms hold
-    assert bench._queued("remote", event(True)) is False
-    assert speed.QUEUE_MARGIN * 0.0035 <= bench.hold_s["remote"] < speed.QUEUE_MARGIN * 0.0035 + 0.002
-    bench.opened["local"] = time.perf_counter()  # queued at once, yet late (a stalled host): at least doubled
-    assert bench._queued("local", event(True)) is False and bench.hold_s["local"] == 2 * speed.MIN_HOLD_S
-    bench.opened["runner"] = time.perf_counter() - 5.0  # never more than the longest hold
-    assert bench._queued("runner", event(True)) is False and bench.hold_s["runner"] == speed.MAX_HOLD_S
-    assert bench.late == 0  # none of these counts as late: the repetition is repeated
-
-
-def test_the_twins_empty_bracket_shares_the_candidates_hold(monkeypatch):
-    # the bracket subtracted from the candidate's follows a hold as long as the candidate's (a kind of its
-    # own came with speedups 1.8% lower candidate by candidate on an H200, session 12)
-    bench = bench_with_holds()
-    opened = []
-    monkeypatch.setattr(bench, "_open", lambda kind, sets: opened.append(kind) or [TimedEvent(0.0, fired=True)],
-                        raising=False)  # fmt: skip
-    monkeypatch.setattr(bench, "_hand_to_twin", lambda: (TimedEvent(0.5), TimedEvent(0.8)), raising=False)
-    monkeypatch.setattr(bench, "_poll", lambda event: None, raising=False)
-    monkeypatch.setattr(bench, "_copy_out", lambda: None, raising=False)
-    monkeypatch.setattr(bench, "_close", lambda events, in_time=None: None if not in_time else "bracket",
-                        raising=False)  # fmt: skip
-    bench.kept, bench.shared_out, bench.count = [], [], 1
-    bench.twin = SimpleNamespace(done=TimedEvent(0.0, fired=True))
-    assert bench.remote_empty_batch(["sets"]) == (None, pytest.approx(0.3e-3), True)  # late: repeated
-    assert opened == ["remote"] and bench.hold_s["remote"] >= 2 * speed.MIN_HOLD_S
-    bench.hold_s["remote"] = speed.MAX_HOLD_S  # late at the longest: counted on the candidate's side
-    bench.remote_empty_batch(["sets"])
-    assert bench.late_by == {"candidate": 1}
+def test_a_hold_is_released_once_and_counts_the_hosts_time_to_release_it():
+    holds = CpuHolds()
+    index = holds.open()
+    holds.opened[index] -= 0.004  # the host queued its bracket in 4 ms
+    holds.release(index)
+    holds.release(index)  # a second release does nothing
+    assert holds.log == ["hold", "release"] and 0.004 <= holds.held_s < 0.005
+    assert holds.settle(index) is False
 
 
 def test_late_brackets_are_counted_by_the_side_whose_bracket_it_was():
-    bench = bench_with_holds()
-    bench.hold_s = dict.fromkeys(bench.hold_s, speed.MAX_HOLD_S)
-    for kind in ("remote", "remote", "remote", "local", "runner"):
-        assert bench._queued(kind, event(True)) is True
-    assert bench._queued("remote", event(False)) is True  # in time: not late
-    assert bench.late == 5 and bench.late_by == {"candidate": 3, "reference": 1, "runner hand-off": 1}
-    assert set(bench.hold_s) | {"twin"} <= set(speed.LATE_SIDES)  # every hold's kind has its side
+    bench = bench_with_holds(times_out=[True, True, True, True, True, True, False])
+    for kind in ("remote", "remote", "remote", "local", "runner", "twin", "remote"):
+        bench._settle(kind, bench.holds.open())
+    assert bench.late == 6
+    assert bench.late_by == {"candidate": 3, "reference": 1, "runner hand-off": 1, "twin hand-off": 1}
+    assert set(speed.LATE_SIDES) == {"local", "remote", "runner", "twin"}  # every hold's kind has its side
 
 
-def test_a_bracket_queued_in_time_notes_how_long_the_host_took_to_queue_it():
-    bench = bench_with_holds()
-    bench.queued_s = {}
-    bench.opened["remote"] = time.perf_counter() - 0.003
-    assert bench._queued("remote", event(False)) is True
-    assert 0.003 <= bench.queued_s["remote"] < 0.004
-    bench.opened["remote"] = time.perf_counter()  # a quicker one later: the longest is kept
-    bench._queued("remote", event(False))
-    assert bench.queued_s["remote"] >= 0.003
-    bench.opened["local"] = time.perf_counter() - 0.05
-    assert bench._queued("local", event(True)) is False and "local" not in bench.queued_s  # late: grown, not noted
+def remote_bench(log, times_out=()):
+    """A bench whose runner and twin answer at once; ``log`` records the hold's steps and the messages."""
+    bench = bench_with_holds(times_out, log)
+    bench.scratch, bench.probe_bytes = torch.ones(64, dtype=torch.int8), 16
+    bench.kept, bench.shared_out, bench.count = [], [], 1
+    bench.go, bench.done = TimedEvent(0.0), TimedEvent(0.0, fired=True)
+    bench.twin = SimpleNamespace(done=TimedEvent(0.0, fired=True))
+    bench.state = SimpleNamespace(ask=lambda message, expect: log.append(type(message).__name__), deadline=1e18)
+    return bench
 
 
-def test_the_exclusive_warm_up_starts_from_the_preparations_holds_up_to_a_bound():
-    prepared = {"local": 0.003, "remote": speed.START_HOLD_S, "runner": speed.START_HOLD_S * 1.01, "twin": 0.001}
-    assert speed.start_holds(prepared) == {"local": 0.003, "remote": speed.START_HOLD_S,
-                                           "runner": speed.MIN_HOLD_S, "twin": 0.001}  # fmt: skip
+def test_the_candidates_hold_is_released_only_after_the_runner_said_its_batch_is_queued(monkeypatch):
+    # released before BatchQueued, the runner's launches would be made inside its bracket (its time)
+    log = []
+    bench = remote_bench(log)
+    monkeypatch.setattr(bench, "_open", lambda kind, sets: speed.Opened(
+        bracket_events(0.022)[:5], True, kind, bench.holds.open()), raising=False)  # fmt: skip
+    monkeypatch.setattr(bench, "_poll", lambda event: log.append("poll"), raising=False)
+    monkeypatch.setattr(bench, "_copy_out", lambda: None, raising=False)
+    bracket, _ = bench.candidate_batch(["sets"])
+    assert log == ["hold", "Batch", "release", "poll", "settle"]
+    assert bracket == speed.Bracket(pytest.approx(0.010), pytest.approx(80e-6), pytest.approx(22e-6))
+    assert bench.late == 0
+    log.clear()
+    bench.holds.times_out = [True]  # the runner answered after the hold's timeout: late, counted as it is
+    bracket, _ = bench.candidate_batch(["sets"])
+    assert bracket.seconds == pytest.approx(0.010) and bench.late_by == {"candidate": 1}
 
 
-def test_holds_are_tightened_to_what_a_repetition_alone_on_the_gpu_needed():
-    # the preparation's holds grew beside other judges' work: kept, the measured repetitions' holds were 38 ms
-    # against 25 (session 12); tightened, each kind's is what growth from the shortest would find
-    bench = SimpleNamespace(hold_s={"local": 0.004, "remote": 0.012, "runner": 0.003, "twin": 0.002},
-                            queued_s={"local": 0.0004, "remote": 0.004, "runner": 0.0012})  # fmt: skip
-    speed.tighten_holds(bench)
-    assert bench.hold_s["local"] == speed.MIN_HOLD_S  # queued within the shortest hold
-    assert bench.hold_s["remote"] == pytest.approx(speed.QUEUE_MARGIN * 0.004)
-    assert bench.hold_s["runner"] == 2 * speed.MIN_HOLD_S  # past the shortest: at least doubled
-    assert bench.hold_s["twin"] == 0.002  # not seen in time: as it was
-    bench.hold_s["remote"], bench.queued_s = 0.005, {"remote": 0.0045}
-    speed.tighten_holds(bench)
-    assert bench.hold_s["remote"] == 0.005  # never longer than the hold it was in time with
+def test_the_twins_empty_bracket_is_released_once_the_twin_queued_its_part(monkeypatch):
+    log = []
+    bench = remote_bench(log)
+    monkeypatch.setattr(bench, "_open", lambda kind, sets: log.append(kind) or speed.Opened(
+        bracket_events(0.022)[:5], True, kind, bench.holds.open()), raising=False)  # fmt: skip
+    monkeypatch.setattr(bench, "_hand_to_twin", lambda: log.append("twin") or (TimedEvent(0.5), TimedEvent(0.8)),
+                        raising=False)  # fmt: skip
+    monkeypatch.setattr(bench, "_poll", lambda event: log.append("poll"), raising=False)
+    monkeypatch.setattr(bench, "_copy_out", lambda: None, raising=False)
+    bracket, hand_off, timed = bench.remote_empty_batch(["sets"])
+    assert log == ["remote", "hold", "twin", "release", "poll", "settle"]  # the candidate's kind of hold
+    assert hand_off == pytest.approx(0.3e-3) and timed and bracket.seconds == pytest.approx(0.010)
 
 
-def test_holds_are_tightened_from_the_warm_ups_repetition_in_time_alone(monkeypatch):
-    # a late repetition's host times (its hold grew from them) are not what the one in time needed
-    noted = [{"remote": 0.009}, {"remote": 0.002}]
+def test_a_local_bracket_is_released_once_its_end_is_queued():
+    log = []
+    bench = remote_bench(log)
+    opened = speed.Opened(bracket_events(0.022)[:5], True, "local", bench.holds.open())
+    end = opened.events[4]
+    end.record = lambda: log.append("end")
+    bench._close(opened)
+    assert log == ["hold", "end", "release", "settle"] and bench.late == 0
 
-    def repetition(bench, model, rep, first, clean):
-        for kind, queued in noted.pop(0).items():  # as Bench._in_time notes them: the longest
-            bench.queued_s[kind] = max(bench.queued_s.get(kind, 0.0), queued)
-        return None if noted else "in time"
 
-    monkeypatch.setattr(speed, "repetition", repetition)
-    bench = SimpleNamespace(untimed=0, queued_s={}, hold_s={"remote": 0.02})
-    assert speed.warm_up(bench, None) == "in time" and bench.untimed == 2
-    speed.tighten_holds(bench)
-    assert bench.hold_s["remote"] == pytest.approx(speed.QUEUE_MARGIN * 0.002)
+def test_a_company_check_whose_hold_timed_out_says_nothing(monkeypatch):
+    made = iter([TimedEvent(1.0), TimedEvent(1.35), TimedEvent(1.0), TimedEvent(1.35)])
+    log = []
+    bench = remote_bench(log, times_out=[False, True])
+    monkeypatch.setattr(speed.torch.cuda, "Event", lambda enable_timing=False: next(made))
+    bench.twin = SimpleNamespace(go=TimedEvent(0.0), done=TimedEvent(0.0, fired=True),
+                                 hand_off=lambda: log.append("twin"))  # fmt: skip
+    assert bench.company_check() == pytest.approx(0.35e-3)
+    assert log == ["hold", "twin", "release", "settle"]
+    assert bench.company_check() == 0.0 and bench.late_by == {"twin hand-off": 1}
+
+
+def test_the_warm_up_runs_its_repetitions_and_gives_the_last():
+    given = iter(["first", "second"])
+    bench = SimpleNamespace(untimed=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(speed, "repetition", lambda b, model, rep, first, clean: next(given))
+        assert speed.warm_up(bench, None, 2) == "second" and bench.untimed == 2
+    assert speed.WARM_UP_REPS == 1  # the batch's first run was the preparation's
 
 
 REP = timing.Rep(reference=10e-3, candidate=5e-3, empty=0.1e-3, remote_empty=0.5e-3, hand_off=0.3e-3,
@@ -144,17 +170,12 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     ctx = SimpleNamespace(hand_off_s=0.3e-3, copy_bandwidth=0.0, flush_s=80e-6, probe_s=20e-6,
                           device=torch.device("cpu"))  # fmt: skip
     state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
-    bench = SimpleNamespace(hold_s=dict.fromkeys(("local", "remote", "twin", "runner"), speed.MIN_HOLD_S),
-                            inputs_s=0.0, holds_s=0.0, check_s=0.0, late=0, late_by={}, untimed=0,
-                            scratch=torch.empty(8))  # fmt: skip
-    bench.hold_s["remote"] = 0.006  # the preparation's, grown beside other work
-    given = [REP, None, REP, REP, REP, REP, REP]  # the warm-up's, a late one, five valid ones
-    holds = []
+    bench = SimpleNamespace(holds=SimpleNamespace(held_s=0.0), inputs_s=0.0, check_s=0.0, late=0, late_by={},
+                            untimed=0, scratch=torch.empty(8))  # fmt: skip
+    given = [REP] * 6  # the warm-up's, five measured
 
     def repetition(b, model, rep, candidate_first, clean):
-        holds.append(b.hold_s["remote"])
-        b.queued_s = {"remote": 0.002}  # alone on the GPU the host queued the candidate's bracket in 2 ms
-        b.holds_s += 0.01
+        b.holds.held_s += 0.01
         return given.pop(0)
 
     monkeypatch.setattr(speed, "repetition", repetition)
@@ -163,12 +184,10 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                               persistent=False)  # fmt: skip
     result = speed.time_candidate(state, None, prepared)
     assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
-    assert state.stages["timing_measured_reps"] == 6 and state.stages["timing_late_reps"] == 1
-    assert state.stages["timing_holds"] == pytest.approx(0.06)  # six measured repetitions', the late one's too
+    assert state.stages["timing_measured_reps"] == 5 and "timing_late_reps" not in state.stages
+    assert state.stages["timing_holds"] == pytest.approx(0.05)  # the measured repetitions' holds alone
     assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
     assert state.stages["timing_brackets"] == pytest.approx(5 * (10e-3 + 5e-3 + 0.1e-3 + 0.5e-3 + 0.31e-3), abs=1e-4)
-    # the warm-up started from the preparation's hold, the measured repetitions from the tightened one
-    assert holds == [0.006] + [pytest.approx(speed.QUEUE_MARGIN * 0.002)] * 6
 
 
 CLEAN = timing.Clean(flush_s=80e-6, probe_s=20e-6, hand_off_s=300e-6)
@@ -224,9 +243,9 @@ class FakeBench:
         return self.runner
 
 
-def test_the_preparation_runs_the_batch_once_in_time_or_not(monkeypatch):
-    # under the shared hold the holds found would be found again alone on the GPU: one repetition (the
-    # batch's first run) is all it needs, where it repeated until one was queued in time
+def test_the_preparation_runs_the_batch_once(monkeypatch):
+    # the batch's first run (slots, caches, first launches) under the shared hold; the exclusive part's
+    # warm-up is one repetition more
     reps = []
     monkeypatch.setattr(speed, "repetition", lambda bench, model, rep, first, clean: reps.append(rep))
     for name, value in (("_baseline", lambda reference, baseline, inputs: reference.model),
@@ -242,9 +261,10 @@ def test_the_preparation_runs_the_batch_once_in_time_or_not(monkeypatch):
     state = SimpleNamespace(job=job, footprint=None, forward_ops=1, stages={})
     reference = SimpleNamespace(inputs=lambda seed: [torch.ones(2)], model=lambda x: x * 2)
     prepared = speed.prepare_timing(state, reference)
-    assert reps == [0] * speed.PREPARE_REPS == [0] and bench.untimed == 1  # late (None), not repeated
+    assert reps == [0] * speed.PREPARE_REPS == [0] and bench.untimed == 1
     assert state.stages["timing_setup_untimed_reps"] == 1 and prepared.count == 8
-    assert speed.warm_up(bench, None) is None and len(reps) == 1 + speed.WARM_UP_REPS  # the exclusive one repeats
+    speed.warm_up(bench, None)
+    assert len(reps) == 1 + speed.WARM_UP_REPS == 2
 
 
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):
@@ -299,20 +319,19 @@ def test_a_hand_off_the_gpu_did_not_time_says_nothing_about_company(monkeypatch)
 
 
 def test_the_runners_hand_off_counts_only_where_the_gpu_timed_it(monkeypatch):
-    # (fired when the runner answered, at the longest hold or not) -> measured or 0
-    for handed_fired, hold_s, expected in ((False, speed.MIN_HOLD_S, 0.35e-3), (True, speed.MAX_HOLD_S, 0.0),
-                                           (True, speed.MIN_HOLD_S, 0.0)):  # fmt: skip
-        bench = bench_with_holds()
-        bench.hold_s["runner"] = hold_s
-        start = TimedEvent(0.0, fired=handed_fired)
+    # handed fired when the runner answered (its hold had timed out) -> 0, else measured; the hold is
+    # released only after the runner's answer
+    for handed_fired, times_out, expected in ((False, False, 0.35e-3), (True, True, 0.0)):
+        log = []
+        bench = remote_bench(log, times_out=[times_out])
         handed, back = TimedEvent(1.0, fired=handed_fired), TimedEvent(1.35)
         made = iter([handed, back])
-        monkeypatch.setattr(bench, "_open", lambda kind, sets, start=start: [start], raising=False)
+        monkeypatch.setattr(bench, "_open", lambda kind, sets, b=bench: speed.Opened(
+            bracket_events(0.022)[:5], True, kind, b.holds.open()), raising=False)  # fmt: skip
         monkeypatch.setattr(speed.torch.cuda, "Event", lambda enable_timing=False, made=made: next(made))
-        bench.go, bench.done = TimedEvent(0.0), TimedEvent(0.0, fired=True)
-        bench.state = SimpleNamespace(ask=lambda message, expect: None, deadline=1e18)
         assert bench.runner_hand_off(["sets"]) == pytest.approx(expected)
-        assert bench.hold_s["runner"] == (min(2 * hold_s, speed.MAX_HOLD_S) if handed_fired else hold_s)
+        assert log == ["hold", "Batch", "release", "settle"]
+        assert bench.late_by == ({"runner hand-off": 1} if times_out else {})
 
 
 def test_a_batch_is_as_long_as_each_side_can_queue_behind_a_hold():
@@ -345,14 +364,6 @@ def test_the_references_queued_operations_are_counted_as_pytorch_dispatches_them
     assert speed.forward_ops(fails, [torch.ones(1)]) == 1
 
 
-def test_a_repetition_with_a_late_bracket_is_repeated_but_still_checked(monkeypatch):
-    checked = []
-    monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: checked.append(rep))
-    assert speed.repetition(FakeBench(0.010, None, 0.002, 0.0025), None, 3, False, CLEAN) is None
-    assert speed.repetition(FakeBench(0.010, 0.008, 0.002, None), None, 4, True, CLEAN) is None
-    assert checked == [3, 4]
-
-
 class TimedEvent:
     """A CUDA event stand-in: when the GPU reached it (ms) and whether it had fired when asked."""
 
@@ -378,10 +389,14 @@ def closing_bench():
     return bench
 
 
-def bracket_events(probe_ms, flush_timed=True, probe_start_fired=False):
+def bracket_events(probe_ms, probe_start_fired=False):
     """A bracket of 10 ms whose flush took 0.08 ms and whose probe's events are ``probe_ms`` apart."""
     start, probe_start = TimedEvent(0.0), TimedEvent(10.0 - probe_ms, fired=probe_start_fired)
-    return [start, TimedEvent(0.5), TimedEvent(0.58), probe_start, TimedEvent(10.0), flush_timed]
+    return [start, TimedEvent(0.5), TimedEvent(0.58), probe_start, TimedEvent(10.0)]
+
+
+def opened(bench, probe_ms, flush_timed=True, probe_start_fired=False, kind="local"):
+    return speed.Opened(bracket_events(probe_ms, probe_start_fired), flush_timed, kind, bench.holds.open())
 
 
 def test_a_workload_is_timed_by_the_gpu_only_where_it_was_queued_before_the_gpu_reached_it():
@@ -391,7 +406,7 @@ def test_a_workload_is_timed_by_the_gpu_only_where_it_was_queued_before_the_gpu_
 
 def test_a_bracket_reports_the_flush_and_probe_the_gpu_timed():
     bench = closing_bench()
-    timed = bench._close(bracket_events(0.022))
+    timed = bench._close(opened(bench, 0.022))
     assert timed == speed.Bracket(pytest.approx(0.010), pytest.approx(80e-6), pytest.approx(22e-6))
     assert not bench.scratch[:16].any() and bench.scratch[16:].all()  # the probe wrote its bytes
 
@@ -401,10 +416,10 @@ def test_a_probe_queued_on_a_gpu_that_caught_up_with_the_host_says_nothing(monke
     # host took 150 us to launch it (a false alarm at 2x the clean 28 us + 20 us before)
     monkeypatch.setattr(speed, "check_batch", lambda expected, got, rep, bounds: None)
     bench = closing_bench()
-    late_probe = bench._close(bracket_events(0.150, probe_start_fired=True), in_time=True)
+    late_probe = bench._close(opened(bench, 0.150, probe_start_fired=True, kind="remote"))
     assert late_probe.probe_s == 0.0 and late_probe.flush_s == pytest.approx(80e-6)
     assert late_probe.seconds == pytest.approx(0.010)  # the bracket itself counts as it is
-    late_flush = bench._close(bracket_events(0.022, flush_timed=False), in_time=True)
+    late_flush = bench._close(opened(bench, 0.022, flush_timed=False, kind="remote"))
     assert late_flush.flush_s == 0.0 and late_flush.probe_s == pytest.approx(22e-6)
     reps = []
     for probe in (late_probe, speed.Bracket(0.010, 80e-6, 150e-6)):  # the same 150 us, timed by the GPU
@@ -417,14 +432,15 @@ def test_a_probe_queued_on_a_gpu_that_caught_up_with_the_host_says_nothing(monke
 
 def test_the_clean_workloads_are_calibrated_behind_holds_from_what_the_gpu_timed(monkeypatch):
     # per repetition a flush then a probe (ms, whether its start had fired when it was queued): the
-    # first repetition warms up; a workload queued after the GPU caught up (its hold too short for a
-    # stalled host) is host-timed and left out
+    # first repetition warms up; a workload queued after the GPU caught up, or whose hold timed out, is
+    # host-timed and left out
     script = iter([(0.090, False), (0.030, False),  # warm-up
                    (0.077, False), (0.022, False),
-                   (0.200, True), (0.150, True),  # the host stalled past the hold: not the GPU's time
+                   (0.200, True), (0.150, True),  # the host stalled: the GPU had reached start
                    (0.078, False), (0.021, False),
+                   (0.500, False), (0.400, False),  # the holds timed out
                    (0.076, False), (0.023, False)])  # fmt: skip
-    holds = []
+    holds = CpuHolds(times_out=[False] * 8 + [True, True] + [False] * 2)
 
     class Event:
         def __init__(self, enable_timing=False):
@@ -452,10 +468,9 @@ def test_the_clean_workloads_are_calibrated_behind_holds_from_what_the_gpu_timed
 
     monkeypatch.setattr(speed, "workload_bytes", lambda device: (64, 16))
     monkeypatch.setattr(speed.torch.cuda, "Event", event)
-    monkeypatch.setattr(speed.torch.cuda, "_sleep", holds.append)
-    flush, probe = speed.calibrate_workloads("cpu", hold_cycles=1234, reps=4)
+    flush, probe = speed.calibrate_workloads("cpu", holds, reps=5)
     assert (flush, probe) == (pytest.approx(77e-6), pytest.approx(22e-6))
-    assert holds == [1234] * 10  # every workload behind a hold, warm-up included
+    assert holds.log == ["hold", "release", "settle"] * 12  # every workload behind a hold, warm-up included
 
 
 def test_a_fast_candidates_batch_grows_until_its_signal_dominates_the_hand_off():
@@ -748,3 +763,58 @@ def test_the_rms_and_the_largest_magnitude_come_out_as_before():
         assert speed._rms(outputs).item() == pytest.approx(finite.square().mean().sqrt().item(), rel=1e-12)
         assert speed._largest(outputs[1]).item() == finite[len(flats[0]) : 2 * len(flats[0])].abs().max().item()
     assert speed._largest(torch.tensor([-7, 3])).item() == 7.0  # integers: every element finite
+
+
+def test_the_clean_hand_off_is_measured_behind_the_brackets_flag_holds(monkeypatch):
+    # the twin's empty bracket less the judge's, each behind a hold released once the bracket is queued:
+    # the twin's once it queued its part, the judge's once its end is
+    from tritongym.evaluate.judge import twin as twin_module
+
+    log = []
+    pairs = iter([(0.0, 0.1), (0.0, 0.4), (0.0, 0.1), (0.0, 0.45), (0.0, 0.1), (0.0, 0.35)])  # ms: local, remote
+
+    class Made:
+        def __init__(self):
+            self.pending = None
+
+        def __call__(self, enable_timing=False):
+            if self.pending is None:
+                at = next(pairs)
+                self.pending = TimedEvent(at[1])
+                start = TimedEvent(at[0])
+                start.record = lambda: log.append("start")
+                return start
+            end, self.pending = self.pending, None
+            end.record = lambda: log.append("end")
+            return end
+
+    monkeypatch.setattr(twin_module.torch.cuda, "Event", Made())
+    monkeypatch.setattr(twin_module, "wait_for", lambda event, deadline: log.append("poll"))
+    twin = SimpleNamespace(go=TimedEvent(0.0), done=TimedEvent(0.0), hand_off=lambda: log.append("twin"))
+    holds = CpuHolds(log=log)
+    assert twin_module.calibrate(twin, holds, reps=3) == pytest.approx(0.3e-3)  # the median of 0.3, 0.35, 0.25 ms
+    local = ["hold", "start", "end", "release", "settle"]
+    remote = ["hold", "start", "twin", "release", "poll", "end", "settle"]
+    assert log == (local + remote) * 3
+
+
+def test_the_holds_kernel_is_loaded_and_released_at_once(monkeypatch):
+    # run once outside the exclusive lock: released right after its launch, it never waits out its timeout
+    steps, pending = [], []
+
+    class Wait:
+        def __getitem__(self, grid):
+            return lambda flags, index, size, timeout_ns, num_warps: pending.append((flags, index, size, timeout_ns))
+
+    def synchronize():  # the GPU runs the kernel: it sees the flag as the host left it
+        for flags, index, size, timeout_ns in pending:
+            steps.append(("ran", int(flags[index]), timeout_ns))
+            flags[size + index] = holds_module.RELEASED if flags[index] else holds_module.TIMED_OUT
+
+    monkeypatch.setattr(holds_module, "_wait", Wait())
+    monkeypatch.setattr(holds_module.torch.cuda, "_sleep", lambda cycles: steps.append(("sleep", cycles)))
+    monkeypatch.setattr(holds_module.torch.cuda, "synchronize", synchronize)
+    unpinned = torch.zeros  # no pinned memory without CUDA
+    monkeypatch.setattr(holds_module.torch, "zeros", lambda n, dtype=None, pin_memory=False: unpinned(n, dtype=dtype))
+    holds_module.load()
+    assert steps == [("sleep", 0), ("ran", 1, int(holds_module.MAX_HOLD_S * 1e9))]

@@ -1001,7 +1001,7 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
     ctx = WorkerContext(device=device, **ctx_args)
     if device.type == "cuda":
         from tritongym.evaluate import timing
-        from tritongym.evaluate.judge import twin
+        from tritongym.evaluate.judge import holds, twin
 
         uuid = str(torch.cuda.get_device_properties(device).uuid)
         name = f"tritongym-gpu-{uuid}"  # one for every judge of this user on the machine (machine_lock.py)
@@ -1011,14 +1011,14 @@ def warm_up(device_name: str, lock_dir: str, ctx_args: dict, startup: Startup | 
         with speed.gpu_lock(ctx.gpu_lock, exclusive=False):
             ctx.twin = twin.Twin(torch.device("cuda", device.index or 0))  # started first, then the judge's context
             ctx.arena = speed.SharedArena(device)
+            holds.load()  # the holds' kernel's first launch, before the exclusive lock
         startup.part("contexts")
         with speed.gpu_lock(ctx.gpu_lock, exclusive=True):
             ctx.copy_bandwidth = timing.copy_bandwidth(device)
             ctx.sleep_rate = speed.sleep_rate()
-            ctx.hand_off_s = twin.calibrate(
-                ctx.twin, int(speed.MIN_HOLD_S * 2 * ctx.sleep_rate), int(speed.HOLD_JITTER_S * ctx.sleep_rate)
-            )
-            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, int(speed.MIN_HOLD_S * ctx.sleep_rate))
+            holds = speed.Holds(ctx.sleep_rate)  # the brackets' holds (holds.py)
+            ctx.hand_off_s = twin.calibrate(ctx.twin, holds)
+            ctx.flush_s, ctx.probe_s = speed.calibrate_workloads(device, holds)
             torch.cuda.synchronize(device)
         startup.part("calibration")
         ctx.judges_per_gpu = max(int(os.environ.get("TRITONGYM_JUDGES_PER_GPU", "1") or 1), 1)

@@ -28,11 +28,11 @@ and when to stop.
   batch whose input sets take at most an eighth of the memory left (``STAGED_BYTES``) also holds
   them once more in the slots' own layout, so that a bracket copies them in with one copy per input
   leaf (``copy_sets``).
-* Every bracket's work is queued while a hold (a sleep kernel, longer by a secret random part of
-  ``HOLD_JITTER_S``) keeps the judge's stream waiting, so a bracket measures GPU time for both sides
-  alike: neither the host's launch overhead nor the message round trip to the runner is in it. Work
-  that waits for the GPU on the host (a ``.item()``, a synchronisation) is in it: the inputs exist
-  only after the hold.
+* Every bracket's work is queued while a hold keeps the judge's stream waiting until the host says
+  the bracket is queued (holds.py: a flag in the judge's pinned memory, then a secret random part of
+  ``holds.HOLD_JITTER_S``), so a bracket measures GPU time for both sides alike: neither the host's launch
+  overhead nor the message round trip to the runner is in it. Work that waits for the GPU on the host
+  (a ``.item()``, a synchronisation) is in it: the inputs exist only after the hold.
 * After the inputs are copied in, every bracket writes four times the L2's size, so every call reads
   its inputs from memory; before ``end`` it writes the L2's size once more (the probe). Both are
   timed by events of their own: fixed workloads whose clean durations the judge measured when it
@@ -95,6 +95,7 @@ from tritongym.evaluate.compare import LOOSE_TOLERANCE
 from tritongym.evaluate.judge import machine_lock, timed_check
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure
+from tritongym.evaluate.judge.holds import Holds
 from tritongym.evaluate.judge.memory import Footprint, available_bytes, give_back, nbytes, timing_batch
 from tritongym.evaluate.judge.protocol import dense
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message
@@ -111,31 +112,15 @@ SLOT_BYTES = 2 << 30
 """Most GPU memory for one side's slots (inputs and outputs of a batch); fewer calls where the GPU's
 free memory cannot hold the batch (memory.timing_batch)."""
 POISON = 0xFF
-MIN_HOLD_S = 0.001
-"""The first hold before a bracket (it grows while a side cannot queue its batch in time: ``Bench._grow``)."""
-QUEUE_MARGIN = 1.5
-"""A hold that ended before its bracket was queued grows to at least this many times the host's time to
-queue that bracket (from the hold's launch to its last part queued), and at least doubles: one late
-bracket finds a hold that long host times fit in, where doubling from ``MIN_HOLD_S`` took one late
-repetition per doubling (a candidate's 4 ms: two, each a whole repetition under the exclusive hold)."""
-MAX_HOLD_S = 0.1
-"""The longest hold before a bracket: a side that cannot queue its batch in this long is host-bound
-and its host time counts."""
-START_HOLD_S = 0.02
-"""The longest of the preparation's holds the exclusive warm-up starts from (``start_holds``): a kind's
-hold found beside other judges' work up to this long is kept for the first repetition alone on the GPU
-(most are then in time: no late repetition to find them again), a longer one starts from ``MIN_HOLD_S``."""
-WARM_UP_REPS = 12
-"""Untimed repetitions at most before timing (until every bracket is queued in time)."""
+WARM_UP_REPS = 1
+"""Untimed repetitions of the exclusive part before the measured ones (the batch ran once already in the
+preparation, ``PREPARE_REPS``): the first alone on the GPU, which says whether the batch must be longer
+(``grown_count``), and the first of a longer batch."""
 PREPARE_REPS = 1
 """Untimed repetitions of the timing's preparation (under the shared hold): the first run of the batch
-(the runner's mapped slots, caches, allocations). The holds it would find beside other judges' work
-are found again under the exclusive hold (``time_candidate``), so it does not repeat until in time."""
+(the runner's mapped slots, caches, allocations, the first launches' compilation)."""
 L2_FLUSH_FACTOR = 4
 """After the inputs are copied in, this many times the L2's size is written (in every bracket)."""
-HOLD_JITTER_S = 0.001
-"""Each hold is longer by a secret random part of this: a runner cannot tell from its own clock when
-the judge's brackets start, so work it leaves on the GPU cannot aim between the judge's probes."""
 MAX_GROWN_BATCH = 4096
 """Most calls of a batch lengthened for a fast candidate (``timing.SIGNAL_FACTOR``)."""
 QUEUED_OPS = 512
@@ -145,18 +130,16 @@ as the launch queue holds (``queued_ops``: this times the queue's scale), at the
 to queue them in every hold. A CUDA stream holds about a thousand pending operations at the driver's
 default (one-element launches on an H200; every GPU judge and runner gets four times that:
 work_queues.LAUNCH_QUEUE_SCALE_ENV); past that the host blocks in every launch until the GPU has run
-one, so no hold is long enough for the batch: every bracket is late, at ``MAX_HOLD_S`` counted with the
+one, so no hold outlasts the host's launches: every bracket is late, at ``holds.MAX_HOLD_S`` counted with the
 host's time in it (a single forward of more operations too: an A/A of 1,202 PyTorch launches a forward
 read 0.39-0.43 at the default, BENCHMARKS.md). On an H200 the honest corpus's small problems (a few
 microseconds a call, batches grown to thousands of calls) were timed at their host's launch rate or had
 most repetitions contended ("slow: hand-off"); with this bound, none of 42 had a late bracket or a
 contended repetition (BENCHMARKS.md)."""
 LATE_SIDES = {"local": "reference", "remote": "candidate", "runner": "runner hand-off", "twin": "twin hand-off"}
-"""Whose bracket a late one of each hold's kind was: the reference's (or its empty bracket), the
-candidate's (or the twin's empty bracket in its place: one kind, so that the bracket subtracted from
-the candidate's follows a hold as long as the candidate's does; a kind of its own for the twin's
-empty bracket, in session 12, came with speedups 1.8% lower candidate by candidate), the runner's
-empty hand-off. Where one side
+"""Whose bracket a late one (its hold timed out: holds.py) of each hold's kind was: the reference's (or
+its empty bracket), the candidate's (or the twin's empty bracket in its place), the runner's empty
+hand-off, a company check's hand-off to the twin. Where one side
 is late, only its reading holds host time; where both are, the two processes' rates of launches that
 wait for the GPU are compared (34_VanillaRNNHidden's A/A 0.111-0.154: both, BENCHMARKS.md)."""
 STAGED_BYTES = SLOT_BYTES
@@ -666,40 +649,55 @@ def workload_bytes(device) -> tuple[int, int]:
     return max(L2_FLUSH_FACTOR * l2, 64 << 20), max(l2, 8 << 20)
 
 
-def calibrate_workloads(device, hold_cycles: int, reps: int = 21) -> tuple[float, float]:
+def calibrate_workloads(device, holds: Holds, reps: int = 21) -> tuple[float, float]:
     """The flush's and the probe's clean durations (seconds, medians), measured when the judge
-    starts, under this GPU's exclusive lock and before any candidate ran: each behind a hold of
-    ``hold_cycles`` (``torch.cuda._sleep``), as a bracket's are, so that its events time the GPU's
-    work and not the host's launch of it (``gpu_timed``: on an idle GPU they read 84 us for a flush
-    of 77 us, 28 us for a probe of 22 us on an H200)."""
+    starts, under this GPU's exclusive lock and before any candidate ran: each behind a hold
+    (``holds``), as a bracket's are, so that its events time the GPU's work and not the host's launch
+    of it (``gpu_timed``: on an idle GPU they read 84 us for a flush of 77 us, 28 us for a probe of
+    22 us on an H200)."""
     flush, probe = workload_bytes(device)
     scratch = torch.empty(flush, dtype=torch.int8, device=device)
     durations: tuple[list[float], list[float]] = ([], [])
     for rep in range(reps + 1):  # the first of each is a warm-up
         for k, size in enumerate((flush, probe)):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(hold_cycles)
+            hold = holds.open()
             start.record()
             scratch[:size].zero_()
             end.record()
             timed = gpu_timed(start)
+            holds.release(hold)
             end.synchronize()
-            if rep and timed:
+            late = holds.settle(hold)
+            if rep and timed and not late:
                 durations[k].append(start.elapsed_time(end) / 1e3)
     del scratch
     return statistics.median(durations[0] or [0.0]), statistics.median(durations[1] or [0.0])
 
 
+@dataclass
+class Opened:
+    """A bracket opened (``Bench._open``): its events (start, flush start, flush end, probe start, end),
+    whether the GPU timed the flush (``gpu_timed``), its hold's kind and word (holds.py)."""
+
+    events: list
+    flush_timed: bool
+    kind: str
+    hold: int
+
+
 class Bench:
     """The slots of a batch and the four brackets of a repetition, each timed on the judge's stream.
 
-    A bracket opens with a hold (a sleep kernel on the judge's stream), then ``start`` and the L2
-    flush; it closes with ``end``, both events of the judge. Everything in between is queued on the
-    host while the hold keeps the GPU waiting, so the bracket measures GPU time, not the host's
-    launch overhead or the message round trip. A bracket is *queued in time* when the hold is still
-    running once its last part is queued (the judge checks ``start``); if not, the hold grows (``_grow``) and
-    the repetition is repeated, up to ``MAX_HOLD_S``, after which a late bracket counts as it is (its
-    host time included).
+    A bracket opens with a hold (holds.py: the judge's stream waits on a flag of the judge's), then
+    ``start`` and the L2 flush; it closes with ``end``, both events of the judge. Everything in between
+    is queued on the host while the hold keeps the GPU waiting, and the host releases the hold once
+    it is (for the candidate's bracket: once the runner answered ``BatchQueued``), so the bracket
+    measures GPU time, not the host's launch overhead or the message round trip. A hold that timed
+    out (``holds.MAX_HOLD_S``: the host could not queue its bracket in that long) makes its bracket *late*:
+    it counts as it is, its host time included (``late``, ``late_by``). A runner that answers
+    ``BatchQueued`` early leaves its own launches to be made inside its bracket (its time); one that
+    answers late only lengthens the hold, outside the bracket.
 
     * reference: the reference's forwards on the batch's input sets themselves (the judge's own
       memory, which no runner maps; a copy of them where the reference changes its inputs in place),
@@ -707,9 +705,10 @@ class Bench:
     * candidate: after ``start`` the input sets are copied into the slots the runner maps; after the
       flush the judge records the shared ``go`` event and sends ``Batch``; the runner's stream waits
       on ``go``, runs the forwards, copies each output into its slot, records ``done`` and answers
-      ``BatchQueued``. The judge polls ``done`` from the host (a runner whose context dies never
-      fires it: the job's deadline ends the wait; the judge's stream never waits on an event of the
-      runner's) and then queues the copy of the output slots into its own memory and ``end``.
+      ``BatchQueued``. The judge releases the hold, polls ``done`` from the host (a runner whose
+      context dies never fires it: the job's deadline ends the wait; the judge's stream never waits
+      on an event of the runner's) and then queues the copy of the output slots into its own memory
+      and ``end``.
     * two empty brackets, each its side's bracket without forwards, subtracted from it: the
       reference's holds the flush alone; the candidate's is closed by the judge's twin in the
       runner's place, with the same copies (an output of the slot's own layout, the candidate's
@@ -750,15 +749,8 @@ class Bench:
         self.go = torch.cuda.Event(interprocess=True)
         self.done = torch.cuda.Event(interprocess=True)
         self.twin = ensure_twin(state.ctx)
-        self.cycles_per_s = state.ctx.sleep_rate
-        self.hold_s = dict.fromkeys(LATE_SIDES, MIN_HOLD_S)
-        self.opened: dict[str, float] = {}
-        """Kind -> when its last hold was launched (host clock): how long the host took to queue its bracket."""
-        self.queued_s: dict[str, float] = {}
-        """Kind -> the longest the host took to queue a bracket (or company check) of that kind while its hold
-        still ran, since ``warm_up``'s last repetition began (``tighten_holds``)."""
-        self.holds_s = 0.0
-        """Seconds of holds launched so far, jitter included (the GPU waits them out, one after another)."""
+        self.holds = Holds(state.ctx.sleep_rate)
+        """The brackets' holds (their flag words: pinned memory of the judge's, which no runner maps)."""
         self.late = 0
         self.late_by: dict[str, int] = {}
         """``late`` by the side whose bracket it was (``LATE_SIDES``): where the host time counted."""
@@ -783,89 +775,66 @@ class Bench:
         self.inputs_s += time.perf_counter() - began
         return sets
 
-    def _open(self, kind: str, sets: list[list] | None) -> list:
+    def _open(self, kind: str, sets: list[list] | None) -> Opened:
         """Hold, ``start``, the input sets copied into the shared slots (``None``: no copy), the
-        flush between two events. Returns the bracket's events (start, flush start, flush end, probe
-        start, end) and, last, whether the GPU timed the flush (``gpu_timed``)."""
+        flush between two events."""
         if sets is not None:
             for t in self.shared_out:
                 slot_bytes(t).fill_(POISON)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
-        hold = self.hold_s[kind] + HOLD_JITTER_S * secrets.randbelow(1 << 16) / (1 << 16)
-        self.holds_s += hold
-        torch.cuda._sleep(int(hold * self.cycles_per_s))
-        self.opened[kind] = time.perf_counter()
+        hold = self.holds.open()
         events[0].record()
         if sets is not None:
             copy_sets(self.shared_in, sets, self.staged if sets is self.staged_sets else None)
         events[1].record()
         self.scratch.zero_()  # evict the L2: every call reads its inputs from memory
         events[2].record()
-        return [*events, gpu_timed(events[1])]
+        return Opened(events, gpu_timed(events[1]), kind, hold)
 
-    def _close(self, events: list, in_time: bool | None = None) -> Bracket | None:
-        """The probe between two events, ``end``, and wait for it; the bracket, or None where it was
-        late. A local bracket's lateness is known once ``end`` is queued; a remote one's
-        (``in_time``) before the judge polled ``done`` (which fires only once the hold is over).
-        The flush and the probe are 0 where the GPU did not time them (``gpu_timed``): a remote
-        bracket's probe is queued after ``done`` fired, mostly on an idle GPU."""
-        start, flush_start, flush_end, probe_start, end, flush_timed = events
+    def _close(self, opened: Opened) -> Bracket:
+        """The probe between two events, ``end``, the hold released (where it was not yet: a local
+        bracket's is once ``end`` is queued), and wait for it. The flush and the probe are 0 where the
+        GPU did not time them (``gpu_timed``): a remote bracket's probe is queued after ``done`` fired,
+        mostly on an idle GPU."""
+        start, flush_start, flush_end, probe_start, end = opened.events
         probe_start.record()
         self.scratch[: self.probe_bytes].zero_()
         end.record()
         probe_timed = gpu_timed(probe_start)
-        if in_time is None:
-            in_time = self._queued("local", start)
+        self.holds.release(opened.hold)
         end.synchronize()
-        if not in_time:
-            return None
-        flush = flush_start.elapsed_time(flush_end) / 1e3 if flush_timed else 0.0
+        self._settle(opened.kind, opened.hold)
+        flush = flush_start.elapsed_time(flush_end) / 1e3 if opened.flush_timed else 0.0
         probe = probe_start.elapsed_time(end) / 1e3 if probe_timed else 0.0
         return Bracket(start.elapsed_time(end) / 1e3, flush, probe)
 
-    def _queued(self, kind: str, start) -> bool:
-        """Whether the hold of this bracket still runs; if not, the next hold of its kind is longer."""
-        if not start.query():
-            self._in_time(kind)
-            return True
-        if self.hold_s[kind] >= MAX_HOLD_S:
+    def _settle(self, kind: str, hold: int) -> bool:
+        """Whether a hold of this kind timed out (its work has finished): then its bracket was late."""
+        late = self.holds.settle(hold)
+        if late:
             self.late += 1
             side = LATE_SIDES.get(kind, kind)
             self.late_by[side] = self.late_by.get(side, 0) + 1
-            return True  # host-bound: its host time counts
-        self._grow(kind)
-        return False
+        return late
 
-    def _in_time(self, kind: str) -> None:
-        """Note the host's time to queue a bracket (or check) of this kind queued in time (``queued_s``)."""
-        if kind in self.opened:
-            self.queued_s[kind] = max(self.queued_s.get(kind, 0.0), time.perf_counter() - self.opened[kind])
-
-    def _grow(self, kind: str) -> None:
-        """The next hold of a kind whose hold ended before its bracket (or check) was queued: twice as
-        long, and at least ``QUEUE_MARGIN`` times the host's time to queue it since that hold's launch
-        (``opened``), at most ``MAX_HOLD_S``."""
-        queued_s = time.perf_counter() - self.opened.get(kind, math.inf)
-        self.hold_s[kind] = min(max(2 * self.hold_s[kind], QUEUE_MARGIN * max(queued_s, 0.0)), MAX_HOLD_S)
-
-    def reference_batch(self, model, sets: list[list]) -> tuple[Bracket | None, list[list]]:
+    def reference_batch(self, model, sets: list[list]) -> tuple[Bracket, list[list]]:
         """The reference's forwards on the input sets (a copy of them where it mutates its inputs, so
         that the candidate gets them as made); each call's output leaves, kept as returned."""
         given = clone(sets) if self.mutates else sets
-        events = self._open("local", None)
+        opened = self._open("local", None)
         outputs = []
         with torch.no_grad():
             for args in given:
                 leaves = tensor_leaves(model(*fill(self.shape, tensor_leaves(args))))
                 outputs.append([t.clone() for t in leaves] if self.persistent else leaves)
         self.inputs_after = given if self.mutates else None
-        return self._close(events), outputs
+        return self._close(opened), outputs
 
-    def empty_batch(self) -> Bracket | None:
+    def empty_batch(self) -> Bracket:
         """The reference's bracket without its forwards (with its copies, where it makes them)."""
-        events = self._open("local", None)
+        opened = self._open("local", None)
         copies = [[t[-1].clone() for t in self.kept] for _ in range(self.count)] if self.persistent else []
-        elapsed = self._close(events)
+        elapsed = self._close(opened)
         del copies
         return elapsed
 
@@ -879,80 +848,77 @@ class Bench:
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             kept.copy_(slot)
 
-    def candidate_batch(self, sets: list[list]) -> tuple[Bracket | None, list]:
+    def candidate_batch(self, sets: list[list]) -> tuple[Bracket, list]:
         """The runner's forwards on the shared slots; the outputs as copied out of the slots inside
-        the bracket (per leaf, one tensor of ``count`` calls; overwritten by the next bracket)."""
-        events = self._open("remote", sets)
+        the bracket (per leaf, one tensor of ``count`` calls; overwritten by the next bracket). The
+        hold is released once the runner said its batch is queued."""
+        opened = self._open("remote", sets)
         self.go.record()
         self.state.ask(p.Batch(self.count), (p.BatchQueued,))
-        in_time = self._queued("remote", events[0])
+        self.holds.release(opened.hold)
         self._poll(self.done)
         self._copy_out()
-        return self._close(events, in_time), self.kept
+        return self._close(opened), self.kept
 
-    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket | None, float, bool]:
+    def remote_empty_batch(self, sets: list[list]) -> tuple[Bracket, float, bool]:
         """The candidate's bracket with the twin in the runner's place and no forwards: the judge
         copies an output of the slot's layout (the candidate's last, kept) into each slot, the twin
-        waits on ``go`` and records ``done``. Returns the bracket, the hand-off alone (between two
-        events of the judge's around the twin's go and done) and whether the GPU timed it
-        (``gpu_timed``: ``handed`` had not fired when the twin had queued its wait; a late bracket's,
-        counted as it is at the longest hold, may hold the host's round trip to the twin)."""
-        events = self._open("remote", sets)
+        waits on ``go`` and records ``done``; the hold is released once the twin said so. Returns the
+        bracket, the hand-off alone (between two events of the judge's around the twin's go and done)
+        and whether the GPU timed it (``gpu_timed``: ``handed`` had not fired when the twin had queued
+        its wait; a late bracket's may hold the host's round trip to the twin)."""
+        opened = self._open("remote", sets)
         for kept, slot in zip(self.kept, self.shared_out, strict=True):
             for k in range(self.count):
                 slot[k].copy_(kept[-1])
         handed, back = self._hand_to_twin()
         timed = gpu_timed(handed)
-        in_time = self._queued("remote", events[0])
+        self.holds.release(opened.hold)
         self._poll(self.twin.done)
         back.record()
         self._copy_out()
-        return self._close(events, in_time), handed.elapsed_time(back) / 1e3, timed
+        return self._close(opened), handed.elapsed_time(back) / 1e3, timed
 
     def runner_hand_off(self, sets: list[list]) -> float:
         """The hand-off to the runner's context and back with nothing in between (seconds), where the
         candidate's bracket has it: behind a hold of its kind, the input sets copied into the slots
         again and the flush, then ``go``; the runner's stream waits on it and records ``done`` (an
-        empty ``Batch``), and the judge records ``back`` once ``done`` fired. The runner's context
-        costs more to switch to than the twin's (0-17 us a batch on an H200), and a hand-off
-        depends on the judge's work before ``go`` (twin.calibrate), so it is measured behind the
-        same work as in the candidate's bracket: this, not the twin's, is what that bracket pays.
-        The runner can only make it slower; what is subtracted for it is capped by the twin's
-        (timing.subtracted). 0 where the GPU did not time it (``gpu_timed``: ``handed`` had fired
-        before the runner answered, so the events hold the host's round trip to the runner), even at
-        the longest hold, which a late bracket counts as it is; where the hold ended first, it grows."""
-        events = self._open("runner", sets)
+        empty ``Batch``), the hold is released once it answered, and the judge records ``back`` once
+        ``done`` fired. The runner's context costs more to switch to than the twin's (0-17 us a batch
+        on an H200), and a hand-off depends on the judge's work before ``go`` (twin.calibrate), so it
+        is measured behind the same work as in the candidate's bracket: this, not the twin's, is what
+        that bracket pays. The runner can only make it slower; what is subtracted for it is capped by
+        the twin's (timing.subtracted). 0 where the GPU did not time it (``gpu_timed``: ``handed`` had
+        fired before the runner answered, so the events hold the host's round trip to the runner: the
+        hold timed out)."""
+        opened = self._open("runner", sets)
         handed, back = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         handed.record()
         self.go.record()
         self.state.ask(p.Batch(0), (p.BatchQueued,))
         timed = gpu_timed(handed)
-        self._queued("runner", events[0])
+        self.holds.release(opened.hold)
         self._poll(self.done)
         back.record()
         back.synchronize()
+        self._settle("runner", opened.hold)
         return handed.elapsed_time(back) / 1e3 if timed else 0.0
 
     def company_check(self) -> float:
         """A hand-off to the twin and back right after a bracket, outside it (seconds): the contexts
         are time-sliced, so where another context has work (a runner's thread, kernels it left
         queued), the twin waits for that one's time slice and the hand-off is much slower than clean
-        (timing.contention). Queued behind a hold of its own kind, as the calibration's
-        (twin.calibrate) and the remote brackets' are, so that the twin's host round trip is not in
-        it; where the hold ended first, that hold grows and this check says nothing (0)."""
-        self.holds_s += self.hold_s["twin"]
-        torch.cuda._sleep(int(self.hold_s["twin"] * self.cycles_per_s))
-        self.opened["twin"] = time.perf_counter()
+        (timing.contention). Queued behind a hold of its own, as the calibration's (twin.calibrate)
+        and the remote brackets' are, released once the twin queued its part, so that the twin's host
+        round trip is not in it; where the hold timed out first, this check says nothing (0)."""
+        hold = self.holds.open()
         handed, back = self._hand_to_twin()
-        in_time = not handed.query()
-        if in_time:
-            self._in_time("twin")
-        else:
-            self._grow("twin")
+        self.holds.release(hold)
         self._poll(self.twin.done)
         back.record()
         back.synchronize()
-        return handed.elapsed_time(back) / 1e3 if in_time else 0.0
+        late = self._settle("twin", hold)
+        return handed.elapsed_time(back) / 1e3 if not late else 0.0
 
     def _hand_to_twin(self):
         """Record ``handed`` and the twin's ``go`` on the judge's stream and have the twin queue its
@@ -1200,13 +1166,12 @@ def clean_workloads(ctx) -> timing.Clean:
     return timing.Clean(ctx.flush_s, ctx.probe_s, ctx.hand_off_s)
 
 
-def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep | None:
+def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timing.Clean) -> timing.Rep:
     """One repetition on fresh inputs: reference and candidate (in the order given: the caller draws
     it in secret), the check of every output, and the two empty brackets, each but the last followed
     by a hand-off to the twin outside the bracket (``Bench.company_check``), then the hand-off to the
-    runner alone (``Bench.runner_hand_off``) and one more check after it. None when a bracket was
-    not queued in time (its hold is now longer; the caller repeats). Every output is checked either
-    way. A repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
+    runner alone (``Bench.runner_hand_off``) and one more check after it. Every output is checked. A
+    repetition in which one of the judge's fixed workloads (flushes, probes, hand-offs) was
     slow had company on the GPU (timing.contention): it says so, and the statistics do not use it."""
     sets = bench.fresh_inputs()
     outputs: list = [None, None]
@@ -1228,8 +1193,6 @@ def repetition(bench: Bench, model, rep: int, candidate_first: bool, clean: timi
     runner_hand_off = bench.runner_hand_off(sets)
     checks.append(bench.company_check())  # work the runner left queued after its empty batch shows here
     every = [*brackets, empty, remote_empty]
-    if None in every:
-        return None
     flushes, probes = [b.flush_s for b in every], [b.probe_s for b in every]
     hand_offs = [hand_off if twin_timed else 0.0, runner_hand_off, *checks]  # what the GPU timed
     contended = timing.contention(flushes, probes, hand_offs, clean)
@@ -1296,34 +1259,14 @@ def grown_count(rep: timing.Rep, count: int, clean_hand_off_s: float, limit: int
     return max(count, min(limit, math.ceil(wanted / max(per_call, 1e-12) - 1e-6)))
 
 
-def warm_up(bench: Bench, model, most: int = WARM_UP_REPS) -> timing.Rep | None:
-    """Untimed repetitions (autotuning, caches, holds long enough to queue each bracket), at most
-    ``most``: the first one queued in time (None: none was). Each is counted in ``bench.untimed``."""
-    for _ in range(most):
+def warm_up(bench: Bench, model, reps: int = WARM_UP_REPS) -> timing.Rep:
+    """``reps`` untimed repetitions (autotuning, caches, the first runs); the last. Each is counted in
+    ``bench.untimed``."""
+    rep = None
+    for _ in range(max(reps, 1)):
         bench.untimed += 1
-        bench.queued_s = {}
         rep = repetition(bench, model, 0, bool(secrets.randbits(1)), timing.Clean())
-        if rep is not None:
-            return rep
-    return None
-
-
-def start_holds(hold_s: dict[str, float]) -> dict[str, float]:
-    """The holds the exclusive warm-up starts from: the preparation's, where at most ``START_HOLD_S``
-    (found beside other judges' work, so mostly long enough alone on the GPU), else ``MIN_HOLD_S``."""
-    return {kind: s if s <= START_HOLD_S else MIN_HOLD_S for kind, s in hold_s.items()}
-
-
-def tighten_holds(bench: Bench) -> None:
-    """After a repetition queued in time alone on the GPU, each kind's hold as the shortest hold's growth
-    would have found it from that repetition's host times (``queued_s``): ``MIN_HOLD_S`` where the host
-    queued within it, else at least doubled and ``QUEUE_MARGIN`` times the host's longest time; never
-    longer than the hold it was in time with. The preparation's holds, found beside other judges' work, are
-    longer than the exclusive part needs (BENCHMARKS.md, sessions 9 and 12); a measured repetition that
-    is late after this is repeated, its hold grown (``Bench._grow``)."""
-    for kind, queued in bench.queued_s.items():
-        found = MIN_HOLD_S if queued < MIN_HOLD_S else min(max(2 * MIN_HOLD_S, QUEUE_MARGIN * queued), MAX_HOLD_S)
-        bench.hold_s[kind] = min(bench.hold_s[kind], found)
+    return rep
 
 
 @dataclass
@@ -1355,7 +1298,7 @@ def prepare_timing(state, reference) -> Prepared:
     work beside it changes no measurement (the holds start again, and whether the batch must be longer
     is decided, under the exclusive hold: ``time_candidate``); at most the batch's first size, from
     the reference's time of one call, comes out smaller. Its untimed repetitions are ``PREPARE_REPS``,
-    in time or not (the holds they would find are found again)."""
+    whatever they measure."""
     mutates = state.footprint is not None and state.footprint.mutates
     sample_inputs = reference.inputs(secrets.randbits(63))
     compiling = time.perf_counter()
@@ -1383,40 +1326,36 @@ def prepare_timing(state, reference) -> Prepared:
 def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
     """The speedup, from batches of fresh input sets (``prepared``: ``prepare_timing``'s, made now
     where None); None with a ``timing_untrusted`` finding where no trustworthy one could be measured
-    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the holds
-    start from the preparation's (``start_holds``) and are tightened to what the first repetition queued
-    in time alone on the GPU needed (``tighten_holds``: the preparation's grew beside other work); that
-    repetition (untimed) says whether the batch is long enough for the candidate's
-    signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
+    before the ceiling (timing.stop_reason). The caller holds this GPU's lock exclusively: the first
+    repetition alone on the GPU (untimed: ``warm_up``) says whether the batch is long enough for the
+    candidate's signal to dominate the hand-off; a longer one is made and warmed up where it is not."""
     job, ctx = state.job, state.ctx
     prepared = prepared or prepare_timing(state, reference)
     model, bench, count, footprint = prepared.model, prepared.bench, prepared.count, prepared.footprint
     sample_bytes, bytes_read = prepared.sample_bytes, prepared.bytes_read
-    bench.hold_s = start_holds(bench.hold_s)  # the first repetition alone mostly in time, then tightened
     warming, untimed, grown = time.perf_counter(), bench.untimed, 0
     inputs_s = bench.inputs_s = 0.0  # the exclusive part's alone
     first = warm_up(bench, model)
     untimed = bench.untimed - untimed
-    if first is not None:  # a fast candidate's batch too short for its signal to dominate the hand-off
-        tighten_holds(bench)
-        limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
-                    max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
-        wanted = grown_count(first, count, ctx.hand_off_s, limit)
-        if wanted > count:
-            inputs_s += bench.inputs_s
-            bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
-            count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
-            bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
-                          prepared.persistent)  # fmt: skip
-            state.shared = SharedInputs(bench.shared_in, bench.shape)
-            warm_up(bench, model)
-            untimed, grown = untimed + bench.untimed, 1
+    # a fast candidate's batch too short for its signal to dominate the hand-off
+    limit = min(MAX_GROWN_BATCH, max(count, int(MAX_BATCH_S / prepared.one_s)),
+                max(1, SLOT_BYTES // max(sample_bytes, 1)), max(count, prepared.queue_calls))  # fmt: skip
+    wanted = grown_count(first, count, ctx.hand_off_s, limit)
+    if wanted > count:
+        inputs_s += bench.inputs_s
+        bench = prepared.bench = None  # its flush buffer and copy-out go back before the longer batch's
+        count = timing_batch(footprint, available_bytes(ctx.device) + sample_bytes, wanted)
+        bench = Bench(state, reference, prepared.sample_inputs, prepared.sample_output, count, prepared.mutates,
+                      prepared.persistent)  # fmt: skip
+        state.shared = SharedInputs(bench.shared_in, bench.shape)
+        warm_up(bench, model)
+        untimed, grown = untimed + bench.untimed, 1
     # the exclusive hold's parts before the measured repetitions (BENCHMARKS.md, the RL-shaped batch)
     state.stages |= {"timing_warm_up": round(time.perf_counter() - warming, 4), "timing_untimed_reps": untimed,
                      "timing_grown": grown}  # fmt: skip
     prepared.sample_inputs = prepared.sample_output = None  # the batch's input sets and outputs take their memory
     prepared.bench = None
-    bench.holds_s = bench.check_s = 0.0  # the measured repetitions' alone
+    bench.holds.held_s = bench.check_s = 0.0  # the measured repetitions' alone
     clean = clean_workloads(ctx)
     floor = timing.floor_s(bytes_read, ctx.copy_bandwidth)
     reps: list[timing.Rep] = []
@@ -1425,11 +1364,9 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
                   max(job.timing_budget_s, state.deadline - time.monotonic() - DEADLINE_RESERVE_S))  # fmt: skip
     counted, stopped, n = None, None, 0
     while stopped is None:
-        measured = repetition(bench, model, n + 1, bool(secrets.randbits(1)), clean)
+        reps.append(repetition(bench, model, n + 1, bool(secrets.randbits(1)), clean))
         n += 1
         spent = time.perf_counter() - began
-        if measured is not None:
-            reps.append(measured)
         if reps and (len(reps) % timing.CHECK_BATCH == 0 or spent >= job.timing_budget_s):
             counted = timing.tally(reps, count, clean.hand_off_s, floor)
             stopped = timing.stop_reason(counted.summary, job.timing_target, spent, job.timing_budget_s,
@@ -1437,10 +1374,9 @@ def time_candidate(state, reference, prepared: Prepared | None = None) -> dict:
         elif spent >= ceiling:
             stopped = "ceiling"
     state.stages["timing_measured_reps"] = n
-    state.stages["timing_late_reps"] = n - len(reps)  # of them, not queued in time (repeated, holds grown)
     state.stages["timing_inputs"] = round(inputs_s + bench.inputs_s, 4)  # of the exclusive part, input sets made
     # of the measured repetitions: their holds, and the GPU's time in the brackets of those that counted
-    state.stages["timing_holds"] = round(bench.holds_s, 4)
+    state.stages["timing_holds"] = round(bench.holds.held_s, 4)
     state.stages["timing_check"] = round(bench.check_s, 4)
     state.stages["timing_brackets"] = round(sum(r.reference + r.candidate + r.empty + r.remote_empty + r.runner_hand_off
                                                 for r in reps), 4)  # fmt: skip

@@ -20,7 +20,6 @@ after each ``done`` is queued. End of input ends the twin.
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 import sys
 import time
@@ -101,25 +100,28 @@ def serve(index: int) -> None:
         out.flush()
 
 
-def calibrate(twin: Twin, hold_cycles: int, jitter_cycles: int = 0, reps: int = 41) -> float:
+def calibrate(twin: Twin, holds, reps: int = 41) -> float:
     """The hand-off's cost before any candidate ran (seconds, median): the twin's empty bracket less
-    the judge's own, both with nothing in them, each behind a hold longer by a random part of
-    ``jitter_cycles`` as the timed brackets' are (speed.HOLD_JITTER_S): the hand-off depends a
-    little on when ``go`` fires (295 us behind holds of one length, 305 us behind jittered ones, on
+    the judge's own, both with nothing in them, each behind a hold (``holds``: speed.Holds, released
+    once the bracket is queued, then a secret jitter) as the timed brackets' are: the hand-off depends
+    a little on when ``go`` fires (295 us behind holds of one length, 305 us behind jittered ones, on
     an H200). During jobs it is larger still (timing.HAND_OFF_CEILING)."""
     costs = []
     for _ in range(reps):
         pair = []
         for remote in (False, True):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(hold_cycles + secrets.randbelow(jitter_cycles + 1))
+            hold = holds.open()
             start.record()
             if remote:
                 twin.go.record()
                 twin.hand_off()
+                holds.release(hold)
                 wait_for(twin.done, time.monotonic() + 10.0)
             end.record()
+            holds.release(hold)
             end.synchronize()
+            holds.settle(hold)
             pair.append(start.elapsed_time(end) / 1e3)
         costs.append(pair[1] - pair[0])
     costs.sort()
