@@ -204,3 +204,12 @@ def test_rows_in_one_block_meet_a_batch_past_them(judge):
     assert result.verdict is Verdict.MISMATCH, result.feedback
     sizes = drawn(result.feedback)
     assert sizes["batch_size"] > 1024 and "dim" not in sizes, sizes
+
+
+def test_the_runners_memory_limit_follows_the_size_drawn(judge):
+    """The second size is drawn once the runner runs: the judge raises its runner's limit for it (its
+    watch, and the address-space limit through ``Build.memory_limit_bytes``); a candidate that reads
+    the limit at each call sees it grown at the second size (it raises otherwise)."""
+    source = (HERE / "reads_its_memory_limit.py").read_text()  # resource: past the static checks, to read
+    result = judge(small_problem("01_vector_add"), source, config(static_checks=False))
+    assert result.verdict is Verdict.OK and result.trials == 3, result.feedback
