@@ -33,7 +33,7 @@ def raw(header: dict, payload: bytes = b"", magic: bytes = p.MAGIC, expect=(p.Ou
 def output_fields(**overrides) -> dict:
     fields = {"value": None, "out_slots": False, "inputs_after": None, "launches": 1, "off_stream": 0,
               "off_stream_ops": [], "compute": {}, "tampering": [], "threads": [], "alias": "",
-              "strides": [], "host_bytes": 0, "handed": []}  # fmt: skip
+              "strides": [], "host_bytes": 0, "handed": [], "reach": []}  # fmt: skip
     return fields | overrides
 
 
@@ -75,6 +75,7 @@ def test_a_value_the_protocol_does_not_carry_arrives_opaque():
         ({"kind": "output", "fields": output_fields(strides=[1, 2])}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(host_bytes="all")}, b"", "wrong type"),
         ({"kind": "output", "fields": output_fields(handed=[0.5])}, b"", "wrong type"),
+        ({"kind": "output", "fields": output_fields(reach=4.1)}, b"", "wrong type"),
         ({"kind": "output", "fields": {"value": None}}, b"", "malformed output"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [4]]})}, b"\0" * 8, "exceed"),
         ({"kind": "output", "fields": output_fields(value={"T": [0, "float32", [1]]})}, b"\0" * 8, "left over"),

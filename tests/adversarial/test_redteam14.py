@@ -12,12 +12,11 @@ import pytest
 import torch
 import triton
 
-import tritongym.evaluate.evaluator as evaluator
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, Verdict
 from tritongym.evaluate.judge.judge import host_read
 from tritongym.evaluate.placement import HostTensors, launch_pointers
-from tritongym.problems.sizes import SECOND_SIZE_GROWTH, input_elements, second_values
+from tritongym.problems.sizes import SECOND_SIZE_GROWTH, input_elements, second_value, second_values
 
 HERE = Path(__file__).parent / "redteam14"
 
@@ -26,32 +25,22 @@ def config(**overrides) -> EvalConfig:
     return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
 
 
-def a_draw_missing(value: int, name: str, problem) -> random.Random:
-    """A seeded stand-in for the judge's secret draw whose first second size of ``name`` is not
-    ``value`` (the one size a table of the candidate's could hold)."""
-    for seed in range(100):
-        if problem.resized(random.Random(seed)).sizes[name] != value:
-            return random.Random(seed)
-    raise AssertionError("every draw gave the tabled size")
-
-
 @pytest.mark.parametrize(("table", "verdict"), [("strict", Verdict.RUNTIME_ERROR), ("fallback", Verdict.MISMATCH)])
-def test_a_table_of_both_sizes_fails_at_a_drawn_second_size(judge, monkeypatch, table, verdict):
+def test_a_table_of_both_sizes_fails_at_a_drawn_second_size(judge, table, verdict):
     """#1: the second size was a fixed function of the small and the full size (1000 of 16777216 gave
     1032 in every job), so a kernel tabled for both was ``ok`` on the CPU, and wrong at the full size
     (a GPU's). The judge now draws each job's second size in secret among the sizes that share what
-    the small and the full size share."""
+    the small and the full size share (in its own process since red team 24: nothing of a test's
+    reaches it). One draw in some 150 is the tabled 1032: such a job is judged again."""
     problem = small_problem("01_vector_add")
+    assert second_value(16777216, 1000) == 1032  # the rule's one size, the table's
     source = (HERE / "both_sizes_hard_wired.py").read_text().replace('TABLE = "strict"', f'TABLE = "{table}"')
-    monkeypatch.setattr(evaluator, "SECOND_SIZE_DRAW", None)  # the judge before: the rule's one size
-    before = judge(problem, source, config())
-    assert before.verdict is Verdict.OK and before.trials == 3, before.feedback
-    assert "other sizes than the problem shows: n 1000->1032" in before.feedback
-    monkeypatch.setattr(evaluator, "SECOND_SIZE_DRAW", a_draw_missing(1032, "n", problem))
-    result = judge(problem, source, config())
+    for _ in range(3):
+        result = judge(problem, source, config())
+        if "n 1000->1032" not in result.feedback:
+            break
     assert result.verdict is verdict, result.feedback
     assert re.search(r"other sizes than the problem shows: n 1000->\d+", result.feedback)
-    assert "n 1000->1032" not in result.feedback
 
 
 @pytest.mark.parametrize("name", ["01_vector_add", "03_row_sum", "04_softmax", "06_linear_relu"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -208,15 +209,16 @@ def test_a_host_address_cast_to_a_pointer_in_a_kernel_faults(judge):
     assert "SIGSEGV" in result.feedback
 
 
-@pytest.mark.xfail(strict=True, reason="open: the second size is drawn before the kernel's coverage is known")
 def test_a_block_above_every_second_size_is_caught(judge):
-    """Red team 15's open item, kept open (README): one program of a constant block of 4096 covers every
-    ``n`` a shrunk 01_vector_add is judged at (1000; 1032..4088 at the second size) and a fraction of the
-    full 16,777,216 (``mismatch`` on a GPU). ``ok`` on the CPU; this test flips when the second size is
-    drawn above the coverage the first trial shows."""
+    """Red team 15's open item (README), closed by red team 24: one program of a constant block of 4096
+    covered every ``n`` a shrunk 01_vector_add was judged at (1000; 1032..4088 at the second size) and a
+    fraction of the full 16,777,216 (``mismatch`` on a GPU). The judge now draws the second size after
+    the first trials, above how far their launches reached (4.1 times ``n``): past the block."""
     source = (HERE / "block_above_every_second_size.py").read_text()
     result = judge(small_problem("01_vector_add"), source, config())
     assert result.verdict is Verdict.MISMATCH, result.feedback
+    drawn = int(re.search(r"other sizes than the problem shows: n 1000->(\d+)", result.feedback)[1])
+    assert 4096 < drawn <= 8192, result.feedback
 
 
 CTYPESLIB = "WORD = np.ctypeslib.as_ctypes_type(np.uint64)\nFLOAT = np.ctypeslib.as_ctypes_type(np.float32)\n"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-import secrets
 import signal
 import time
 
@@ -107,20 +106,13 @@ def outcome_result(problem: Problem, outcome: SandboxOutcome, config: EvalConfig
     )
 
 
-SECOND_SIZE_DRAW = secrets.SystemRandom()
-"""Where each job's second size is drawn (the operating system's randomness, as the judge's seeds)."""
-
-
 def build_job(problem: Problem, source: str, config: EvalConfig) -> dict:
     """The judge's job for one evaluation (the judge draws the secret seeds itself). A shrunk problem
-    comes with its second size (``Problem.resized``), where a judge without a GPU runs one trial more,
-    drawn here for this job from ``SECOND_SIZE_DRAW`` (secret: a rule the candidate could follow would
-    let it hard-wire the second size beside the first)."""
-    resized = problem.resized(SECOND_SIZE_DRAW)
+    comes with what was shrunk (``Problem.shrunk``), from which a judge without a GPU draws a second size
+    of its own, in secret, after the trials at the problem's own size (judge/second_size.py)."""
     return {
         "problem_source": problem.source,
-        "resized_source": resized.source if resized is not None else "",
-        "resized_sizes": resized.size_notice if resized is not None else "",
+        "shrunk": {name: list(pair) for name, pair in problem.shrunk.items()},
         "entry_point": problem.entry_point,
         "solution_class": problem.solution_class,
         "candidate_source": source,

@@ -41,7 +41,7 @@ JUDGE_MEMORY_FACTOR = 4
 """The judge's own process group (judge and zygote) may use this many times the job's memory limit."""
 BACKSTOP_S = 20.0
 """Seconds past the job's timeout after which a judge that has not answered is killed."""
-BEFORE_CANDIDATE = ("start", "reference", "reference_second_size")
+BEFORE_CANDIDATE = ("start", "reference")
 """Stages that run no candidate code: a failure there is the infrastructure's, not the candidate's."""
 START_TIMEOUT_S = 300.0
 """Importing torch and triton and creating a CUDA context takes seconds; a stuck start, not longer."""
@@ -376,7 +376,7 @@ class Sandbox:
         # The judge enforces the job's timeout and memory limit on its runner; these catch the judge. A job
         # with a second size may take its timeout once more (second_size.SecondSize.allowance); on a GPU,
         # the judge's own work and its waits for other jobs may move it as far (judge.JobState.extend).
-        limit_s = timeout_s * (2 if job.get("resized_source") else 1) + BACKSTOP_S
+        limit_s = timeout_s * (2 if job.get("shrunk") else 1) + BACKSTOP_S
         self._watch(outcome, start + limit_s, JUDGE_MEMORY_FACTOR * memory_limit_bytes,
                     until="result", nonce=nonce, allowance_s=timeout_s)  # fmt: skip
         if outcome.result is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from tritongym.errors import ProblemError
@@ -77,14 +77,18 @@ class Problem:
             data["shrunk"] = {name: list(pair) for name, pair in self.shrunk.items()}
         return data
 
-    def resized(self, draw: random.Random | None = None) -> Problem | None:
+    def resized(
+        self, draw: random.Random | None = None, cover: float = 0.0, grow: Collection[str] = ()
+    ) -> Problem | None:
         """This shrunk problem at a second size (``sizes.second_sizes``: every shrunk constant at
         another value between its small and its full one, drawn by ``draw``, the smallest of each
-        where None), or None where nothing was shrunk. A judge without a GPU runs one trial there
-        besides those at the problem's own sizes, so that a kernel sized for the one shrunk size (a
-        block that covers it, a constant baked from it) fails there, as it does at the full size on
-        a GPU; the judge draws it in secret (``build_job``), so that no table of sizes covers it."""
-        overrides = second_sizes(self.source, self.shrunk, draw=draw) if self.shrunk else {}
+        where None; above how far the kernel's blocks reached, ``cover``, growing ``grow`` first), or
+        None where nothing was shrunk. A judge without a GPU runs one trial there besides those at the
+        problem's own sizes, so that a kernel sized for the one shrunk size (a block that covers it, a
+        constant baked from it) fails there, as it does at the full size on a GPU; the judge draws it
+        in secret, after the trials at the problem's own sizes (judge/second_size.py), so that no table
+        of sizes and no block covers it."""
+        overrides = second_sizes(self.source, self.shrunk, draw=draw, cover=cover, grow=grow) if self.shrunk else {}
         if not overrides:
             return None
         resized = self.with_sizes(**overrides)

@@ -15,7 +15,7 @@ import math
 import operator
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from tritongym.errors import ConfigError, ProblemError
@@ -471,11 +471,23 @@ def second_value(full: int, small: int) -> int:
     return second_values(full, small)[0]
 
 
+SECOND_SIZE_COVER_FREE = 2.0
+"""A block reaching at most this many times the tensor (``second_sizes``' ``cover``) is one fitted to
+it (``cdiv(n, BLOCK)`` programs, a ``next_power_of_2`` row): the second size is drawn as for any."""
+SECOND_SIZE_COVER_MAX = 256
+"""``second_sizes`` grows the inputs for a ``cover`` to at most this many times their elements at the
+small sizes (4 Mi elements for the default budget of 16 Ki), drawn from past half as many: a reach
+beyond half of it is not covered. The interpreter runs every lane, so a kernel whose lanes reached
+that far paid about as much at the small size."""
+
+
 def second_sizes(
     source: str,
     shrunk: Mapping[str, tuple[int, int]],
     growth: int = SECOND_SIZE_GROWTH,
     draw: random.Random | None = None,
+    cover: float = 0.0,
+    grow: Collection[str] = (),
 ) -> dict[str, int]:
     """Overrides of ``source`` (a problem at its small sizes) that give it a second size: each
     independent constant of ``shrunk`` (name -> (full, small)) at one of its ``second_values``;
@@ -487,24 +499,40 @@ def second_sizes(
     leading, batch ones first, then the one grown most, then the one declared first) until they fit or
     one is left. Where ``draw`` is given (the judge's: no kernel can be written for a size it cannot
     know), each group left is then drawn, in an order drawn too, among its values that keep the inputs
-    within the bound with the others as they stand. {} where nothing was shrunk."""
+    within the bound with the others as they stand.
+
+    ``cover``, above ``SECOND_SIZE_COVER_FREE``, is how far the kernel's blocks reached past a tensor
+    at the small sizes (a multiple of it: one block of 4096 over 1000 elements, 4.1): the inputs then
+    hold more than ``cover`` times their elements at the small sizes (at most half
+    ``SECOND_SIZE_COVER_MAX``), so that the blocks no longer cover them, and at most twice that
+    (within ``SECOND_SIZE_COVER_MAX`` times, and the full sizes):
+    the groups of ``grow`` (the constants that size the tensor reached past), else those that are no
+    batch, grow together first (every group where those alone do not reach it), to the smallest
+    values that do, and each is drawn from there up. {} where nothing was shrunk."""
     constants = size_constants(source)
+    total, _, leading = _inputs(source)
+    total = max(total, 1)
+    covering = cover > SECOND_SIZE_COVER_FREE
+    least = min(cover, SECOND_SIZE_COVER_MAX / 2) * total if covering else 0
+    bound = min(max(growth, 2 * cover), SECOND_SIZE_COVER_MAX) * total if covering else growth * total
     choices: dict[str, list[int]] = {}
     for name, (full, small) in shrunk.items():
         constant = constants.get(name)
         if constant is None or constant.depends_on or constant.value != small:
             continue  # derived (it follows its roots), or not the small value any more (set explicitly)
-        values = [v for v in second_values(full, small) if v != small]
+        reach = max(SECOND_SIZE_REACH, math.ceil(bound / total) + 1) if covering else SECOND_SIZE_REACH
+        values = [v for v in second_values(full, small, reach) if v != small]
         if values:
             choices[name] = values
     if not choices:
         return {}
-    total, _, leading = _inputs(source)
-    bound = growth * max(total, 1)
     overrides = {name: values[0] for name, values in choices.items()}
     equal: dict[tuple[int, int], list[str]] = {}
     for name in overrides:
         equal.setdefault(tuple(shrunk[name]), []).append(name)
+    if covering:
+        first = [g for g in equal.values() if set(g) & set(grow)] or [g for g in equal.values() if not set(g) & leading]
+        return _covering(source, choices, list(equal.values()), first, least, bound, draw)
     place = {name: i for i, name in enumerate(constants)}  # ties in the problem's order, whatever the dict's
     order = sorted(
         equal.values(),
@@ -514,17 +542,75 @@ def second_sizes(
         for name in order.pop(0):
             overrides.pop(name)
     if draw is not None:
-        draw.shuffle(order)
-        for group in order:
-            values, fits = choices[group[0]], 0  # the largest index whose value keeps the inputs within the bound
-            low, high = 1, len(values) - 1
-            while low <= high:
-                middle = (low + high) // 2
-                if input_elements(source, overrides | dict.fromkeys(group, values[middle]))[0] <= bound:
-                    fits, low = middle, middle + 1
-                else:
-                    high = middle - 1
-            overrides |= dict.fromkeys(group, draw.choice(values[: fits + 1]))
+        _drawn(source, choices, order, overrides, bound, draw)
+    return overrides
+
+
+def _drawn(
+    source: str,
+    choices: Mapping[str, list[int]],
+    groups: list[list[str]],
+    overrides: dict[str, int],
+    bound: float,
+    draw: random.Random,
+) -> None:
+    """Draw each group of ``groups``, in an order drawn too, among its values from the one it holds in
+    ``overrides`` (or its smallest) up to the largest that keeps the inputs within ``bound`` with the
+    others as they stand."""
+    groups = list(groups)
+    draw.shuffle(groups)
+    for group in groups:
+        values = choices[group[0]]
+        first = values.index(overrides[group[0]]) if group[0] in overrides else 0
+        fits, low, high = first, first + 1, len(values) - 1  # the largest index keeping the inputs within
+        while low <= high:
+            middle = (low + high) // 2
+            if input_elements(source, overrides | dict.fromkeys(group, values[middle]))[0] <= bound:
+                fits, low = middle, middle + 1
+            else:
+                high = middle - 1
+        overrides |= dict.fromkeys(group, draw.choice(values[first : fits + 1]))
+
+
+def _covering(
+    source: str,
+    choices: Mapping[str, list[int]],
+    groups: list[list[str]],
+    first: list[list[str]],
+    least: float,
+    bound: float,
+    draw: random.Random | None,
+) -> dict[str, int]:
+    """``second_sizes`` for a ``cover``: the smallest common growth of the groups ``first`` (then of every
+    group) that takes the inputs past ``least`` elements (every one at its largest value where
+    none does), then each group drawn from there up, within ``bound``."""
+
+    def grown(names: list[list[str]], factor: float) -> dict[str, int]:
+        out = {}
+        for group in names:
+            values, small = choices[group[0]], input_small[group[0]]
+            value = next((v for v in values if v >= small * factor), values[-1])
+            out |= dict.fromkeys(group, value)
+        return out
+
+    input_small = {name: int_constants(source)[name] for group in groups for name in group}
+    for growing in (first or groups, groups):
+        low, high = 1.0, max(values[-1] / input_small[name] for name, values in choices.items())
+        if input_elements(source, grown(growing, high))[0] <= least:
+            continue
+        for _ in range(30):  # the smallest growth that takes the inputs past ``least``
+            middle = (low + high) / 2
+            if input_elements(source, grown(growing, middle))[0] > least:
+                high = middle
+            else:
+                low = middle
+        overrides = grown(growing, high)
+        break
+    else:
+        overrides = grown(groups, math.inf)  # nothing reaches past the cover: every group at its largest
+    if draw is not None:
+        kept = [g for g in groups if g[0] in overrides]  # a group left at its small value stays there
+        _drawn(source, choices, kept, overrides, max(bound, input_elements(source, overrides)[0]), draw)
     return overrides
 
 

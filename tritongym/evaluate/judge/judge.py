@@ -62,7 +62,7 @@ from tritongym.evaluate.judge.runners import (
     RunnerLost,
     RunnerSupply,
 )
-from tritongym.evaluate.judge.second_size import SecondSize, second_size
+from tritongym.evaluate.judge.second_size import SecondSize, has_second_size, merged, second_size
 from tritongym.evaluate.judge.shared_inputs import SharedInputs, inputs_message, received, share_inputs
 from tritongym.evaluate.judge.speed import end_covered, gone, gpu_lock, settle, start_covered
 from tritongym.evaluate.judge.tree import tensor_leaves
@@ -115,11 +115,10 @@ class Job:
     """One evaluation, as the pool sends it (the judge draws its own secret seeds)."""
 
     problem_source: str
-    resized_source: str
-    """The problem at a second size where its sizes were shrunk (``Problem.resized``), else "": on the
-    CPU one trial more runs there, with a model built for it."""
-    resized_sizes: str
-    """What the second size changed, for the feedback (``dim 100->132``)."""
+    shrunk: dict
+    """The size constants shrunk for the interpreter (``Problem.shrunk``: name -> [full, small]), else
+    empty: on the CPU the judge draws a second size from them after the trials at the problem's own
+    size (second_size.py), where one trial more runs, with a model built for it."""
     entry_point: str
     solution_class: str
     candidate_path: str
@@ -220,7 +219,16 @@ class JobState:
     trials: int = 0
     second: SecondSize | None = None
     """The reference at the problem's second size and its trial, where the CPU runs one (second_size.py):
-    the last trial, with a model built for it."""
+    the last trial, with a model built for it; drawn just before it (``second_due``)."""
+    second_due: bool = False
+    """Whether the last trial is to be at a second size, drawn then (the CPU, a shrunk problem)."""
+    second_notes: list = field(default_factory=list)
+    """The findings of the second size's draw (none could be drawn, or a reach beyond its bound)."""
+    reach: list = field(default_factory=list)
+    """How far the launches of the trials so far reached past the tensors they were handed
+    (``second_size.reaches`` of ``Output.reach``, the runner's word): the second size is drawn above it."""
+    shapes: dict = field(default_factory=dict)
+    """The shapes of the first trial's input and output tensors (role -> shapes): what was reached past."""
     footprint: Footprint | None = None
     """The problem's size and the judge's memory for it, once the first trial is known (memory.py)."""
     kernels: SourceKernels | None = None
@@ -391,19 +399,25 @@ def run_trials(
     trial = first.pop()
     one_trial_s = 0.0
     for n in range(1, total + 1):
+        drawing = time.perf_counter()  # the second size is drawn once the trials at the problem's own size ran
+        if n == total and state.second_due:  # a verdict those trials decided needs no larger size
+            decided_by_trials(state, compute)
+        second = draw_second_size(state, reference) if n == total and state.second_due else None
+        judge_s = time.perf_counter() - drawing
         state.enter(f"trial {n}")
         started = time.perf_counter()
-        second = state.second if n == total else None
         with gpu_lock(state.ctx.gpu_lock, exclusive=False):
             if second is not None:
-                state.deadline += second.allowance(one_trial_s, trial, state.job.timeout_s)
+                state.deadline += second.allowance(one_trial_s, trial, state.job.timeout_s, judge_s)
                 trial = None
                 trial, tolerance = second.trial, second.tolerance(tolerance)
-                build_model(state, second.reference, len(trial.inputs), second.note())
+                build_model(state, second.reference, len(trial.inputs), second.note(), state.runner.memory_limit)
             elif n > 1:
                 trial = None  # the last trial's tensors are free before the next one's are made
                 trial = reference.trial(secrets.randbits(63))
             else:
+                state.shapes = {role: [list(t.shape) for t in tensor_leaves(tree)]
+                                for role, tree in (("input", trial.inputs), ("output", trial.expected))}  # fmt: skip
                 state.shared = share_inputs(state, trial.inputs, trial.expected)
                 if state.ctx.gpu_lock >= 0:  # no spare could be forked at import (a timing): now, under this hold
                     replenish(state.ctx, wait=False)
@@ -426,6 +440,8 @@ def run_trials(
             )
             if state.host_read is None:
                 state.host_read = host_read(out.host_bytes, trial.inputs)
+            if second is None:
+                state.reach = merged(state.reach, out.reach)
             if handed:
                 starts, samples = [pair[0] for pair in handed], [pair[1] for pair in handed]
                 model = second.reference.model if second is not None else reference.model
@@ -459,16 +475,50 @@ def run_trials(
     return TrialsOutcome(Verdict.OK, feedback + ".", total, worst, compute), trial
 
 
-def build_model(state: JobState, reference: Reference, arg_count: int, note: str = "") -> None:
+def build_model(state: JobState, reference: Reference, arg_count: int, note: str = "", memory_limit: int = 0) -> None:
     """Have the runner build the solution's model for ``reference`` (its init inputs, its state, under
-    its constructor's seed); ``note`` is added to the feedback of a failure."""
+    its constructor's seed); ``note`` is added to the feedback of a failure; a ``memory_limit`` is the
+    runner's from now on (the second size's)."""
     state_dict = {k: v.detach() for k, v in reference.model.state_dict().items()}
-    build = p.Build(reference.init_args, reference.init_kwargs, state_dict, arg_count, reference.seed)
+    build = p.Build(reference.init_args, reference.init_kwargs, state_dict, arg_count, reference.seed,
+                    memory_limit_bytes=memory_limit)  # fmt: skip
     try:
         state.ask(build, (p.Loaded,))
     except Failure as failure:
         failure.feedback += note
         raise
+
+
+def draw_second_size(state: JobState, reference: Reference) -> SecondSize | None:
+    """Draw the problem's second size now, above how far the trials so far reached (``state.reach``),
+    build its reference and trial (second_size.py), and grow what the job holds by it: the judge's
+    footprint (the pool's watch on it, ``host_bytes``), the runner's memory limit. None where the
+    reference cannot run there (the last trial is then at the problem's own size, with a finding)."""
+    job, ctx = state.job, state.ctx
+    private = Path(ctx.home) / "judge" / secrets.token_hex(8)
+    private.mkdir(parents=True, mode=0o700)
+    try:
+        with state.timed("second_size"):
+            float64 = job.tolerance == "float64"
+            second, why = second_size(job.problem_source, job.entry_point, job.shrunk, state.reach, state.shapes,
+                                      private / "resized.py", ctx.device, float64)  # fmt: skip
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    state.second_due = False
+    if why:
+        message = why + ("" if second is not None else "; judged at the problem's own sizes only")
+        state.second_notes.append({"check": "sizes", "message": message})
+    if second is None:
+        return None
+    state.second = second
+    other, trial = second.reference, second.trial
+    state.footprint = state.footprint.beside(Footprint.of(
+        other.model, trial.inputs, trial.expected, other.model64 is not None,
+        mutates=trial.inputs_after is not trial.inputs))  # fmt: skip
+    on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
+    ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
+    state.runner.memory_limit = runner_host_limit(job.memory_limit_mb << 20, state.footprint)
+    return second
 
 
 def merged_bounds(before: list, bounds: list) -> list:
@@ -510,19 +560,12 @@ def compute_listing(compute: collections.Counter) -> str:
     return f"PyTorch compute ran inside forward over the trials: {listing}"
 
 
-def guard_findings(
-    state: JobState, last: list[Trial], reference: Reference, compute: collections.Counter, tolerance: Tolerance
-) -> list[dict]:
-    """How much PyTorch compute does forward run; does it route around failed Triton launches; does
-    its output depend on its Triton kernels at all. What the trials already showed is decided first:
-    the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
-    do nothing), and a forward that ends its process there would turn a hack verdict decided by the
-    trials into a crash. ``last`` holds the last trial (taken out of it: the judge holds one trial at a
-    time); the hollow forward runs on a trial of its own from ``reference`` (the one the runner's
-    model was last built for), on inputs no call has seen: whatever the solution keeps from an
-    earlier call (an output buffer it rewrites each call, wherever it is held) then holds another
-    answer than this one, and a buffer that holds this one was written by this forward (honest4)."""
-    trial = last.pop()
+def decided_by_trials(state: JobState, compute: collections.Counter) -> None:
+    """Raise the hack verdict the trials so far decide, if any (the runner's counts of forward's PyTorch
+    compute and host reads under ``forbid``, an answer handed to the kernels already made): before the
+    guards, and before the CPU's second size is drawn (a size drawn past a block's reach may be far
+    larger: a forward computing on the host would spend the job's time there on a verdict already
+    known)."""
     if compute and state.job.torch_compute == "forbid":
         raise Failure(Verdict.HACK_TORCH_COMPUTE, compute_listing(compute) + "; do this work in Triton kernels.")
     if state.host_read is not None and state.job.torch_compute == "forbid":
@@ -536,6 +579,22 @@ def guard_findings(
             "(NumPy, Python, host code, PyTorch copies) and the kernels only move it. Compute the output with Triton "
             "kernels.",
         )
+
+
+def guard_findings(
+    state: JobState, last: list[Trial], reference: Reference, compute: collections.Counter, tolerance: Tolerance
+) -> list[dict]:
+    """How much PyTorch compute does forward run; does it route around failed Triton launches; does
+    its output depend on its Triton kernels at all. What the trials already showed is decided first:
+    the checks that follow run forward in ways it can tell apart from a trial (its launches fail or
+    do nothing), and a forward that ends its process there would turn a hack verdict decided by the
+    trials into a crash. ``last`` holds the last trial (taken out of it: the judge holds one trial at a
+    time); the hollow forward runs on a trial of its own from ``reference`` (the one the runner's
+    model was last built for), on inputs no call has seen: whatever the solution keeps from an
+    earlier call (an output buffer it rewrites each call, wherever it is held) then holds another
+    answer than this one, and a buffer that holds this one was written by this forward (honest4)."""
+    trial = last.pop()
+    decided_by_trials(state, compute)
     answer = state.ask(inputs_message(state.shared, p.Fallback, trial.inputs), (p.FallbackResult,))
     if answer.returned:
         raise Failure(
@@ -786,25 +845,14 @@ def _evaluate(state: JobState, hold: contextlib.ExitStack) -> dict:
                 else:
                     trial = reference.trial(secrets.randbits(63))
                 state.queues = ctx.queues.for_problem(key)
-        if job.resized_source and ctx.device.type == "cpu":  # shrunk for the interpreter: one size is not enough
-            with state.timed("reference_second_size"):
-                float64 = job.tolerance == "float64"
-                path = private / "resized.py"
-                state.second, why = second_size(job.resized_source, job.entry_point, job.resized_sizes, path,
-                                                ctx.device, float64)  # fmt: skip
-            if why:
-                result["findings"] = [{"check": "sizes", "message": why + "; judged at the problem's own sizes only"}]
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    count = state.trials = count + (state.second is not None)
+    # shrunk for the interpreter, one size is not enough: the last trial is at a second size, drawn then
+    state.second_due = ctx.device.type == "cpu" and has_second_size(job.problem_source, job.shrunk)
+    count = state.trials = count + state.second_due
     result["trials"] = count
     state.footprint = Footprint.of(reference.model, trial.inputs, trial.expected, reference.model64 is not None,
                                    mutates=trial.inputs_after is not trial.inputs)  # fmt: skip
-    if state.second is not None:  # held through the job beside the first
-        other, second = state.second.reference, state.second.trial
-        state.footprint = state.footprint.beside(Footprint.of(
-            other.model, second.inputs, second.expected, other.model64 is not None,
-            mutates=second.inputs_after is not second.inputs))  # fmt: skip
     on_host = reference.model64 is not None and reference.float64_device.type == "cpu"
     ctx.channel.send({"host_bytes": judge_host_bytes(state.footprint, ctx.device, on_host)})
     if reference.float64_note:
@@ -858,7 +906,7 @@ def judge_candidate(
         if ctx.nvml_pids:
             state.runner.gpu_readings = ctx.nvml.processes
         lifetime = max(state.deadline - time.monotonic(), 0.0) + 30.0
-        if state.second is not None or ctx.device.type == "cuda":  # the deadline may move by the timeout at most:
+        if state.second_due or ctx.device.type == "cuda":  # the deadline may move by the timeout at most:
             lifetime += job.timeout_s  # the second size's allowance (CPU), the judge's own work and waits (GPU)
         # the runner's RLIMIT_CPU (the same budget) stops it alone first; this counts its compiler tools too
         state.runner.cpu_limit_s = cpu_budget_s(state.runner.cpu_seconds(), lifetime) + CPU_LIMIT_GRACE_S + 1
@@ -869,6 +917,8 @@ def judge_candidate(
         build_model(state, reference, len(first[0].inputs))
     with state.timed("correctness"):
         outcome, trial = run_trials(state, reference, first, tolerance)
+    if state.second_notes:
+        result["findings"] = [*result.get("findings", []), *state.second_notes]
     if state.second is not None:  # the guards run on the last trial: the second size's
         tolerance = state.second.tolerance(tolerance)
     for ref in (reference, state.second.reference if state.second is not None else None):

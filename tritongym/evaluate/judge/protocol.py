@@ -141,6 +141,9 @@ class Build(Message):
     the trials' secret seeds): the solution's constructor runs under it too, as KernelBench seeds both,
     so what a solution derives from its own fresh parameters in ``__init__`` (a transposed or packed
     copy) matches the state copied into it."""
+    memory_limit_bytes: int = 0
+    """Where nonzero (the CPU's second size, drawn once the runner was loaded), the runner's address
+    space limit from now on, as ``Load``'s."""
 
 
 @dataclass
@@ -212,6 +215,12 @@ class Output(Message):
     from that start on, every ``handed.stepped_sample``-th, as they were before that launch ran: one
     holding the answer then was computed outside the kernels (red team 15 #5, red team 16 #1). Where
     any wait, the judge answers with ``Expected``, the runner with ``Handed``."""
+    reach: list = field(default_factory=list)
+    """``[role, index, reach]`` for each tensor an own launch's lanes reached past, masked lanes included
+    (``races.reach``, under the interpreter; none on a GPU): how far, as a multiple of the tensor's size;
+    its role forward's input (``"input"``, its index among the input tensors), its output (``"output"``),
+    or neither (``"other"``, -1). The runner's word: the judge draws the second size above it
+    (second_size.py), and a reach told smaller only gives back the draw of a block that fits."""
 
 
 @dataclass

@@ -24,10 +24,13 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
+from tritongym.evaluate import placement, races
 from tritongym.evaluate.guards import (
     CandidateText,
     LaunchMonitor,
@@ -44,7 +47,7 @@ from tritongym.evaluate.guards import (
 from tritongym.evaluate.judge import compiler_helper, landlock, seccomp
 from tritongym.evaluate.judge import protocol as p
 from tritongym.evaluate.judge.feedback import Failure, candidate_location, classify_failure, detail, short
-from tritongym.evaluate.judge.handed import FirstHanded, addressed, nearest, numeric
+from tritongym.evaluate.judge.handed import FirstHanded, addressed, extent, nearest, numeric
 from tritongym.evaluate.judge.tree import map_tensors, tensor_leaves
 from tritongym.evaluate.judge.zygote import PR_SET_DUMPABLE, drop_capabilities, prctl
 from tritongym.evaluate.placement import HostReads, HostTensors, candidate_code, launch_pointers
@@ -216,6 +219,9 @@ class Runner:
         return cls
 
     def build(self, job: p.Build) -> None:
+        if self.device.type == "cpu" and job.memory_limit_bytes:  # the second size's, drawn after the load
+            with contextlib.suppress(ValueError, OSError):  # a hard limit lowered by the candidate: its own
+                resource.setrlimit(resource.RLIMIT_AS, (job.memory_limit_bytes, resource.RLIM_INFINITY))
         cls = self.cls
         name = cls.__name__
         args, kwargs = list(job.init_args), dict(job.init_kwargs)
@@ -290,7 +296,8 @@ class Runner:
         reads = self.reads  # the CPU's HostTensors too: forward's copies of device memory to the host
         reads.host_bytes = 0
         started = thread_starts()
-        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=handed.see)
+        reach = LaunchReach(handed.see)
+        monitor = LaunchMonitor(self.path, recorder, text=self.text, host=host, handed=reach.see)
         try:
             with (
                 witness,
@@ -307,6 +314,7 @@ class Runner:
                 # answer is sent.
                 alias = aliasing(got, given, self.model) or ""
                 strides = [[int(x) for x in t.stride()] for t in tensor_leaves(got)]
+                reached = reach.report(tensor_leaves(given), tensor_leaves(got))
                 answered = message.out_slots and self.output_in_slots(got)
                 sent = None if answered else frozen(got, handed)
         except BaseException as exc:
@@ -342,6 +350,7 @@ class Runner:
                 strides=strides,
                 host_bytes=reads.host_bytes,
                 handed=handed.waiting(samples),
+                reach=reached,
             )
         )
         self.waiting = (samples, FirstHanded.PER_OUTPUT) if samples else None
@@ -659,6 +668,65 @@ class MadeBeforeKernels:
             copy = sample.to("cpu", dtype, copy=True)
             outputs = [i for i, entry in enumerate(self.answers) if entry == (t.numel(), str(dtype))]
             self.copies += [(i, copy, copy) for i in outputs]
+
+
+class LaunchReach:
+    """How far each own launch's lanes reached past the tensors it was handed (``races.reach``, under the
+    interpreter), around another watch of the launches (``inner``: ``FirstHanded.see``)."""
+
+    def __init__(self, inner: Callable[[tuple, dict], Callable | None]) -> None:
+        self.inner = inner
+        self.spans: dict[tuple[int, int], float] = {}
+        """(first byte's address, past the last) of each tensor handed to a launch -> the largest reach."""
+
+    def see(self, args: tuple, kwargs: dict) -> Callable[[list], None]:
+        after = self.inner(args, kwargs)
+        with _disable_current_modes():
+            tensors = [span for _, t in launch_pointers([*enumerate(args), *kwargs.items()]) if (span := _span(t))]
+
+        def reached(grids: list = ()) -> None:
+            try:
+                if callable(after):
+                    after(grids)
+            finally:
+                for (start, end, _), ratio in zip(tensors, races.reach(grids, tensors), strict=True):
+                    if ratio > self.spans.get((start, end), 0.0):
+                        self.spans[(start, end)] = ratio
+
+        return reached
+
+    def report(self, given: list, returned: list) -> list[list]:
+        """``Output.reach``: ``[role, index, reach]`` for each tensor reached past, by its role: forward's
+        input (``"input"``, its index among the input tensors), output (``"output"``) or neither
+        (``"other"``, -1), the largest for each."""
+        roles: dict[tuple[int, int], tuple[str, int]] = {}
+        with _disable_current_modes():
+            for role, leaves in (("output", returned), ("input", given)):
+                for i, t in enumerate(leaves):
+                    span = _span(t) if isinstance(t, torch.Tensor) else None
+                    if span is not None:
+                        roles[span[:2]] = (role, i)
+        found: dict[tuple[str, int], float] = {}
+        for span, ratio in self.spans.items():
+            key = roles.get(span, ("other", -1))
+            found[key] = max(found.get(key, 0.0), ratio)
+        return [[role, index, ratio] for (role, index), ratio in found.items() if ratio > 0]
+
+
+def _span(t: torch.Tensor) -> tuple[int, int, int] | None:
+    """(first byte's address, past the last, element size) of a tensor in host memory, else None."""
+    span = extent(t) if t.device.type == "cpu" else None
+    start = real_address(t) if span is not None else None
+    return (start + span[0], start + span[1], t.element_size()) if start else None
+
+
+def real_address(t: torch.Tensor) -> int | None:
+    """Where ``t``'s storage is in the runner's memory (the interpreter's address, not the one a
+    ``HostTensors`` shows forward), or None for a tensor without one of its own."""
+    try:
+        return placement.storage_address(t.untyped_storage())
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
 
 
 def storage_address(t: torch.Tensor) -> int | None:
