@@ -158,7 +158,7 @@ def test_the_warm_up_runs_its_repetitions_and_gives_the_last():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(speed, "repetition", lambda b, model, rep, first, clean: next(given))
         assert speed.warm_up(bench, None, 2) == "second" and bench.untimed == 2
-    assert speed.WARM_UP_REPS == 1  # the batch's first run was the preparation's
+    assert speed.WARM_UP_REPS == 2  # after the preparation's first run: one alone on the GPU, then the last
 
 
 REP = timing.Rep(reference=10e-3, candidate=5e-3, empty=0.1e-3, remote_empty=0.5e-3, hand_off=0.3e-3,
@@ -172,7 +172,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
     state = SimpleNamespace(job=job, ctx=ctx, deadline=time.monotonic() + 60, stages={})
     bench = SimpleNamespace(holds=SimpleNamespace(held_s=0.0), inputs_s=0.0, check_s=0.0, late=0, late_by={},
                             untimed=0, scratch=torch.empty(8))  # fmt: skip
-    given = [REP] * 6  # the warm-up's, five measured
+    given = [REP] * (speed.WARM_UP_REPS + 5)  # the warm-up's, five measured
 
     def repetition(b, model, rep, candidate_first, clean):
         b.holds.held_s += 0.01
@@ -183,7 +183,7 @@ def test_the_measured_repetitions_holds_and_brackets_are_summed_as_stages(monkey
                               sample_output="y", sample_bytes=8, one_s=1e-4, bytes_read=8, mutates=False,
                               persistent=False)  # fmt: skip
     result = speed.time_candidate(state, None, prepared)
-    assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == 1
+    assert result["timing"]["reps"] == 5 and state.stages["timing_untimed_reps"] == speed.WARM_UP_REPS == 2
     assert state.stages["timing_measured_reps"] == 5 and "timing_late_reps" not in state.stages
     assert state.stages["timing_holds"] == pytest.approx(0.05)  # the measured repetitions' holds alone
     assert state.stages["timing_check"] == pytest.approx(0.0)  # the fake repetitions check nothing
@@ -264,7 +264,7 @@ def test_the_preparation_runs_the_batch_once(monkeypatch):
     assert reps == [0] * speed.PREPARE_REPS == [0] and bench.untimed == 1
     assert state.stages["timing_setup_untimed_reps"] == 1 and prepared.count == 8
     speed.warm_up(bench, None)
-    assert len(reps) == 1 + speed.WARM_UP_REPS == 2
+    assert len(reps) == 1 + speed.WARM_UP_REPS == 3
 
 
 def test_a_repetition_keeps_every_bracket_and_takes_the_order_it_is_given(monkeypatch):

@@ -112,10 +112,12 @@ SLOT_BYTES = 2 << 30
 """Most GPU memory for one side's slots (inputs and outputs of a batch); fewer calls where the GPU's
 free memory cannot hold the batch (memory.timing_batch)."""
 POISON = 0xFF
-WARM_UP_REPS = 1
+WARM_UP_REPS = 2
 """Untimed repetitions of the exclusive part before the measured ones (the batch ran once already in the
-preparation, ``PREPARE_REPS``): the first alone on the GPU, which says whether the batch must be longer
-(``grown_count``), and the first of a longer batch."""
+preparation, ``PREPARE_REPS``); the last says whether the batch must be longer (``grown_count``), and a
+longer batch gets as many. Two, not one: on an H200 (session 14, the RL batch of 200 candidates in one
+call) the speedups' intervals read 1.5% median and 8.3% p90 after one, 1.2% and 2.0% after two, at the
+same seconds per candidate (BENCHMARKS.md)."""
 PREPARE_REPS = 1
 """Untimed repetitions of the timing's preparation (under the shared hold): the first run of the batch
 (the runner's mapped slots, caches, allocations, the first launches' compilation)."""
