@@ -112,6 +112,17 @@ def test_sft_dataset_errors(tmp_path):
     empty.write_text("\n")
     with pytest.raises(ConfigError, match="empty"):
         load_pairs(empty)
+    cases = {
+        "notjson.jsonl": ('{"messages": [], "completion": "x"}\nnot json\n', r"notjson.jsonl:2: not a JSON line \("),
+        "list.jsonl": ("[1, 2]\n", "list.jsonl:1: a row must be a JSON object, not list"),
+        "columns.jsonl": ('{"x": 1}\n', r"row 0: no reference source in column 'python_code' \(columns present: x\); "
+                          "an SFT dataset is an export-sft JSONL"),
+    }  # fmt: skip
+    for name, (text, message) in cases.items():  # each a clear error, not a traceback or eval's option
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ConfigError, match=message) as caught:
+            load_pairs(tmp_path / name)
+        assert "--source-column" not in str(caught.value)
     with pytest.raises(ConfigError, match="no such trajectory file"):
         export_sft(tmp_path / "none.jsonl", tmp_path / "out.jsonl")
     with pytest.raises(ConfigError, match=r"unknown verdict\(s\) okk; a turn's verdict is one of: ok, "):
