@@ -289,7 +289,9 @@ def run_sft(
                 if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total or stop.requested:
                     state = {"data_position": step * per_step, "epoch": epoch, "config": config.to_dict()}
                     save_checkpoint(out, step, model, tokenizer, optimizer, scheduler, state, run.keep_checkpoints)
-                bar.update(task, completed=step, description=f"sft step {step} loss {metrics['sft/loss']:.3f}")
+                line = f"sft step {step} of {total} loss {metrics['sft/loss']:.3f}"
+                bar.update(task, completed=step, description=line)
+                log.info(line)  # without a terminal (--no-progress, a log file) the steps show there, as train's
         finally:
             writer.close()
     if history:
