@@ -336,13 +336,33 @@ def test_ctrl_c_says_how_much_was_written(tmp_path, monkeypatch):
             super().advance(n)
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_pool", _FinishedPool)
-    monkeypatch.setattr(cli, "ProgressReport", InterruptedAfterOne)
+    submitted = []
+
+    class Recording(_FinishedPool):
+        def submit(self, problem, candidate, config, priority=0):
+            submitted.append(problem.name)
+            return super().submit(problem, candidate, config, priority)
+
+    monkeypatch.setattr(cli, "_pool", Recording)
     out = tmp_path / "partial.jsonl"
-    result = runner.invoke(app, ["demo", "--device", "cpu", "--out", str(out)])
+    args = ["demo", "--device", "cpu", "--out", str(out)]
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "ProgressReport", InterruptedAfterOne)
+        result = runner.invoke(app, args)
     assert result.exit_code == EXIT_INTERRUPTED
-    assert f"interrupted: 1 of 13 results written to {out}" in result.output.replace("\n", "")
-    assert len(out.read_text().splitlines()) == 1
+    said = result.output.replace("\n", "")
+    assert f"interrupted: 1 of 13 results written to {out}; the same command with --resume evaluates the rest" in said
+    (kept,) = out.read_text().splitlines()
+    submitted.clear()
+    resumed = runner.invoke(app, [*args, "--resume"])  # the demo goes on: only the 12 solutions not in --out
+    assert resumed.exit_code == EXIT_OK and "13/13 correct" in resumed.output, resumed.output
+    assert len(submitted) == 12 and json.loads(kept)["problem"] not in submitted
+    assert "resuming: 1 of 13 results already in" in _flat(resumed.output)
+    assert sorted(json.loads(line)["problem"] for line in out.read_text().splitlines()) == sorted(
+        [json.loads(kept)["problem"], *submitted]
+    )
+    no_out = runner.invoke(app, ["demo", "--device", "cpu", "--resume"])
+    assert no_out.exit_code == EXIT_USAGE and "--resume needs --out" in no_out.output
 
 
 def test_progress_is_logged_without_a_terminal(caplog):

@@ -404,6 +404,54 @@ def test_generate_resumes_from_its_summary_without_compiling_again(tmp_path):
     assert summary["problems_total"] == 1 and summary["skipped"] == 1
 
 
+def test_the_cli_stops_on_ctrl_c_with_what_is_done_and_resume_compiles_the_rest(tmp_path, monkeypatch):
+    """Ctrl-C keeps the summary of the problems done and says how to go on (exit 130); --resume then
+    compiles only the others, and the summary ends with every problem."""
+    from typer.testing import CliRunner
+
+    from tritongym.cli import app
+    from tritongym.solutions import inductor
+    from tritongym.solutions.inductor import Outcome
+
+    compiled = []
+
+    def fake_child(problem, device, out, timeout_s, cache):
+        if len(compiled) == 2 and interrupt:
+            raise KeyboardInterrupt  # as a terminal's Ctrl-C reaches the command while compiling
+        compiled.append(problem.name)
+        return Outcome(problem.name, "skipped", "not compiled in this test")
+
+    monkeypatch.setattr(inductor, "_run_child", fake_child)
+    runner = CliRunner()
+    args = [
+        "solutions",
+        "inductor",
+        "bundled",
+        "--ids",
+        "1-4",
+        "--out",
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--jobs",
+        "1",
+    ]
+    interrupt = True
+    stopped = runner.invoke(app, args)
+    said = " ".join(stopped.output.split())
+    assert stopped.exit_code == 130, stopped.output
+    assert (
+        f"interrupted: 2 of 4 problems done, recorded in {tmp_path / 'summary.json'}; the same command with --resume"
+        in said
+    )
+    first = list(compiled)
+    interrupt, compiled[:] = False, []
+    resumed = runner.invoke(app, [*args, "--resume"])
+    assert resumed.exit_code == 1, resumed.output  # every problem skipped by the fake compilation
+    assert len(compiled) == 2 and not set(compiled) & set(first)
+    assert len(json.loads((tmp_path / "summary.json").read_text())["problems"]) == 4
+
+
 def test_bench_solutions_replace_the_known_ones_and_say_what_is_missing(tmp_path, caplog):
     from tritongym.bench.run import BenchConfig, run_bench, with_solutions
     from tritongym.errors import ConfigError

@@ -510,10 +510,20 @@ def demo(
     device: DeviceOpt = "auto",
     jobs: JobsOpt = None,
     out_path: Annotated[Path | None, typer.Option("--out", help="Write results as JSONL.")] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Keep the results already in --out and evaluate only the solutions it has none for (an "
+            "infrastructure error is tried again), as eval's batch mode. Without it an existing --out is overwritten.",
+        ),
+    ] = False,
     small: SmallOpt = None,
 ) -> None:
     """Evaluate the bundled reference solutions on the bundled problems and print a table."""
     _check_output(out_path)
+    if resume and out_path is None:
+        raise _fail_usage("--resume needs --out, the results file of the run to continue")
     try:
         config = EvalConfig(device=device)
         resolved, small_default = _announce_device(config)
@@ -523,7 +533,7 @@ def demo(
         raise _fail_usage(str(exc)) from None
     tasks = [Task(p.small() if small else p, p.solution, f"bundled/solutions/{p.name}.py") for p in problems]
     _announce_sizes([t.problem for t in tasks])
-    raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}"))
+    raise typer.Exit(_run_batch(tasks, config, jobs, out_path, f"bundled solutions on {resolved}", resume=resume))
 
 
 app.command("report")(report_command)

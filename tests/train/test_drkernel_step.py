@@ -80,7 +80,14 @@ def test_drkernel_step_end_to_end(tmp_path, warm_env, monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="tritongym.train.trainer"):
         [metrics] = trainer.fit(progress=False)
     said = [r.getMessage() for r in caplog.records if r.name == "tritongym.train.trainer"]
-    assert said[0] == "step 1 of 1: sampling, judging, updating"  # said before the step's minutes, not after
+    # each part of the step is said before its minutes, not after (the progress line shows the same)
+    assert said[0] == "step 1 of 1 started"
+    assert (
+        said[1]
+        == f"step 1: generating 2 x 2 answers of up to {config.rollout.max_completion_tokens} tokens, judging them"
+    )
+    assert said[2] == f"step 1: updating the model on {len(captured['rows'])} rows"
+    assert said[3].startswith("step 1 reward ")
 
     rows, plan = captured["rows"], captured["plan"]
     verdicts = {(r.problem, r.sample, r.turn): r.verdict for r in rows.records}

@@ -1,6 +1,7 @@
 """SFT: masks cover completion tokens only, the completion loss falls, export-sft filters records."""
 
 import json
+import logging
 
 import pytest
 import torch
@@ -112,6 +113,17 @@ def test_sft_dataset_errors(tmp_path):
     empty.write_text("\n")
     with pytest.raises(ConfigError, match="empty"):
         load_pairs(empty)
+    cases = {
+        "notjson.jsonl": ('{"messages": [], "completion": "x"}\nnot json\n', r"notjson.jsonl:2: not a JSON line \("),
+        "list.jsonl": ("[1, 2]\n", "list.jsonl:1: a row must be a JSON object, not list"),
+        "columns.jsonl": ('{"x": 1}\n', r"row 0: no reference source in column 'python_code' \(columns present: x\); "
+                          "an SFT dataset is an export-sft JSONL"),
+    }  # fmt: skip
+    for name, (text, message) in cases.items():  # each a clear error, not a traceback or eval's option
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ConfigError, match=message) as caught:
+            load_pairs(tmp_path / name)
+        assert "--source-column" not in str(caught.value)
     with pytest.raises(ConfigError, match="no such trajectory file"):
         export_sft(tmp_path / "none.jsonl", tmp_path / "out.jsonl")
     with pytest.raises(ConfigError, match=r"unknown verdict\(s\) okk; a turn's verdict is one of: ok, "):
@@ -122,7 +134,7 @@ def test_sft_dataset_errors(tmp_path):
     assert torch.is_tensor(collate([([1, 2, 3], 1)], 0).input_ids)
 
 
-def test_sft_resume_repeats_the_uninterrupted_run(tmp_path, tokenizer):
+def test_sft_resume_repeats_the_uninterrupted_run(tmp_path, tokenizer, caplog):
     data = tmp_path / "pairs.jsonl"
     pairs = [{"messages": [{"role": "user", "content": f"task {i}"}], "completion": f"x = {i}"} for i in range(4)]
     data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
@@ -132,7 +144,10 @@ def test_sft_resume_repeats_the_uninterrupted_run(tmp_path, tokenizer):
         return load_config(SFTConfig, overrides=[*sets, "optim.lr=1e-2", "optim.micro_batch_size=2", *extra])
 
     straight = build_tiny_model(tokenizer)
-    run_sft(config("straight"), model=straight, tokenizer=tokenizer, progress=False)
+    with caplog.at_level(logging.INFO, logger="tritongym.train.sft"):
+        run_sft(config("straight"), model=straight, tokenizer=tokenizer, progress=False)
+    said = [r.getMessage() for r in caplog.records if r.name == "tritongym.train.sft"]
+    assert [line.rsplit(" ", 1)[0] for line in said] == [f"sft step {n} of 6 loss" for n in range(1, 7)]  # no bar
     first = build_tiny_model(tokenizer)
     run_sft(config("resumed", "run.max_steps=4"), model=first, tokenizer=tokenizer, progress=False)
     resumed = build_tiny_model(tokenizer, seed=1)

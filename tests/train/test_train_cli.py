@@ -79,6 +79,17 @@ def test_export_sft_command(tmp_path):
     (empty := tmp_path / "empty.jsonl").write_text("")
     nothing = runner.invoke(app, ["export-sft", str(empty), "--out", str(out)])
     assert nothing.exit_code == 1 and "the trajectory files hold no turns" in _said(nothing)
+    results = tmp_path / "results.jsonl"  # eval's --out, not a run's trajectories
+    results.write_text(json.dumps({"candidate": "a.py", "problem": "softmax", "verdict": "ok"}) + "\n[1]\n")
+    wrong = runner.invoke(app, ["export-sft", str(results), "--out", str(out)])
+    assert (
+        wrong.exit_code == 2
+        and f"{results}:1: not a trajectory record (unknown trajectory record fields: " in _said(wrong)
+    )
+    assert "a bench or train run's trajectories.jsonl holds one per turn" in _said(wrong)
+    results.write_text("[1]\n{}\n")
+    wrong = runner.invoke(app, ["export-sft", str(results), "--out", str(out)])
+    assert wrong.exit_code == 2 and f"{results}:1: not a trajectory record (a list, not an object)" in _said(wrong)
 
 
 def test_bad_settings_name_the_setting_and_exit_2(tmp_path):

@@ -101,4 +101,13 @@ def read_records(path: str | Path) -> Iterator[TurnRecord]:
             if number >= len(lines) - 1:  # the last, partial line of an interrupted run
                 return
             raise ValueError(f"{path}:{number}: not a JSON line") from None
-        yield TurnRecord.from_dict(data)
+        try:
+            if not isinstance(data, dict):
+                raise ValueError(f"a {type(data).__name__}, not an object")
+            record = TurnRecord.from_dict(data)
+        except (TypeError, ValueError) as exc:  # another file's rows (eval's results), or a missing field
+            raise ValueError(
+                f"{path}:{number}: not a trajectory record ({exc}); a bench or train run's trajectories.jsonl "
+                "holds one per turn"
+            ) from None
+        yield record

@@ -163,24 +163,70 @@ def check_model_name(name: str, what: str) -> None:
         raise ConfigError(f"{what} {name}: no such model directory (a hub model is named ORG/NAME)")
 
 
-@contextmanager
-def loading(name: str, what: str) -> Iterator[None]:
-    """Loading the model or tokenizer ``name``: transformers' errors (not a model directory, not a hub
-    model, no network) become a ConfigError naming the setting ``what``."""
-    check_model_name(name, what)
+HUB_PROBE_TIMEOUT_S = 5.0
+"""How long the one request that checks whether the Hugging Face Hub answers may take."""
+
+
+def hub_unreachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> str | None:
+    """Why the Hugging Face Hub cannot be reached (one request, no retries, through huggingface_hub's own
+    session: its endpoint and proxies), or None when it answers. transformers retries a network error
+    for about 50 s before its own error; this takes one connection attempt."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import get_session
+
     try:
-        yield
+        get_session().head(constants.ENDPOINT, timeout=timeout)
+    except Exception as exc:  # DNS, refused, TLS, proxy, timeout: whatever stops the download stops this
+        return f"{constants.ENDPOINT} cannot be reached ({type(exc).__name__}: {exc})"
+    return None
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+@contextmanager
+def loading(name: str, what: str) -> Iterator[dict[str, Any]]:
+    """Loading the model or tokenizer ``name``: yields the keyword arguments of its ``from_pretrained``
+    calls, and turns transformers' errors (not a model directory, not a hub model, no network) into a
+    ConfigError naming the setting ``what``.
+
+    A name that is no local directory is a hub name: unless HF_HUB_OFFLINE is set, one request first
+    checks that the Hub answers; when it does not, the model is looked up in the Hugging Face cache only
+    (``local_files_only``), so a machine without network gets its error at once, with the fix."""
+    check_model_name(name, what)
+    options: dict[str, Any] = {}
+    why = None
+    if not Path(name).expanduser().is_dir():
+        if _hub_offline():
+            why = "HF_HUB_OFFLINE is set, so only the Hugging Face cache is looked in"
+        else:
+            why = hub_unreachable()
+        if why is not None:
+            options["local_files_only"] = True
+    try:
+        yield options
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"{what} {name}: cannot load it as a local model directory or a hub model ({exc})") from None
+        if why is None:
+            raise ConfigError(
+                f"{what} {name}: cannot load it as a local model directory or a hub model ({exc})"
+            ) from None
+        raise ConfigError(
+            f"{what} {name}: no such local directory and not in the Hugging Face cache; {why}. Pass a local "
+            f"model directory, or download it where the Hub answers (`hf download {name}`, into HF_HOME's "
+            "cache); with HF_HUB_OFFLINE=1 the Hub is never asked"
+        ) from None
 
 
 def load_hf_policy(path: str, dtype: str = "auto", device: str = "auto", what: str = "model", **kwargs) -> HFPolicy:
     """An HFPolicy from a Hugging Face model path or hub name (``what``: the setting named in errors)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with loading(path, what):
-        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    with loading(path, what) as hub:
+        tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left", **hub)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **hub)
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return HFPolicy(model.to(device), tokenizer, name=path, **kwargs)

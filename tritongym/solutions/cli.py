@@ -2,11 +2,13 @@
 Triton code as standalone ``ModelNew`` files, one per problem (tritongym/solutions/inductor.py).
 
 Exit codes of ``solutions inductor``: 0 every problem has a solution; 1 some were skipped (the summary
-says why); 2 bad usage or input.
+says why); 2 bad usage or input; 130 interrupted (Ctrl-C: the problems done are in the summary, and the
+same command with ``--resume`` compiles only the rest).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -21,7 +23,7 @@ from tritongym.paths import writable_dir
 from tritongym.progress import ProgressReport
 from tritongym.solutions.inductor import CHILD_TIMEOUT_S, SUMMARY, generate, prepare_all
 
-EXIT_OK, EXIT_SKIPPED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 app = typer.Typer(
     help="Make solutions with tools (torch.compile's Inductor).", no_args_is_help=True, rich_markup_mode="markdown"
@@ -65,6 +67,14 @@ def inductor(
     timeout: Annotated[
         float, typer.Option(help="Longest one problem's compilation may take, seconds.")
     ] = CHILD_TIMEOUT_S,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Keep the outcomes already in --out's summary.json (those that ran out of memory are tried "
+            "again) and compile only the other problems. Without it every problem is compiled.",
+        ),
+    ] = False,
 ) -> None:
     """torch.compile every problem's reference and write Inductor's code as a standalone Triton
     ModelNew (DIR/PROBLEM.py, named after the problem); a problem that does not compile to one graph of
@@ -85,11 +95,18 @@ def inductor(
     small = resolved == "cpu" if small is None else small
     prepared, refused = prepare_all(chosen, small)
     workers = jobs or os.cpu_count() or 1
-    with ProgressReport(len(prepared), f"compiling on {resolved}", err) as progress:
-        outcomes = generate(
-            prepared, out, resolved, jobs=workers, timeout_s=timeout, on_done=lambda _: progress.advance(),
-            refused=refused,
-        )  # fmt: skip
+    try:
+        with ProgressReport(len(prepared), f"compiling on {resolved}", err) as progress:
+            outcomes = generate(
+                prepared, out, resolved, jobs=workers, timeout_s=timeout, on_done=lambda _: progress.advance(),
+                refused=refused, resume=resume,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        summary = out / SUMMARY
+        done = len(json.loads(summary.read_text(encoding="utf-8"))["problems"]) if summary.is_file() else 0
+        err.print(escape(f"interrupted: {done} of {len(prepared) + len(refused)} problems done, recorded in {summary}; "
+                         "the same command with --resume compiles the rest"), style="yellow")  # fmt: skip
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     for o in outcomes:
         if o.status == "written":
             err.print(escape(f"{o.problem}: written ({o.kernels} Triton kernels, {o.extern_calls} library calls)"))

@@ -305,7 +305,7 @@ class SFTRunSection:
     seed: int = 0
     """Seed of the data order and initialisation."""
     out: str = "runs/sft"
-    """Run directory: metrics.jsonl, checkpoints/, plots."""
+    """Run directory: config.json, metrics.jsonl, checkpoints/, training_curves.png."""
     eval_every: int = 0
     """Measure the held-out completion loss every this many steps (0: at the end only)."""
     checkpoint_every: int = 0

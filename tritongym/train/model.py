@@ -30,25 +30,27 @@ def load_model(section: ModelSection, seed: int = 0) -> tuple[Any, Any]:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     dtype = _DTYPES[section.dtype]
+    if section.tokenizer:
+        with loading(section.tokenizer, "model.tokenizer") as hub:
+            tokenizer = AutoTokenizer.from_pretrained(section.tokenizer, padding_side="left", **hub)
     if section.name == "tiny":
         from tritongym.train.tiny import build_tiny_model, build_tiny_tokenizer
 
-        tokenizer = (
-            build_tiny_tokenizer() if not section.tokenizer else AutoTokenizer.from_pretrained(section.tokenizer)
-        )
+        if not section.tokenizer:
+            tokenizer = build_tiny_tokenizer()
         model = build_tiny_model(tokenizer, seed=seed, **section.config_overrides)
     else:
-        with loading(section.tokenizer or section.name, "model.tokenizer" if section.tokenizer else "model.name"):
-            tokenizer = AutoTokenizer.from_pretrained(section.tokenizer or section.name, padding_side="left")
-        with loading(section.name, "model.name"):
+        with loading(section.name, "model.name") as hub:
+            if not section.tokenizer:
+                tokenizer = AutoTokenizer.from_pretrained(section.name, padding_side="left", **hub)
             if section.random_init:
-                config = AutoConfig.from_pretrained(section.name)
+                config = AutoConfig.from_pretrained(section.name, **hub)
                 for key, value in section.config_overrides.items():
                     setattr(config, key, value)
                 torch.manual_seed(seed)
                 model = AutoModelForCausalLM.from_config(config)
             else:
-                model = AutoModelForCausalLM.from_pretrained(section.name, dtype=dtype)
+                model = AutoModelForCausalLM.from_pretrained(section.name, dtype=dtype, **hub)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

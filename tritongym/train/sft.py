@@ -22,7 +22,7 @@ from torch import Tensor
 from tritongym.agent.episodes import UNEVALUATED
 from tritongym.agent.prompts import Prompts
 from tritongym.agent.records import NO_CODE, read_records
-from tritongym.errors import ConfigError
+from tritongym.errors import ConfigError, ProblemError
 from tritongym.evaluate.result import Verdict
 from tritongym.policy.base import Message
 from tritongym.policy.hf import chat_prompt_ids
@@ -114,22 +114,27 @@ def load_pairs(path: str | Path, template: str = "kernelbench") -> list[SFTPair]
     if not path.is_file():
         raise ConfigError(f"{path}: no such SFT dataset")
     if path.suffix == ".jsonl":
-        first = next((json.loads(line) for line in path.open(encoding="utf-8") if line.strip()), None)
+        rows = _json_rows(path)
+        first = next((row for _, row in rows), None)
         if first is None:
             raise ConfigError(f"{path}: the dataset is empty")
         if "messages" in first:
             pairs = []
-            for number, line in enumerate(path.open(encoding="utf-8"), 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
+            for number, row in rows:
                 if not isinstance(row.get("messages"), list) or not isinstance(row.get("completion"), str):
                     raise ConfigError(f"{path}:{number}: an SFT row needs 'messages' (a list) and 'completion'")
                 pairs.append(SFTPair(row["messages"], row["completion"]))
             return pairs
     prompts = Prompts(template)
     pairs = []
-    for problem in load_table(path):
+    try:
+        problems = load_table(path)
+    except ProblemError as exc:  # its fix names eval's --source-column; an SFT table has fixed columns
+        raise ConfigError(
+            f"{str(exc).split('; choose the column')[0]}; an SFT dataset is an export-sft JSONL (rows with "
+            "'messages' and 'completion') or a KernelBook table (columns python_code and triton_code)"
+        ) from None
+    for problem in problems:
         if not problem.solution:
             continue
         messages = prompts.initial(problem)
@@ -139,6 +144,23 @@ def load_pairs(path: str | Path, template: str = "kernelbench") -> list[SFTPair]
     if not pairs:
         raise ConfigError(f"{path}: no row has a Triton solution (column triton_code)")
     return pairs
+
+
+def _json_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file; a line that is no JSON object is a
+    ConfigError naming it."""
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}:{number}: not a JSON line ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise ConfigError(f"{path}:{number}: a row must be a JSON object, not {type(row).__name__}")
+        rows.append((number, row))
+    return rows
 
 
 # -- tensors --------------------------------------------------------------------------------------
@@ -276,7 +298,9 @@ def run_sft(
                 if (run.checkpoint_every and step % run.checkpoint_every == 0) or step == total or stop.requested:
                     state = {"data_position": step * per_step, "epoch": epoch, "config": config.to_dict()}
                     save_checkpoint(out, step, model, tokenizer, optimizer, scheduler, state, run.keep_checkpoints)
-                bar.update(task, completed=step, description=f"sft step {step} loss {metrics['sft/loss']:.3f}")
+                line = f"sft step {step} of {total} loss {metrics['sft/loss']:.3f}"
+                bar.update(task, completed=step, description=line)
+                log.info(line)  # without a terminal (--no-progress, a log file) the steps show there, as train's
         finally:
             writer.close()
     if history:

@@ -240,6 +240,10 @@ def collect(trainer: Any, step: int, generated: threading.Event | None = None) -
     turn t+1). Everything random in it is seeded by (seed, step). ``generated`` is set after each
     generation (the trainer waits for the first one before it changes the weights)."""
     config: TrainConfig = trainer.config
+    r = config.rollout
+    judged = ", judging them" if trainer.reward.needs_env else ""
+    answers = f"{r.prompts_per_step} x {r.samples_per_prompt} answers of up to {r.max_completion_tokens} tokens"
+    _phase(trainer, f"step {step}: generating {answers}{judged}")
     torch.manual_seed(trainer.step_seed(step))
     rollout = run_episodes(
         trainer.engine,
@@ -258,6 +262,12 @@ def collect(trainer: Any, step: int, generated: threading.Event | None = None) -
     return rollout
 
 
+def _phase(trainer: Any, text: str) -> None:
+    """Say what the step is doing now (the trainer's progress line and log), where the trainer listens."""
+    if (say := getattr(trainer, "phase", None)) is not None:
+        say(text)
+
+
 def rl_step(trainer: Any, step: int, rollout: RolloutBatch | None = None) -> dict[str, float]:
     """One step of RL (``trainer`` holds the model, engine, env and config). ``rollout``: the step's
     episodes when they were collected ahead (one step of staleness), else they are collected here."""
@@ -273,6 +283,7 @@ def rl_step(trainer: Any, step: int, rollout: RolloutBatch | None = None) -> dic
         # 2. Rows: one per scored turn with its full context; episodes with infrastructure errors are dropped.
         rows = build_rows(rollout.episodes, trainer.tokenizer.pad_token_id)
         train_started = time.monotonic()
+        _phase(trainer, f"step {step}: updating the model on {len(rows)} rows")
 
         # 3. Trainer log-probs before the update (the PPO ratio's old policy), then the filters and advantages.
         old_logp, entropy = old_logprobs(trainer.model, rows, config.rollout.temperature, config.optim.micro_batch_size)

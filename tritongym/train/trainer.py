@@ -9,6 +9,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -127,6 +128,8 @@ class Trainer:
         if config.loss.kl_coef > 0 and config.model.lora_rank == 0:
             self.ref_model = copy.deepcopy(model).eval().requires_grad_(False)
         self.step = 0
+        self.phase: Callable[[str], None] | None = None
+        """Told what a step is doing now (generating, updating): fit's progress line and log."""
         self.weights_lock = threading.Lock()
         """Held while generating and while the weights change (rl_step's update)."""
         self.out.mkdir(parents=True, exist_ok=True)
@@ -170,11 +173,16 @@ class Trainer:
         pending: Future | None = None
         with StopAfterStep() as stop, Progress(*columns, console=console, disable=not progress, transient=False) as bar:
             task = bar.add_task("training", total=total, completed=self.step)
+
+            def phase(text: str) -> None:  # a CPU step takes minutes: say which part is under way
+                bar.update(task, description=text)
+                log.info(text)
+
+            self.phase = phase
             try:
                 while self.step < total and not stop.requested:
                     step = self.step + 1
-                    bar.update(task, description=f"step {step}: sampling, judging, updating")
-                    log.info("step %d of %d: sampling, judging, updating", step, total)  # a first step takes minutes
+                    log.info("step %d of %d started", step, total)
                     waited = time.monotonic()
                     rollout = pending.result() if pending is not None else None
                     waited = time.monotonic() - waited
@@ -196,6 +204,7 @@ class Trainer:
                     bar.update(task, completed=step, description=_progress_line(step, metrics))
                     log.info(_progress_line(step, metrics))
             finally:
+                self.phase = None
                 writer.close()
                 if ahead is not None:
                     ahead.shutdown(wait=True, cancel_futures=True)
