@@ -31,7 +31,7 @@ ResumeOption = Annotated[
 
 
 def _usage(exc: Exception) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(str(exc))}")  # user text (paths, keys) is never read as markup
+    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)  # user text is never markup; paths unbroken
     return typer.Exit(EXIT_USAGE)
 
 
