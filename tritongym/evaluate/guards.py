@@ -399,22 +399,35 @@ def no_host_hooks():
             gc.enable()
 
 
-def _refuse_audit_hook(event: str, args: tuple) -> None:
-    if event == "sys.addaudithook":
-        raise RuntimeError("a runner adds no audit hook")
+def _refuse(event: str, args: tuple, own=None, error=None) -> None:
+    """The runner's audit hook: refuses (raises at) the events that would put code of the candidate's
+    where it reads frames it must not, or that would disarm this hook. ``own`` is this hook's own code
+    and ``error`` the exception it raises, bound as defaults (replacing them is refused): it looks up no
+    name, in a module or in builtins, that a candidate could rebind."""
+    if event in ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys.monitoring.register_callback"):
+        raise error(f"a runner refuses {event}")
+    rewrites = event == "object.__setattr__" and args[1] in ("__code__", "__defaults__", "__kwdefaults__")
+    if rewrites and args[0].__code__ is own:  # only a function's setters raise this event for these names
+        raise error("a runner's audit hook is not rewritten")
 
 
 def refuse_audit_hooks() -> None:
-    """From now on, no audit hook can be added to this process (red team 23 #1): the runner's own hook,
-    added before the candidate's import, refuses every later ``sys.addaudithook`` (Python then adds
-    nothing and the call returns as if it had). An audit hook runs wherever Python raises an audited
-    event, and under the interpreter events are raised inside a running kernel (``sys._getframe``,
-    ``builtins.id``, ``object.__getattr__``): a candidate's hook walked up from there to the kernel's
-    frame and read the values it loaded, as :func:`no_host_hooks` keeps every other hook from doing. A
-    GPU kernel raises no event; outside the kernels a hook would see the runner's own objects (every
-    ``id()`` of them) and frames. Hooks cannot be removed, so this one stays for the runner's life; it
-    costs a Python call per audited event (a fraction of a microsecond), on the host only."""
-    sys.addaudithook(_refuse_audit_hook)
+    """From now on, no audit hook, profile hook or trace hook can be added to this process (red team 23
+    #1, red team 25 #1, #2): the runner's own audit hook, added before the candidate's import, refuses
+    every later ``sys.addaudithook`` (Python then adds nothing and the call returns as if it had), every
+    ``sys.setprofile`` and ``sys.settrace`` (the C routes, ``PyEval_SetProfile``, and ``threading``'s
+    per-thread hooks raise the same events) and, on Python 3.12, ``sys.monitoring``'s callbacks. Each
+    runs Python wherever Python raises an event, calls or returns from a function, and under the
+    interpreter that is inside a running kernel: a candidate's hook read the values a kernel loaded in
+    its frame (a profile or trace hook is handed the frame itself). :func:`no_host_hooks` keeps every
+    other hook from running there. A GPU kernel runs no Python; outside the kernels a hook would see
+    the runner's own objects and frames. It also refuses its own rewriting (its ``__code__`` or
+    defaults replaced: the candidate can reach this module's function through ``sys.modules``). Hooks
+    cannot be removed, so this one stays for the runner's life; it costs a Python call per audited
+    event (a fraction of a microsecond), on the host only."""
+    hook = types.FunctionType(_refuse.__code__, {"__builtins__": {}}, "_refuse", (None, RuntimeError))
+    hook.__defaults__ = (hook.__code__, RuntimeError)
+    sys.addaudithook(hook)
 
 
 STANDARD_STREAMS = (sys.stdout, sys.stderr)

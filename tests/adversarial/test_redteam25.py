@@ -1,0 +1,59 @@
+"""The twenty-fifth red team's attacks (tests/adversarial/redteam25/README.md): the judge's newest code
+attacked on the CPU (Triton's interpreter). Each test asserts the right verdict; the candidates run in the
+session's warm CPU sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import small_problem
+from tritongym.evaluate import EvalConfig, EvalResult, Verdict
+
+HERE = Path(__file__).parent / "redteam25"
+REDTEAM23 = Path(__file__).parent / "redteam23"
+
+
+def config(**overrides) -> EvalConfig:
+    return EvalConfig(**{"device": "cpu", "trials": 2, "torch_compute": "forbid", **overrides})
+
+
+def run(judge, problem: str, name: str, **overrides) -> EvalResult:
+    return judge(small_problem(problem), (HERE / name).read_text(), config(**overrides))
+
+
+@pytest.mark.parametrize(
+    ("name", "event"),
+    [
+        ("profile_hook_reads_a_kernels_frame.py", "sys.setprofile"),  # #1
+        ("trace_hook_reads_a_kernels_frame.py", "sys.settrace"),  # #2
+    ],
+)
+def test_a_hook_set_by_a_computed_name_is_refused(judge, name, event):
+    """#1, #2: ``getattr(sys, "set" + "profile")`` (or ``settrace``) installs a hook around a launch; the
+    interpreter calls it inside the kernel with the kernel's frame, whose ``block`` holds the loaded row;
+    forward sums it on the host and hands the sum to a store kernel (``ok`` under ``forbid``). The
+    runner's audit hook now refuses the event, as it refuses ``sys.addaudithook``."""
+    result = run(judge, "03_row_sum", name)
+    assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
+    assert f"a runner refuses {event}" in result.feedback
+
+
+def test_the_runners_audit_hook_is_not_rewritten(judge):
+    """#3: the module finds the runner's refusing hook through the collector (``gc`` from ``sys.modules``
+    by a computed name), replaces its ``__code__`` with a hook that refuses nothing, then adds red team 23
+    #1's frame-reading hook (``ok`` under ``forbid``). The refusing hook refuses its own rewriting."""
+    result = run(judge, "03_row_sum", "audit_hook_after_disarming_the_refusal.py")
+    assert result.verdict is Verdict.IMPORT_ERROR, result.feedback
+    assert "a runner's audit hook is not rewritten" in result.feedback
+
+
+def test_an_honest_kernel_beside_an_audit_hook_is_ok(judge):
+    """The counterpart of #1-#3: a correct vector add whose module adds a counting audit hook (refused
+    silently, as red team 23 made it) and reads the profile hook that is set (``sys.getprofile``, no
+    event) is ``ok``."""
+    source = (REDTEAM23 / "audit_hook_counts_events.py").read_text()
+    source = source.replace("import sys\n", "import sys\n\nPROFILED = sys.getprofile()\n", 1)
+    result = judge(small_problem("01_vector_add"), source, config())
+    assert result.verdict is Verdict.OK, result.feedback
