@@ -10,6 +10,7 @@ import pytest
 
 from helpers import small_problem
 from tritongym.evaluate import EvalConfig, EvalResult, Verdict
+from tritongym.problems import Problem
 
 HERE = Path(__file__).parent / "redteam25"
 REDTEAM23 = Path(__file__).parent / "redteam23"
@@ -36,6 +37,7 @@ def test_a_hook_set_by_a_computed_name_is_refused(judge, name, event):
     forward sums it on the host and hands the sum to a store kernel (``ok`` under ``forbid``). The
     runner's audit hook now refuses the event, as it refuses ``sys.addaudithook``."""
     result = run(judge, "03_row_sum", name)
+    print(result.feedback)
     assert result.verdict is Verdict.RUNTIME_ERROR, result.feedback
     assert f"a runner refuses {event}" in result.feedback
 
@@ -57,3 +59,36 @@ def test_an_honest_kernel_beside_an_audit_hook_is_ok(judge):
     source = source.replace("import sys\n", "import sys\n\nPROFILED = sys.getprofile()\n", 1)
     result = judge(small_problem("01_vector_add"), source, config())
     assert result.verdict is Verdict.OK, result.feedback
+
+
+ROW_SUM = Problem(
+    name="row_sum_4x16",
+    source=(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return x.sum(1)\n\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 16)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    ),
+)
+"""A row sum small enough for a candidate that takes one value per launch (no second size: not shrunk)."""
+
+
+def test_an_errors_message_carries_no_value_out_of_a_kernel(judge):
+    """#5: each launch loads one element and gathers with its bits as the index; the interpreter's error
+    (NumPy's ``index 1078984704 is out of bounds``) carried the value to forward, which summed the rows
+    on the host (``ok`` under ``forbid``). An error leaving an interpreted grid now names no number."""
+    result = judge(ROW_SUM, (HERE / "values_in_an_errors_message.py").read_text(), config())
+    assert result.verdict is Verdict.MISMATCH, result.feedback
+
+
+def test_an_honest_kernels_error_keeps_its_words(judge):
+    """The counterpart of #5: a kernel whose gather goes out of bounds by mistake (the error not caught)
+    fails with the interpreter's message, its words kept for the feedback, its numbers gone."""
+    source = (HERE / "values_in_an_errors_message.py").read_text()
+    source = source.replace(
+        "    try:\n        tell_kernel[(1,)](x, at)\n    except Exception as error:",
+        "    if True:\n        tell_kernel[(1,)](x, at)\n    if False:\n        error = None",
+    )
+    result = judge(ROW_SUM, source, config())
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback  # how an interpreted kernel's failure is named
+    assert "is out of bounds for axis # with size #" in result.feedback, result.feedback

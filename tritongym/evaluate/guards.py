@@ -37,6 +37,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import secrets
 import sys
 import traceback
@@ -354,14 +355,26 @@ the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace 
 BYPASS = "(interpreted grid run without its kernel's run)"
 
 
-def forget_frames(error: BaseException) -> None:
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?(0x[0-9a-fA-F]+|\d+(\.\d*)?([eE][-+]?\d+)?)")
+"""A number in an error's message (not a digit inside a name: ``int32``, ``x_1``)."""
+
+
+def _valueless(arg: object) -> object:
+    return NUMBER.sub("#", arg) if isinstance(arg, str) else f"<{type(arg).__name__}>"
+
+
+def forget_frames(error: BaseException, valueless: bool = False) -> None:
     """Drop the local variables of the frames an error raised out of an interpreted grid passed through
     (its traceback's, and its causes' and contexts'), keeping their code and lines (the feedback's
     location). They are the kernel's state: the interpreter's tensors hold the values it loaded as NumPy
     arrays, and a forward that caught the error read them there (red team 21 #13: NumPy's divide-by-zero
     warning, made an error by ``warnings.simplefilter("error")``, raised out of a kernel that had loaded
     a row). A GPU kernel has no Python frames, and a warning is not an error there. The frames still
-    running (the launch's callers) keep theirs."""
+    running (the launch's callers) keep theirs. ``valueless``: the messages of these errors (their
+    arguments and text attributes) lose their numbers too (``#``), and any argument that is not text:
+    an error of the interpreter or NumPy names values a kernel computed (red team 25 #5: ``tl.gather``
+    with a loaded value as its index raised ``index 1078984704 is out of bounds``, the value's bits, one
+    per launch). A GPU's kernel raises nothing with a message; the words stay for the feedback."""
     pending, seen = [error], set()
     while pending:
         current = pending.pop()
@@ -369,6 +382,12 @@ def forget_frames(error: BaseException) -> None:
             continue
         seen.add(id(current))
         traceback.clear_frames(current.__traceback__)
+        if valueless:
+            with contextlib.suppress(Exception):  # arguments an error class fixes: no values of a kernel
+                current.args = tuple(_valueless(arg) for arg in current.args)
+            for name, value in list(getattr(current, "__dict__", {}).items()):  # InterpreterError.error_message
+                if isinstance(value, str):
+                    setattr(current, name, _valueless(value))
         pending += [current.__cause__, current.__context__]
 
 
@@ -1324,7 +1343,7 @@ class LaunchMonitor:
                 forget_frames(race)
                 raise
             except BaseException as error:
-                forget_frames(error)
+                forget_frames(error, valueless=True)
                 raise
             finally:
                 monitor._check_interpreter(monitor._interpreter)
