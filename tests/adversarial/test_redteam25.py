@@ -92,3 +92,17 @@ def test_an_honest_kernels_error_keeps_its_words(judge):
     result = judge(ROW_SUM, source, config())
     assert result.verdict is Verdict.COMPILE_ERROR, result.feedback  # how an interpreted kernel's failure is named
     assert "is out of bounds for axis # with size #" in result.feedback, result.feedback
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (README, #4): the guards are the runner's word; a rebinding undone before forward returns is unseen",
+)
+def test_the_guards_module_rebound_during_forward(judge):
+    """#4: red team 21 #2 (a kernel's print read by forward) with ``guards.STANDARD_STREAMS`` rebound to
+    forward's buffer around the launch (the module reached through ``getattr(sys, "mod" + "ules")``) and
+    put back before forward returns: the tampering check after forward sees nothing (``ok`` under
+    ``forbid``). The interpreter's guards live in the candidate's process (docs/environment.md, threat
+    model); closing it needs them out of its reach (README)."""
+    result = run(judge, "03_row_sum", "standard_streams_rebound_for_the_launch.py")
+    assert result.verdict is not Verdict.OK, result.feedback

@@ -423,7 +423,9 @@ def _refuse(event: str, args: tuple, own=None, error=None) -> None:
     where it reads frames it must not, or that would disarm this hook. ``own`` is this hook's own code
     and ``error`` the exception it raises, bound as defaults (replacing them is refused): it looks up no
     name, in a module or in builtins, that a candidate could rebind."""
-    if event in ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys.monitoring.register_callback"):
+    hooks = ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys._setprofileallthreads",
+             "sys._settraceallthreads", "sys.monitoring.register_callback")  # fmt: skip
+    if event in hooks:
         raise error(f"a runner refuses {event}")
     rewrites = event == "object.__setattr__" and args[1] in ("__code__", "__defaults__", "__kwdefaults__")
     if rewrites and args[0].__code__ is own:  # only a function's setters raise this event for these names
@@ -435,7 +437,8 @@ def refuse_audit_hooks() -> None:
     #1, red team 25 #1, #2): the runner's own audit hook, added before the candidate's import, refuses
     every later ``sys.addaudithook`` (Python then adds nothing and the call returns as if it had), every
     ``sys.setprofile`` and ``sys.settrace`` (the C routes, ``PyEval_SetProfile``, and ``threading``'s
-    per-thread hooks raise the same events) and, on Python 3.12, ``sys.monitoring``'s callbacks. Each
+    per-thread hooks raise the same events) and, on Python 3.12, their all-threads forms
+    (``threading.setprofile_all_threads``) and ``sys.monitoring``'s callbacks. Each
     runs Python wherever Python raises an event, calls or returns from a function, and under the
     interpreter that is inside a running kernel: a candidate's hook read the values a kernel loaded in
     its frame (a profile or trace hook is handed the frame itself). :func:`no_host_hooks` keeps every
