@@ -76,9 +76,19 @@ ROW_SUM = Problem(
 def test_an_errors_message_carries_no_value_out_of_a_kernel(judge):
     """#5: each launch loads one element and gathers with its bits as the index; the interpreter's error
     (NumPy's ``index 1078984704 is out of bounds``) carried the value to forward, which summed the rows
-    on the host (``ok`` under ``forbid``). An error leaving an interpreted grid now names no number."""
+    on the host (``ok`` under ``forbid``). An error leaving an interpreted grid now names no number, and
+    fails the call even where forward caught it (#6)."""
     result = judge(ROW_SUM, (HERE / "values_in_an_errors_message.py").read_text(), config())
-    assert result.verdict is Verdict.MISMATCH, result.feedback
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback  # how an interpreted kernel's failure is named
+    assert "is out of bounds for axis # with size #" in result.feedback, result.feedback
+
+
+def test_a_kernel_failing_by_a_bit_fails_the_call(judge):
+    """#6: #5 without a number: 32 launches per element, each failing or not by one bit of it, the
+    errors caught by forward (``ok`` under ``forbid`` once #5's messages named no number). A grid's error
+    now fails the call once forward returns, caught or not, as a GPU kernel's failure ends its context."""
+    result = judge(ROW_SUM, (HERE / "bits_by_whether_a_kernel_fails.py").read_text(), config())
+    assert result.verdict is Verdict.COMPILE_ERROR, result.feedback
 
 
 def test_an_honest_kernels_error_keeps_its_words(judge):

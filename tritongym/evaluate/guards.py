@@ -1160,11 +1160,14 @@ class LaunchMonitor:
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
         solution)``."""
         self.off_stream = 0
-        self.race: races.DataRace | None = None
-        """The first data race a grid run under this monitor raised (races.py). It holds whether or not
-        forward caught it: on a GPU nothing raises, and the racy kernel's answer is what forward gets
-        (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the CPU: red team 11
-        #1), so the runner fails the call with it once forward returned."""
+        self.race: Exception | None = None
+        """The first data race (races.py), or other error, a grid run under this monitor raised. It holds
+        whether or not forward caught it: on a GPU a race raises nothing, and the racy kernel's answer is
+        what forward gets (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the
+        CPU: red team 11 #1); a kernel that fails on a GPU (an assertion, an address out of bounds) ends
+        its process's CUDA context, so nothing forward does after it counts, and an error caught by
+        forward is a channel out of the kernel, a bit per launch at least (red team 25 #5, #6). The
+        runner fails the call with it once forward returned."""
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, str, object]] = []
         """(class, attribute, what it held) for each launch point wrapped while active."""
@@ -1347,6 +1350,8 @@ class LaunchMonitor:
                 raise
             except BaseException as error:
                 forget_frames(error, valueless=True)
+                if isinstance(error, Exception):
+                    monitor.race = monitor.race or error
                 raise
             finally:
                 monitor._check_interpreter(monitor._interpreter)
