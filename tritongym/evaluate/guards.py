@@ -37,6 +37,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import secrets
 import sys
 import traceback
@@ -354,14 +355,26 @@ the ownership rule cannot follow (a ``getattr`` whose name is data, a namespace 
 BYPASS = "(interpreted grid run without its kernel's run)"
 
 
-def forget_frames(error: BaseException) -> None:
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?(0x[0-9a-fA-F]+|\d+(\.\d*)?([eE][-+]?\d+)?)")
+"""A number in an error's message (not a digit inside a name: ``int32``, ``x_1``)."""
+
+
+def _valueless(arg: object) -> object:
+    return NUMBER.sub("#", arg) if isinstance(arg, str) else f"<{type(arg).__name__}>"
+
+
+def forget_frames(error: BaseException, valueless: bool = False) -> None:
     """Drop the local variables of the frames an error raised out of an interpreted grid passed through
     (its traceback's, and its causes' and contexts'), keeping their code and lines (the feedback's
     location). They are the kernel's state: the interpreter's tensors hold the values it loaded as NumPy
     arrays, and a forward that caught the error read them there (red team 21 #13: NumPy's divide-by-zero
     warning, made an error by ``warnings.simplefilter("error")``, raised out of a kernel that had loaded
     a row). A GPU kernel has no Python frames, and a warning is not an error there. The frames still
-    running (the launch's callers) keep theirs."""
+    running (the launch's callers) keep theirs. ``valueless``: the messages of these errors (their
+    arguments and text attributes) lose their numbers too (``#``), and any argument that is not text:
+    an error of the interpreter or NumPy names values a kernel computed (red team 25 #5: ``tl.gather``
+    with a loaded value as its index raised ``index 1078984704 is out of bounds``, the value's bits, one
+    per launch). A GPU's kernel raises nothing with a message; the words stay for the feedback."""
     pending, seen = [error], set()
     while pending:
         current = pending.pop()
@@ -369,6 +382,12 @@ def forget_frames(error: BaseException) -> None:
             continue
         seen.add(id(current))
         traceback.clear_frames(current.__traceback__)
+        if valueless:
+            with contextlib.suppress(Exception):  # arguments an error class fixes: no values of a kernel
+                current.args = tuple(_valueless(arg) for arg in current.args)
+            for name, value in list(getattr(current, "__dict__", {}).items()):  # InterpreterError.error_message
+                if isinstance(value, str):
+                    setattr(current, name, _valueless(value))
         pending += [current.__cause__, current.__context__]
 
 
@@ -399,22 +418,38 @@ def no_host_hooks():
             gc.enable()
 
 
-def _refuse_audit_hook(event: str, args: tuple) -> None:
-    if event == "sys.addaudithook":
-        raise RuntimeError("a runner adds no audit hook")
+def _refuse(event: str, args: tuple, own=None, error=None) -> None:
+    """The runner's audit hook: refuses (raises at) the events that would put code of the candidate's
+    where it reads frames it must not, or that would disarm this hook. ``own`` is this hook's own code
+    and ``error`` the exception it raises, bound as defaults (replacing them is refused): it looks up no
+    name, in a module or in builtins, that a candidate could rebind."""
+    hooks = ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys._setprofileallthreads",
+             "sys._settraceallthreads", "sys.monitoring.register_callback")  # fmt: skip
+    if event in hooks:
+        raise error(f"a runner refuses {event}")
+    rewrites = event == "object.__setattr__" and args[1] in ("__code__", "__defaults__", "__kwdefaults__")
+    if rewrites and args[0].__code__ is own:  # only a function's setters raise this event for these names
+        raise error("a runner's audit hook is not rewritten")
 
 
 def refuse_audit_hooks() -> None:
-    """From now on, no audit hook can be added to this process (red team 23 #1): the runner's own hook,
-    added before the candidate's import, refuses every later ``sys.addaudithook`` (Python then adds
-    nothing and the call returns as if it had). An audit hook runs wherever Python raises an audited
-    event, and under the interpreter events are raised inside a running kernel (``sys._getframe``,
-    ``builtins.id``, ``object.__getattr__``): a candidate's hook walked up from there to the kernel's
-    frame and read the values it loaded, as :func:`no_host_hooks` keeps every other hook from doing. A
-    GPU kernel raises no event; outside the kernels a hook would see the runner's own objects (every
-    ``id()`` of them) and frames. Hooks cannot be removed, so this one stays for the runner's life; it
-    costs a Python call per audited event (a fraction of a microsecond), on the host only."""
-    sys.addaudithook(_refuse_audit_hook)
+    """From now on, no audit hook, profile hook or trace hook can be added to this process (red team 23
+    #1, red team 25 #1, #2): the runner's own audit hook, added before the candidate's import, refuses
+    every later ``sys.addaudithook`` (Python then adds nothing and the call returns as if it had), every
+    ``sys.setprofile`` and ``sys.settrace`` (the C routes, ``PyEval_SetProfile``, and ``threading``'s
+    per-thread hooks raise the same events) and, on Python 3.12, their all-threads forms
+    (``threading.setprofile_all_threads``) and ``sys.monitoring``'s callbacks. Each
+    runs Python wherever Python raises an event, calls or returns from a function, and under the
+    interpreter that is inside a running kernel: a candidate's hook read the values a kernel loaded in
+    its frame (a profile or trace hook is handed the frame itself). :func:`no_host_hooks` keeps every
+    other hook from running there. A GPU kernel runs no Python; outside the kernels a hook would see
+    the runner's own objects and frames. It also refuses its own rewriting (its ``__code__`` or
+    defaults replaced: the candidate can reach this module's function through ``sys.modules``). Hooks
+    cannot be removed, so this one stays for the runner's life; it costs a Python call per audited
+    event (a fraction of a microsecond), on the host only."""
+    hook = types.FunctionType(_refuse.__code__, {"__builtins__": {}}, "_refuse", (None, RuntimeError))
+    hook.__defaults__ = (hook.__code__, RuntimeError)
+    sys.addaudithook(hook)
 
 
 STANDARD_STREAMS = (sys.stdout, sys.stderr)
@@ -1125,11 +1160,14 @@ class LaunchMonitor:
         """Launches of kernels not of the candidate's file, as ``<function> (Triton kernel not of the
         solution)``."""
         self.off_stream = 0
-        self.race: races.DataRace | None = None
-        """The first data race a grid run under this monitor raised (races.py). It holds whether or not
-        forward caught it: on a GPU nothing raises, and the racy kernel's answer is what forward gets
-        (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the CPU: red team 11
-        #1), so the runner fails the call with it once forward returned."""
+        self.race: Exception | None = None
+        """The first data race (races.py), or other error, a grid run under this monitor raised. It holds
+        whether or not forward caught it: on a GPU a race raises nothing, and the racy kernel's answer is
+        what forward gets (a ``try`` around it, with a second kernel in its ``except``, was ``ok`` on the
+        CPU: red team 11 #1); a kernel that fails on a GPU (an assertion, an address out of bounds) ends
+        its process's CUDA context, so nothing forward does after it counts, and an error caught by
+        forward is a channel out of the kernel, a bit per launch at least (red team 25 #5, #6). The
+        runner fails the call with it once forward returned."""
         self.stream = current_stream_handle()
         self._saved: list[tuple[type, str, object]] = []
         """(class, attribute, what it held) for each launch point wrapped while active."""
@@ -1311,7 +1349,9 @@ class LaunchMonitor:
                 forget_frames(race)
                 raise
             except BaseException as error:
-                forget_frames(error)
+                forget_frames(error, valueless=True)
+                if isinstance(error, Exception):
+                    monitor.race = monitor.race or error
                 raise
             finally:
                 monitor._check_interpreter(monitor._interpreter)
