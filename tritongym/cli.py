@@ -54,7 +54,7 @@ app.add_typer(problems_app, name="problems")
 app.add_typer(solutions_app, name="solutions")
 app.command("bench")(bench_command)
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages hold paths: never broken at the width
 
 _VERDICT_STYLE = {Verdict.OK: "green", Verdict.INFRASTRUCTURE_ERROR: "magenta"}
 
@@ -110,7 +110,7 @@ def _prepare(problem: Problem, small: bool, sizes: dict[str, int]) -> Problem:
 def _announce_sizes(problems: list[Problem]) -> None:
     """Say which problems run at shrunk sizes, and what changed; nothing when none was shrunk."""
     if notice := shrunk_notice(problems):
-        err.print(f"[yellow]{escape(notice)}[/yellow]", soft_wrap=True)
+        err.print(f"[yellow]{escape(notice)}[/yellow]")
 
 
 def _announce_device(config: EvalConfig) -> tuple[str, bool]:
@@ -241,7 +241,7 @@ def _resume(out_path: Path, tasks: list[Task]) -> tuple[list[Task], list[tuple[s
 def _announce_overwrite(out_path: Path, hint: str = "") -> None:
     """Say that ``out_path`` is overwritten where it holds something."""
     if out_path.is_file() and out_path.stat().st_size:
-        err.print(f"[yellow]{escape(f'{out_path} is overwritten{hint}')}[/yellow]", soft_wrap=True)
+        err.print(f"[yellow]{escape(f'{out_path} is overwritten{hint}')}[/yellow]")
 
 
 def _run_batch(

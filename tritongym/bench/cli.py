@@ -38,7 +38,7 @@ LOG_EVERY_S = 30.0
 """Without a terminal, a progress line is logged at most this often."""
 
 log = logging.getLogger("tritongym.bench")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages hold paths: never broken at the width
 
 
 def _levels(spec: str) -> tuple[int, ...]:
@@ -109,7 +109,7 @@ def _print_summary(outcome: BenchOutcome) -> None:
 
 def _usage_error(message: str) -> typer.Exit:
     err.print("[red]error:[/red] ", end="")
-    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    err.print(message, markup=False, highlight=False)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -247,5 +247,5 @@ def report(
         console.print(f"comparison: {destination / COMPARE}")
     except TritonGymError as exc:
         err.print("[red]error:[/red] ", end="")
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        err.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(EXIT_USAGE) from None

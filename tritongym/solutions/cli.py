@@ -28,7 +28,7 @@ EXIT_OK, EXIT_SKIPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 app = typer.Typer(
     help="Make solutions with tools (torch.compile's Inductor).", no_args_is_help=True, rich_markup_mode="markdown"
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages hold paths: never broken at the width
 log = logging.getLogger(__name__)
 
 
@@ -111,7 +111,7 @@ def inductor(
         if o.status == "written":
             err.print(escape(f"{o.problem}: written ({o.kernels} Triton kernels, {o.extern_calls} library calls)"))
         else:
-            err.print(f"[yellow]{escape(o.problem)}: skipped: {escape(o.reason)}[/yellow]", soft_wrap=True)
+            err.print(f"[yellow]{escape(o.problem)}: skipped: {escape(o.reason)}[/yellow]")
     written = sum(o.status == "written" for o in outcomes)
     err.print(escape(f"{written} of {len(outcomes)} solutions written to {out} (summary: {out / SUMMARY})"))
     raise typer.Exit(EXIT_OK if written == len(outcomes) else EXIT_SKIPPED)

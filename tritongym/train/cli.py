@@ -15,7 +15,7 @@ from tritongym.errors import TritonGymError
 from tritongym.paths import writable_dir, writable_file
 from tritongym.train.interrupt import TrainingInterrupted
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages hold paths: never broken at the width
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 ConfigOption = Annotated[
@@ -31,7 +31,7 @@ ResumeOption = Annotated[
 
 
 def _usage(exc: Exception) -> typer.Exit:
-    err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)  # user text is never markup; paths unbroken
+    err.print(f"[red]error:[/red] {escape(str(exc))}")  # user text (paths, keys) is never read as markup
     return typer.Exit(EXIT_USAGE)
 
 
